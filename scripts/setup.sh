@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything hearth needs to build and test, from Debian packages and
+# the npm registry only. Idempotent; run as root on Debian 12.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build pkg-config  # toolchain
+  libhwy-dev                                    # portable SIMD with run-time dispatch
+  libgtest-dev libgmock-dev                     # unit tests
+  nlohmann-json3-dev                            # JSON
+  libcpp-httplib-dev                            # HTTP server
+  libpcre2-dev                                  # Unicode regex for tokenizers
+  libutf8proc-dev                               # Unicode normalization
+  python3-numpy python3-jinja2                  # independent numeric / template references
+  nodejs npm                                    # test tooling (reference tokenizer, API clients)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node may come from outside Debian on some machines; accept any node >= 18.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  missing=("${missing[@]/nodejs/}"); missing=("${missing[@]/npm/}")
+fi
+todo=()
+for p in "${missing[@]}"; do [ -n "$p" ] && todo+=("$p"); done
+if [ ${#todo[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${todo[@]}"
+fi
+
+if [ -f package.json ] && [ ! -d node_modules ] || [ package.json -nt node_modules ]; then
+  npm install --no-audit --no-fund --loglevel=error
+  touch node_modules
+fi

@@ -1,0 +1,60 @@
+#include "cli/args.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace hearth::cli {
+
+Args::Args(int argc, char** argv, std::vector<std::string> flags) {
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0 || a == "--") {
+      positional_.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (std::find(flags.begin(), flags.end(), name) != flags.end()) {
+      value = "1";
+    } else {
+      if (i + 1 >= argc) throw std::runtime_error("option --" + name + " needs a value");
+      value = argv[++i];
+    }
+    values_[name] = value;
+  }
+}
+
+std::string Args::str(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+long long Args::integer(const std::string& name, long long fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  char* end = nullptr;
+  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (it->second.empty() || *end != '\0')
+    throw std::runtime_error("option --" + name + " expects an integer, got '" + it->second + "'");
+  return v;
+}
+
+double Args::number(const std::string& name, double fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  char* end = nullptr;
+  double v = std::strtod(it->second.c_str(), &end);
+  if (it->second.empty() || *end != '\0')
+    throw std::runtime_error("option --" + name + " expects a number, got '" + it->second + "'");
+  return v;
+}
+
+void Args::allow_only(const std::vector<std::string>& known) const {
+  for (const auto& [name, _] : values_)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw std::runtime_error("unknown option --" + name);
+}
+
+}  // namespace hearth::cli

@@ -1,0 +1,32 @@
+// A small command-line option parser shared by the subcommands.
+// Options are "--name value" or "--name=value"; flags are "--name".
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hearth::cli {
+
+class Args {
+ public:
+  // `flags` lists the options that take no value; anything else starting with
+  // "--" takes one. Non-option words are kept in positional().
+  Args(int argc, char** argv, std::vector<std::string> flags = {});
+
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string str(const std::string& name, const std::string& fallback = "") const;
+  long long integer(const std::string& name, long long fallback) const;
+  double number(const std::string& name, double fallback) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  // Throws if an option outside `known` was given: typos must not pass silently.
+  void allow_only(const std::vector<std::string>& known) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+}  // namespace hearth::cli

@@ -1,0 +1,11 @@
+// Entry points of the hearth subcommands; main.cpp dispatches on argv[1].
+#pragma once
+
+namespace hearth::cli {
+
+// Each takes the arguments after the subcommand name and returns the exit code.
+int cmd_generate(int argc, char** argv);
+int cmd_mkmodel(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+
+}  // namespace hearth::cli

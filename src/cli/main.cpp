@@ -1,0 +1,49 @@
+// hearth: the command-line front door. Each subcommand lives in its own file.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "cli/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* help;
+};
+
+const Command kCommands[] = {
+    {"generate", hearth::cli::cmd_generate, "generate text from a prompt"},
+    {"bench", hearth::cli::cmd_bench, "measure prefill/decode speed and memory bandwidth"},
+    {"mkmodel", hearth::cli::cmd_mkmodel, "write a random-weight checkpoint in a published layout"},
+};
+
+void usage() {
+  std::fprintf(stderr, "usage: hearth <command> [options]\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(stderr, "  %-10s %s\n", c.name, c.help);
+  std::fprintf(stderr, "\nRun 'hearth <command> --help' for a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) == 0) {
+      try {
+        return c.run(argc - 2, argv + 2);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "hearth %s: error: %s\n", c.name, e.what());
+        return 1;
+      }
+    }
+  }
+  std::fprintf(stderr, "hearth: unknown command '%s'\n\n", argv[1]);
+  usage();
+  return 2;
+}
