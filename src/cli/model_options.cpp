@@ -1,0 +1,39 @@
+#include "cli/model_options.h"
+
+#include <algorithm>
+
+namespace hearth::cli {
+
+const std::vector<std::string> kSamplingOptions = {"temperature", "top-p", "top-k", "min-p", "seed"};
+
+std::filesystem::path model_dir(const Args& args) {
+  return args.str("model", HEARTH_DEFAULT_MODEL);
+}
+
+int thread_count(const Args& args) {
+  int n = int(args.integer("threads", ThreadPool::default_threads()));
+  if (n < 1) throw std::runtime_error("--threads must be at least 1");
+  return n;
+}
+
+SamplingParams sampling_params(const Args& args, const io::GenerationConfig& gen) {
+  SamplingParams p;
+  p.temperature = float(args.number("temperature", gen.temperature.value_or(0.0)));
+  p.top_p = float(args.number("top-p", gen.top_p.value_or(1.0)));
+  p.top_k = int(args.integer("top-k", gen.top_k.value_or(0)));
+  p.min_p = float(args.number("min-p", gen.min_p.value_or(0.0)));
+  if (args.has("seed")) p.seed = uint64_t(args.integer("seed", 0));
+  if (p.temperature < 0) throw std::runtime_error("--temperature must be >= 0");
+  if (p.top_p <= 0 || p.top_p > 1) throw std::runtime_error("--top-p must be in (0, 1]");
+  if (p.top_k < 0) throw std::runtime_error("--top-k must be >= 0");
+  if (p.min_p < 0 || p.min_p > 1) throw std::runtime_error("--min-p must be in [0, 1]");
+  return p;
+}
+
+std::unique_ptr<KvCache> make_kv_cache(const LlamaModel& model, int64_t ctx_tokens, int sequences) {
+  KvCacheShape shape = model.kv_shape();
+  int64_t per_seq = (ctx_tokens + shape.block_tokens - 1) / shape.block_tokens;
+  return std::make_unique<KvCache>(shape, per_seq * sequences);
+}
+
+}  // namespace hearth::cli

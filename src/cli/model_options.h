@@ -1,0 +1,31 @@
+// What every model-running subcommand shares: where the model is, how many
+// threads, the sampling options, and loading the model with a KV pool.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "core/thread_pool.h"
+#include "engine/sampler.h"
+#include "io/model_config.h"
+#include "model/kv_cache.h"
+#include "model/llama.h"
+
+namespace hearth::cli {
+
+// --model, or the bundled model when none is given.
+std::filesystem::path model_dir(const Args& args);
+int thread_count(const Args& args);  // --threads, else physical cores
+
+// Sampling: command-line values beat generation_config.json, which beats
+// the built-in defaults (greedy, as mlx-lm's command line).
+SamplingParams sampling_params(const Args& args, const io::GenerationConfig& gen);
+extern const std::vector<std::string> kSamplingOptions;
+
+// KV pool for `sequences` sequences of the whole context (or ctx_tokens).
+std::unique_ptr<KvCache> make_kv_cache(const LlamaModel& model, int64_t ctx_tokens, int sequences = 1);
+
+}  // namespace hearth::cli

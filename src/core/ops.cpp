@@ -1,0 +1,112 @@
+#include "core/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/quant_matmul.h"
+#include "core/simd.h"
+
+namespace hearth {
+
+size_t Matrix::bytes() const {
+  if (!quantized()) return size_t(rows * cols) * dtype_size(dtype);
+  return size_t(rows * words_per_row()) * 4 + 2 * size_t(rows * groups_per_row()) * dtype_size(scale_dtype);
+}
+
+namespace {
+constexpr int kTileRows = 4;
+constexpr int kTileTokens = 4;
+}  // namespace
+
+void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y) {
+  if (w.quantized()) return quant_matmul(pool, w, x, n_tokens, y);
+  const size_t esize = dtype_size(w.dtype);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  int64_t row_tiles = (w.rows + kTileRows - 1) / kTileRows;
+  pool.parallel_for(row_tiles, 1, [&](int64_t b, int64_t e) {
+    float out[kTileRows * kTileTokens];
+    for (int64_t tile = b; tile < e; ++tile) {
+      int64_t r0 = tile * kTileRows;
+      int nr = int(std::min<int64_t>(kTileRows, w.rows - r0));
+      const void* wp[kTileRows];
+      for (int r = 0; r < nr; ++r) wp[r] = base + size_t(r0 + r) * w.cols * esize;
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += kTileTokens) {
+        int nt = int(std::min<int64_t>(kTileTokens, n_tokens - t0));
+        const float* xp[kTileTokens];
+        for (int t = 0; t < nt; ++t) xp[t] = x + (t0 + t) * w.cols;
+        simd::dot_tile(w.dtype, wp, nr, xp, nt, w.cols, out);
+        for (int t = 0; t < nt; ++t)
+          for (int r = 0; r < nr; ++r) y[(t0 + t) * w.rows + r0 + r] = out[t * nr + r];
+      }
+    }
+  });
+}
+
+void matrix_row(const Matrix& w, int64_t row, float* out) {
+  if (w.quantized()) return dequantize_row(w, row, out);
+  for (int64_t c = 0; c < w.cols; ++c) out[c] = load_as_f32(w.dtype, w.data, row * w.cols + c);
+}
+
+void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  float inv = 1.0f / std::sqrt(simd::sum_squares(x, n) / float(n) + eps);
+  simd::scale_mul(x, inv, weight, out, n);
+}
+
+void rope(float* x, int n_heads, int head_dim, int64_t pos, const float* inv_freq,
+          float attention_scaling) {
+  int half = head_dim / 2;
+  float cs[512], sn[512];  // head_dim <= 1024
+  for (int i = 0; i < half; ++i) {
+    double angle = double(pos) * inv_freq[i];
+    cs[i] = float(std::cos(angle)) * attention_scaling;
+    sn[i] = float(std::sin(angle)) * attention_scaling;
+  }
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + int64_t(h) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      float a = v[i], b = v[i + half];
+      v[i] = a * cs[i] - b * sn[i];
+      v[i + half] = b * cs[i] + a * sn[i];
+    }
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  float m = simd::max_value(x, n);
+  float sum = simd::exp_shift_sum(x, m, n);
+  simd::scale(x, 1.0f / sum, n);
+}
+
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  simd::silu_mul(gate, up, out, n);
+}
+
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
+  const float k = std::sqrt(2.0f / float(M_PI));
+  for (int64_t i = 0; i < n; ++i) {
+    float g = gate[i];
+    out[i] = 0.5f * g * (1.0f + std::tanh(k * (g + 0.044715f * g * g * g))) * up[i];
+  }
+}
+
+void attend(const float* q, const KvView& kv, int kv_head, int64_t n_ctx, float scale, float* out,
+            float* scratch) {
+  const int hd = kv.head_dim, bt = kv.block_tokens;
+  const size_t head_stride = size_t(bt) * hd;
+  thread_local std::vector<float> row;  // one BF16 key/value row widened to floats
+  row.resize(hd);
+  auto entry = [&](const void* const* blocks, int64_t j) -> const float* {
+    const size_t i = kv_head * head_stride + size_t(j % bt) * hd;
+    if (kv.dtype == DType::F32) return static_cast<const float*>(blocks[j / bt]) + i;
+    const uint16_t* p = static_cast<const uint16_t*>(blocks[j / bt]) + i;
+    for (int d = 0; d < hd; ++d) row[d] = bf16_to_f32(p[d]);
+    return row.data();
+  };
+  for (int64_t j = 0; j < n_ctx; ++j) scratch[j] = simd::dot(q, entry(kv.k_blocks, j), hd) * scale;
+  softmax(scratch, n_ctx);
+  std::fill(out, out + hd, 0.0f);
+  for (int64_t j = 0; j < n_ctx; ++j) simd::axpy(scratch[j], entry(kv.v_blocks, j), out, hd);
+}
+
+}  // namespace hearth

@@ -1,0 +1,55 @@
+// The tensor operations of a transformer forward pass, on plain float
+// buffers. Each has a fast version (chosen at run time for this CPU) and a
+// scalar reference in ops_reference.h that the unit tests compare against.
+#pragma once
+
+#include <cstdint>
+
+#include "core/matrix.h"
+#include "core/thread_pool.h"
+
+namespace hearth {
+
+// y[t, r] = sum_c x[t, c] * W[r, c] for t < n_tokens; x is [n_tokens, cols],
+// y is [n_tokens, rows], both row-major.
+void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y);
+
+// Row `row` of W as floats (embedding lookup; works on quantized tables too).
+void matrix_row(const Matrix& w, int64_t row, float* out);
+
+// out = x / sqrt(mean(x^2) + eps) * weight, over n elements.
+void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out);
+
+// Rotary embedding in the Hugging Face "rotate_half" layout, in place, for
+// n_heads heads of head_dim at position pos. inv_freq has head_dim/2 entries;
+// cos and sin are multiplied by attention_scaling (YaRN; 1 otherwise).
+void rope(float* x, int n_heads, int head_dim, int64_t pos, const float* inv_freq,
+          float attention_scaling);
+
+// In place: x = softmax(x) over n elements.
+void softmax(float* x, int64_t n);
+
+// out[i] = silu(gate[i]) * up[i]
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+// out[i] = gelu_tanh(gate[i]) * up[i]
+void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// Keys and values of one sequence and one layer, in blocks of block_tokens
+// tokens; block b holds [kv_heads][block_tokens][head_dim] entries of dtype
+// (F32 or BF16).
+struct KvView {
+  const void* const* k_blocks = nullptr;
+  const void* const* v_blocks = nullptr;
+  int block_tokens = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  DType dtype = DType::F32;
+};
+
+// Causal attention of one query head over the first n_ctx cached positions:
+// out[head_dim] = softmax(q . K^T * scale) V, reading kv head `kv_head`.
+// scratch holds n_ctx floats.
+void attend(const float* q, const KvView& kv, int kv_head, int64_t n_ctx, float scale, float* out,
+            float* scratch);
+
+}  // namespace hearth

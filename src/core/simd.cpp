@@ -1,0 +1,210 @@
+// Highway compiles this file once per target (foreach_target.h re-includes
+// it); HWY_EXPORT / HWY_DYNAMIC_DISPATCH pick the best one at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/simd.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format off
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+// clang-format on
+
+#include <cmath>
+
+#include "core/simd.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace hearth::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+
+template <typename T>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return hn::LoadU(df, p);
+  } else {
+    return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), p));
+  }
+}
+
+template <typename T>
+HWY_INLINE float ScalarF32(const T* p, int64_t i) {
+  if constexpr (std::is_same_v<T, float>) {
+    return p[i];
+  } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+  } else {
+    return f16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+  }
+}
+
+float Dot(const float* a, const float* b, int64_t n) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
+    acc1 = hn::MulAdd(hn::LoadU(d, a + i + N), hn::LoadU(d, b + i + N), acc1);
+  }
+  for (; i + N <= n; i += N) acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
+  float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1)));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+template <typename T, int NR, int NT>
+void DotTileFixed(const void* const* w_rows, const float* const* x, int64_t n, float* out) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  const T* w[NR];
+  for (int r = 0; r < NR; ++r) w[r] = static_cast<const T*>(w_rows[r]);
+  hn::Vec<DF> acc[NT][NR];
+  for (int t = 0; t < NT; ++t)
+    for (int r = 0; r < NR; ++r) acc[t][r] = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::Vec<DF> wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = LoadF32(d, w[r] + i);
+    for (int t = 0; t < NT; ++t) {
+      const auto xv = hn::LoadU(d, x[t] + i);
+      for (int r = 0; r < NR; ++r) acc[t][r] = hn::MulAdd(wv[r], xv, acc[t][r]);
+    }
+  }
+  for (int t = 0; t < NT; ++t)
+    for (int r = 0; r < NR; ++r) {
+      float s = hn::GetLane(hn::SumOfLanes(d, acc[t][r]));
+      for (int64_t j = i; j < n; ++j) s += ScalarF32(w[r], j) * x[t][j];
+      out[t * NR + r] = s;
+    }
+}
+
+template <typename T>
+void DotTileTyped(const void* const* w, int n_rows, const float* const* x, int n_tok, int64_t n,
+                  float* out) {
+#define HEARTH_TILE(R, C) \
+  if (n_rows == R && n_tok == C) return DotTileFixed<T, R, C>(w, x, n, out);
+  HEARTH_TILE(4, 4) HEARTH_TILE(4, 3) HEARTH_TILE(4, 2) HEARTH_TILE(4, 1)
+  HEARTH_TILE(3, 4) HEARTH_TILE(3, 3) HEARTH_TILE(3, 2) HEARTH_TILE(3, 1)
+  HEARTH_TILE(2, 4) HEARTH_TILE(2, 3) HEARTH_TILE(2, 2) HEARTH_TILE(2, 1)
+  HEARTH_TILE(1, 4) HEARTH_TILE(1, 3) HEARTH_TILE(1, 2) HEARTH_TILE(1, 1)
+#undef HEARTH_TILE
+}
+
+void DotTile(DType w_type, const void* const* w, int n_rows, const float* const* x, int n_tok,
+             int64_t n, float* out) {
+  switch (w_type) {
+    case DType::BF16: return DotTileTyped<hwy::bfloat16_t>(w, n_rows, x, n_tok, n, out);
+    case DType::F16: return DotTileTyped<hwy::float16_t>(w, n_rows, x, n_tok, n, out);
+    default: return DotTileTyped<float>(w, n_rows, x, n_tok, n, out);
+  }
+}
+
+void Axpy(float a, const float* x, float* y, int64_t n) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  const auto va = hn::Set(d, a);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(va, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, y + i);
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+float SumSquares(const float* x, int64_t n) { return Dot(x, x, n); }
+
+void ScaleMul(const float* x, float s, const float* w, float* out, int64_t n) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  const auto vs = hn::Set(d, s);
+  int64_t i = 0;
+  for (; i + N <= n; i += N)
+    hn::StoreU(hn::Mul(hn::Mul(hn::LoadU(d, x + i), vs), hn::LoadU(d, w + i)), d, out + i);
+  for (; i < n; ++i) out[i] = x[i] * s * w[i];
+}
+
+void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  const auto one = hn::Set(d, 1.0f);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto g = hn::LoadU(d, gate + i);
+    const auto sig = hn::Div(one, hn::Add(one, hn::Exp(d, hn::Neg(g))));
+    hn::StoreU(hn::Mul(hn::Mul(g, sig), hn::LoadU(d, up + i)), d, out + i);
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+float MaxValue(const float* x, int64_t n) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  auto m = hn::Set(d, -INFINITY);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) m = hn::Max(m, hn::LoadU(d, x + i));
+  float s = hn::GetLane(hn::MaxOfLanes(d, m));
+  for (; i < n; ++i) s = std::max(s, x[i]);
+  return s;
+}
+
+float ExpShiftSum(float* x, float shift, int64_t n) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  const auto vs = hn::Set(d, shift);
+  auto acc = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vs));
+    hn::StoreU(e, d, x + i);
+    acc = hn::Add(acc, e);
+  }
+  float s = hn::GetLane(hn::SumOfLanes(d, acc));
+  for (; i < n; ++i) s += (x[i] = std::exp(x[i] - shift));
+  return s;
+}
+
+void Scale(float* x, float s, int64_t n) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  const auto vs = hn::Set(d, s);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), vs), d, x + i);
+  for (; i < n; ++i) x[i] *= s;
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace hearth::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hearth::simd {
+HWY_EXPORT(Dot);
+HWY_EXPORT(DotTile);
+HWY_EXPORT(Axpy);
+HWY_EXPORT(SumSquares);
+HWY_EXPORT(ScaleMul);
+HWY_EXPORT(SiluMul);
+HWY_EXPORT(MaxValue);
+HWY_EXPORT(ExpShiftSum);
+HWY_EXPORT(Scale);
+HWY_EXPORT(TargetName);
+
+float dot(const float* a, const float* b, int64_t n) { return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n); }
+void dot_tile(DType w_type, const void* const* w, int n_rows, const float* const* x, int n_tok,
+              int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(DotTile)(w_type, w, n_rows, x, n_tok, n, out);
+}
+void axpy(float a, const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(a, x, y, n); }
+float sum_squares(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n); }
+void scale_mul(const float* x, float s, const float* w, float* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(ScaleMul)(x, s, w, out, n);
+}
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
+}
+float max_value(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxValue)(x, n); }
+float exp_shift_sum(float* x, float shift, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, shift, n);
+}
+void scale(float* x, float s, int64_t n) { HWY_DYNAMIC_DISPATCH(Scale)(x, s, n); }
+const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+}  // namespace hearth::simd
+#endif

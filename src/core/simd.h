@@ -1,0 +1,34 @@
+// Vector kernels over float buffers, compiled for every SIMD target Highway
+// knows (AVX-512, AVX2, SSE4, NEON, scalar) and dispatched at run time.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace hearth::simd {
+
+float dot(const float* a, const float* b, int64_t n);
+
+// Dot products of up to 4 weight rows (F32, F16 or BF16, n elements each)
+// with up to 4 activation rows: out[t * n_rows + r] = w[r] . x[t].
+// Each weight vector is loaded once for all tokens of the tile.
+void dot_tile(DType w_type, const void* const* w, int n_rows, const float* const* x, int n_tok,
+              int64_t n, float* out);
+
+// y += a * x
+void axpy(float a, const float* x, float* y, int64_t n);
+float sum_squares(const float* x, int64_t n);
+// out = x * s * w
+void scale_mul(const float* x, float s, const float* w, float* out, int64_t n);
+// out = silu(gate) * up
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+float max_value(const float* x, int64_t n);
+// x = exp(x - shift), returns the sum of the new x.
+float exp_shift_sum(float* x, float shift, int64_t n);
+void scale(float* x, float s, int64_t n);
+
+// Name of the target chosen for this CPU, e.g. "AVX3".
+const char* target_name();
+
+}  // namespace hearth::simd

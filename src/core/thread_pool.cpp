@@ -1,0 +1,126 @@
+#include "core/thread_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define HEARTH_PAUSE() _mm_pause()
+#else
+#define HEARTH_PAUSE() std::this_thread::yield()
+#endif
+
+namespace hearth {
+
+namespace {
+// How long an idle worker spins before it sleeps: about 50 µs, longer than
+// the gap between two kernels of one decode step.
+constexpr int kSpinIterations = 20000;
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker(t); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::work_on_current_job(int thread) {
+  for (;;) {
+    int task = next_task_.fetch_add(1, std::memory_order_acq_rel);
+    if (task >= job_tasks_) break;
+    (*job_)(task, thread);
+    tasks_done_.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::worker(int thread) {
+  uint64_t seen = 0;
+  for (;;) {
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen) {
+      if (++spins < kSpinIterations) {
+        HEARTH_PAUSE();
+        continue;
+      }
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return generation_.load() != seen; });
+    }
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_) return;
+    work_on_current_job(thread);
+  }
+}
+
+void ThreadPool::run(int n_tasks, const std::function<void(int, int)>& fn) {
+  if (n_tasks <= 0) return;
+  if (n_threads_ == 1 || n_tasks == 1) {
+    for (int t = 0; t < n_tasks; ++t) fn(t, 0);
+    return;
+  }
+  job_ = &fn;
+  job_tasks_ = n_tasks;
+  tasks_done_.store(0, std::memory_order_relaxed);
+  next_task_.store(0, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mutex_);  // pairs with the sleepers' predicate check
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  wake_.notify_all();
+  work_on_current_job(0);
+  while (tasks_done_.load(std::memory_order_acquire) < n_tasks) HEARTH_PAUSE();
+  job_ = nullptr;
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain,
+                              const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  int64_t max_chunks = (n + grain - 1) / grain;
+  int chunks = int(std::min<int64_t>(max_chunks, int64_t(n_threads_) * 4));
+  if (chunks <= 1) {
+    fn(0, n);
+    return;
+  }
+  int64_t per = (n + chunks - 1) / chunks;
+  run(chunks, [&](int c, int) {
+    int64_t b = c * per, e = std::min(n, b + per);
+    if (b < e) fn(b, e);
+  });
+}
+
+int ThreadPool::default_threads() {
+  if (const char* env = std::getenv("HEARTH_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  // Count distinct (physical id, core id) pairs: SMT siblings share a core's
+  // FMA units and memory port, so they do not speed up these kernels.
+  std::ifstream in("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string line, phys = "0";
+  while (std::getline(in, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "physical id") phys = value;
+    if (key == "core id") cores.insert({phys, value});
+  }
+  int hw = int(std::thread::hardware_concurrency());
+  int n = cores.empty() ? hw : int(cores.size());
+  return std::max(1, n);
+}
+
+}  // namespace hearth

@@ -1,0 +1,53 @@
+// A persistent pool of worker threads for the kernels. The calling thread
+// takes part in every job, so a pool of size N uses N-1 extra threads.
+// Workers spin briefly between jobs: a decode step issues hundreds of small
+// jobs, and waking sleeping threads for each would cost more than the work.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace hearth {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Runs fn(task, thread) for task in [0, n_tasks), spread over the threads;
+  // returns when all are done. Not reentrant: call from one thread at a time.
+  void run(int n_tasks, const std::function<void(int task, int thread)>& fn);
+
+  // Splits [0, n) into chunks of at least `grain` (one per thread at most a few)
+  // and calls fn(begin, end) on each.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+  // Physical cores of this machine (HEARTH_THREADS overrides).
+  static int default_threads();
+
+ private:
+  void worker(int thread);
+  void work_on_current_job(int thread);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  int job_tasks_ = 0;
+  std::atomic<int> next_task_{0};
+  std::atomic<int> tasks_done_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+};
+
+}  // namespace hearth

@@ -1,0 +1,49 @@
+// One sequence's generation loop: prefill the prompt as one batched pass,
+// then decode a token at a time until EOS, the token limit, the context end,
+// or the caller says stop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "model/llama.h"
+
+namespace hearth {
+
+enum class FinishReason { Stop, Length, Cancelled };
+const char* finish_reason_name(FinishReason r);
+
+struct GenerateOptions {
+  int64_t max_tokens = -1;  // -1: until EOS or the context is full
+  SamplingParams sampling;
+  std::vector<int32_t> eos_ids;
+  std::vector<float>* prompt_logits = nullptr;  // if set, receives [n_prompt, vocab]
+};
+
+struct GenerateStats {
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+};
+
+// Called with each new token and its logits (before sampling's changes);
+// return false to stop.
+using TokenCallback = std::function<bool(int32_t token, std::span<const float> logits)>;
+
+class Generator {
+ public:
+  Generator(LlamaModel& model, ThreadPool& pool, KvCache& kv) : model_(model), pool_(pool), kv_(kv) {}
+
+  FinishReason run(std::span<const int32_t> prompt, const GenerateOptions& options,
+                   const TokenCallback& on_token, GenerateStats* stats = nullptr);
+
+ private:
+  LlamaModel& model_;
+  ThreadPool& pool_;
+  KvCache& kv_;
+  std::vector<float> logits_, scratch_;
+};
+
+}  // namespace hearth

@@ -1,0 +1,195 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+namespace hearth::io {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+[[noreturn]] void fail(const std::string& file, const std::string& what) {
+  throw std::runtime_error(file + ": " + what);
+}
+}  // namespace
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorInfo::describe() const {
+  std::string s = name + " (" + std::string(dtype_name(dtype)) + " [";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]) in " + file;
+}
+
+MappedFile::MappedFile(const fs::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path.string(), std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(path.string(), "not a regular file");
+  }
+  size_ = size_t(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      fail(path.string(), std::string("cannot map: ") + std::strerror(errno));
+    }
+    data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+Safetensors Safetensors::open_file(const fs::path& file) {
+  Safetensors st;
+  st.add_file(file);
+  return st;
+}
+
+Safetensors Safetensors::open_dir(const fs::path& dir) {
+  Safetensors st;
+  if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": not a model directory");
+  fs::path index = dir / "model.safetensors.index.json";
+  if (fs::exists(index)) {
+    std::ifstream in(index);
+    json j;
+    try {
+      j = json::parse(in);
+    } catch (const std::exception& e) {
+      fail(index.string(), std::string("invalid JSON: ") + e.what());
+    }
+    if (!j.contains("weight_map") || !j["weight_map"].is_object())
+      fail(index.string(), "no \"weight_map\" object");
+    std::set<std::string> shards;
+    for (auto& [name, shard] : j["weight_map"].items()) {
+      if (!shard.is_string()) fail(index.string(), "shard of " + name + " is not a string");
+      shards.insert(shard.get<std::string>());
+    }
+    for (const auto& s : shards) st.add_file(dir / s);
+    for (auto& [name, shard] : j["weight_map"].items())
+      if (!st.find(name))
+        fail(index.string(), "tensor " + name + " is listed for " + shard.get<std::string>() +
+                                 " but that file does not hold it");
+    return st;
+  }
+  if (fs::exists(dir / "model.safetensors")) {
+    st.add_file(dir / "model.safetensors");
+    return st;
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors") files.push_back(e.path());
+  if (files.empty()) throw std::runtime_error(dir.string() + ": no .safetensors file");
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) st.add_file(f);
+  return st;
+}
+
+void Safetensors::add_file(const fs::path& path) {
+  const std::string file = path.filename().string();
+  auto mapped = std::make_unique<MappedFile>(path);
+  const uint8_t* p = mapped->data();
+  const size_t size = mapped->size();
+  if (size < 8) fail(file, "too short to be a safetensors file (" + std::to_string(size) + " bytes)");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, p, 8);  // little-endian on every platform we build for
+  if (header_len > size - 8)
+    fail(file, "header length " + std::to_string(header_len) + " runs past the end of the file (" +
+                   std::to_string(size) + " bytes): truncated?");
+  json header;
+  try {
+    header = json::parse(p + 8, p + 8 + header_len);
+  } catch (const std::exception& e) {
+    fail(file, std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail(file, "header is not a JSON object");
+  const uint8_t* data = p + 8 + header_len;
+  const size_t data_size = size - 8 - header_len;
+
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") continue;
+    auto bad = [&](const std::string& what) { fail(file, "tensor " + name + ": " + what); };
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+        !entry.contains("data_offsets"))
+      bad("entry needs dtype, shape and data_offsets");
+    if (!entry["dtype"].is_string()) bad("dtype is not a string");
+    auto dtype = dtype_from_name(entry["dtype"].get<std::string>());
+    if (!dtype) bad("unknown dtype " + entry["dtype"].get<std::string>());
+    TensorInfo t;
+    t.name = name;
+    t.dtype = *dtype;
+    t.file = file;
+    if (!entry["shape"].is_array()) bad("shape is not an array");
+    for (auto& d : entry["shape"]) {
+      if (!d.is_number_unsigned()) bad("shape has a non-integer or negative dimension");
+      t.shape.push_back(d.get<int64_t>());
+    }
+    auto& off = entry["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned())
+      bad("data_offsets must be two non-negative integers");
+    size_t begin = off[0].get<size_t>(), end = off[1].get<size_t>();
+    if (begin > end) bad("data_offsets are reversed");
+    if (end > data_size)
+      bad("data ends at byte " + std::to_string(end) + " but the data section has only " +
+          std::to_string(data_size) + " bytes: truncated file?");
+    // Overflow-safe size check: numel * dtype_size must equal the byte range.
+    __int128 expect = dtype_size(t.dtype);
+    for (int64_t d : t.shape) {
+      expect *= d;
+      if (expect > __int128(data_size)) break;
+    }
+    if (expect != __int128(end - begin))
+      bad("shape and dtype need " + std::to_string((long long)expect) + " bytes but data_offsets span " +
+          std::to_string(end - begin));
+    t.data = data + begin;
+    t.nbytes = end - begin;
+    ranges.push_back({begin, end});
+    if (tensors_.count(name)) bad("defined in two files");
+    tensors_.emplace(name, std::move(t));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].first < ranges[i - 1].second && ranges[i].first != ranges[i].second)
+      fail(file, "two tensors overlap at byte " + std::to_string(ranges[i].first));
+  files_.push_back(std::move(mapped));
+}
+
+const TensorInfo* Safetensors::find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+const TensorInfo& Safetensors::get(const std::string& name) const {
+  if (auto* t = find(name)) return *t;
+  throw std::runtime_error("missing tensor " + name + " in the checkpoint");
+}
+
+size_t Safetensors::total_bytes() const {
+  size_t n = 0;
+  for (const auto& [_, t] : tensors_) n += t.nbytes;
+  return n;
+}
+
+}  // namespace hearth::io

@@ -1,0 +1,63 @@
+// Reading safetensors checkpoints, memory-mapped: a single file or the
+// shards listed by model.safetensors.index.json. Headers are validated in
+// full (dtype, shape, offsets in bounds, sizes matching shapes, no overlap)
+// before any tensor is handed out; errors name the file and the tensor.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace hearth::io {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;  // inside the mapping
+  size_t nbytes = 0;
+  std::string file;  // which file it came from, for messages
+
+  int64_t numel() const;
+  std::string describe() const;  // e.g. "model.norm.weight (F32 [64]) in model.safetensors"
+};
+
+// A read-only memory mapping of a whole file.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class Safetensors {
+ public:
+  // model_dir/model.safetensors.index.json if present, else model_dir/model.safetensors,
+  // else every *.safetensors file in model_dir.
+  static Safetensors open_dir(const std::filesystem::path& model_dir);
+  static Safetensors open_file(const std::filesystem::path& file);
+
+  const TensorInfo* find(const std::string& name) const;
+  const TensorInfo& get(const std::string& name) const;  // throws if missing
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+  size_t total_bytes() const;
+
+ private:
+  void add_file(const std::filesystem::path& file);
+  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::map<std::string, TensorInfo> tensors_;
+};
+
+}  // namespace hearth::io

@@ -1,0 +1,87 @@
+#include "model/kv_cache.h"
+
+#include <stdexcept>
+
+namespace hearth {
+
+size_t KvCache::block_bytes(const KvCacheShape& s) {
+  return 2 * size_t(s.layers) * s.kv_heads * s.block_tokens * s.head_dim * dtype_size(s.dtype);
+}
+
+int64_t KvCache::blocks_for_bytes(const KvCacheShape& s, size_t bytes) {
+  return int64_t(bytes / block_bytes(s));
+}
+
+KvCache::KvCache(const KvCacheShape& shape, int64_t n_blocks) : shape_(shape), n_blocks_(n_blocks) {
+  if (shape.dtype != DType::F32 && shape.dtype != DType::BF16)
+    throw std::invalid_argument("KV cache entries must be F32 or BF16");
+  layer_block_bytes_ = size_t(shape.kv_heads) * shape.block_tokens * shape.head_dim * dtype_size(shape.dtype);
+  storage_.resize(size_t(n_blocks) * block_bytes(shape));
+  free_.reserve(size_t(n_blocks));
+  for (int64_t b = n_blocks - 1; b >= 0; --b) free_.push_back(int32_t(b));
+}
+
+uint8_t* KvCache::block_data(int layer, int32_t block, bool value) const {
+  size_t offset = (size_t(block) * shape_.layers + layer) * 2 + (value ? 1 : 0);
+  return const_cast<uint8_t*>(storage_.data()) + offset * layer_block_bytes_;
+}
+
+int KvCache::create_sequence() {
+  int id = next_seq_++;
+  Sequence& s = seqs_[id];
+  s.k_ptrs.resize(shape_.layers);
+  s.v_ptrs.resize(shape_.layers);
+  return id;
+}
+
+void KvCache::release(int seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  for (int32_t b : it->second.blocks) free_.push_back(b);
+  seqs_.erase(it);
+}
+
+bool KvCache::reserve(int seq, int64_t n_tokens) {
+  Sequence& s = seqs_.at(seq);
+  int64_t need = (n_tokens + shape_.block_tokens - 1) / shape_.block_tokens - int64_t(s.blocks.size());
+  if (need <= 0) return true;
+  if (need > int64_t(free_.size())) return false;
+  for (int64_t i = 0; i < need; ++i) {
+    int32_t b = free_.back();
+    free_.pop_back();
+    s.blocks.push_back(b);
+    for (int l = 0; l < shape_.layers; ++l) {
+      s.k_ptrs[l].push_back(block_data(l, b, false));
+      s.v_ptrs[l].push_back(block_data(l, b, true));
+    }
+  }
+  return true;
+}
+
+void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float* v) {
+  const Sequence& s = seqs_.at(seq);
+  const int bt = shape_.block_tokens, hd = shape_.head_dim;
+  int32_t block = s.blocks.at(size_t(pos / bt));
+  for (int half = 0; half < 2; ++half) {
+    const float* src = half ? v : k;
+    uint8_t* base = block_data(layer, block, half == 1);
+    for (int h = 0; h < shape_.kv_heads; ++h) {
+      size_t i = (size_t(h) * bt + size_t(pos % bt)) * hd;
+      if (shape_.dtype == DType::F32) {
+        float* dst = reinterpret_cast<float*>(base) + i;
+        for (int d = 0; d < hd; ++d) dst[d] = src[h * hd + d];
+      } else {
+        uint16_t* dst = reinterpret_cast<uint16_t*>(base) + i;
+        for (int d = 0; d < hd; ++d) dst[d] = f32_to_bf16(src[h * hd + d]);
+      }
+    }
+  }
+}
+
+KvView KvCache::view(int layer, int seq) const {
+  const Sequence& s = seqs_.at(seq);
+  return KvView{s.k_ptrs[layer].data(), s.v_ptrs[layer].data(), shape_.block_tokens,
+                shape_.kv_heads,        shape_.head_dim,         shape_.dtype};
+}
+
+}  // namespace hearth

@@ -1,0 +1,242 @@
+#include "model/llama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/ops.h"
+
+namespace hearth {
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+void expect_shape(const io::TensorInfo& t, std::vector<int64_t> want) {
+  if (t.shape != want)
+    throw std::runtime_error("tensor " + t.describe() + " does not match config.json, which implies " +
+                             shape_str(want));
+}
+
+void expect_float(const io::TensorInfo& t) {
+  if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+    throw std::runtime_error("tensor " + t.describe() + " must be F32, F16 or BF16");
+}
+
+}  // namespace
+
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& dir) {
+  std::unique_ptr<LlamaModel> m(new LlamaModel());
+  m->config_ = io::ModelConfig::load(dir);
+  m->weights_ = io::Safetensors::open_dir(dir);
+  m->rope_ = make_rope_table(m->config_);
+  m->load_weights();
+  return m;
+}
+
+Matrix LlamaModel::load_matrix(const std::string& module, int64_t rows, int64_t cols) const {
+  const io::TensorInfo& w = weights_.get(module + ".weight");
+  Matrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.data = w.data;
+  const io::TensorInfo* scales = weights_.find(module + ".scales");
+  if (!scales) {
+    expect_float(w);
+    expect_shape(w, {rows, cols});
+    m.dtype = w.dtype;
+    return m;
+  }
+  // MLX decides "quantized" by the presence of .scales; config.json says how.
+  if (!config_.quantization && !config_.quant_overrides.count(module))
+    throw std::runtime_error("tensor " + scales->describe() +
+                             " marks a quantized layer, but config.json has no \"quantization\"");
+  io::QuantSpec spec = config_.quant_for(module);
+  if (spec.bits == 0) throw std::runtime_error("config.json says " + module + " is not quantized, but " +
+                                               scales->describe() + " exists");
+  if (cols % spec.group_size != 0)
+    throw std::runtime_error(module + ": input size " + std::to_string(cols) +
+                             " is not a multiple of the group size " + std::to_string(spec.group_size));
+  const io::TensorInfo& biases = weights_.get(module + ".biases");
+  if (w.dtype != DType::U32) throw std::runtime_error("tensor " + w.describe() + " must be U32 (packed codes)");
+  expect_shape(w, {rows, cols * spec.bits / 32});
+  expect_float(*scales);
+  expect_shape(*scales, {rows, cols / spec.group_size});
+  expect_shape(biases, {rows, cols / spec.group_size});
+  if (biases.dtype != scales->dtype)
+    throw std::runtime_error("tensor " + biases.describe() + " must have the dtype of its scales");
+  m.dtype = DType::U32;
+  m.bits = spec.bits;
+  m.group_size = spec.group_size;
+  m.scale_dtype = scales->dtype;
+  m.scales = scales->data;
+  m.biases = biases.data;
+  return m;
+}
+
+std::vector<float> LlamaModel::load_vector(const std::string& name, int64_t n) const {
+  const io::TensorInfo& t = weights_.get(name);
+  expect_float(t);
+  expect_shape(t, {n});
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = load_as_f32(t.dtype, t.data, i);
+  return v;
+}
+
+void LlamaModel::load_weights() {
+  const auto& c = config_;
+  const int64_t hidden = c.hidden_size, q_dim = int64_t(c.num_heads) * c.head_dim,
+                kv_dim = int64_t(c.num_kv_heads) * c.head_dim, inter = c.intermediate_size;
+  embed_ = load_matrix("model.embed_tokens", c.vocab_size, hidden);
+  lm_head_ = c.tie_word_embeddings ? embed_ : load_matrix("lm_head", c.vocab_size, hidden);
+  final_norm_ = load_vector("model.norm.weight", hidden);
+  layers_.resize(c.num_layers);
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    Layer& L = layers_[i];
+    L.input_norm = load_vector(p + "input_layernorm.weight", hidden);
+    L.post_norm = load_vector(p + "post_attention_layernorm.weight", hidden);
+    L.q = load_matrix(p + "self_attn.q_proj", q_dim, hidden);
+    L.k = load_matrix(p + "self_attn.k_proj", kv_dim, hidden);
+    L.v = load_matrix(p + "self_attn.v_proj", kv_dim, hidden);
+    L.o = load_matrix(p + "self_attn.o_proj", hidden, q_dim);
+    if (c.attention_bias) {
+      L.q_bias = load_vector(p + "self_attn.q_proj.bias", q_dim);
+      L.k_bias = load_vector(p + "self_attn.k_proj.bias", kv_dim);
+      L.v_bias = load_vector(p + "self_attn.v_proj.bias", kv_dim);
+    }
+    if (c.qk_norm) {
+      L.q_norm = load_vector(p + "self_attn.q_norm.weight", c.head_dim);
+      L.k_norm = load_vector(p + "self_attn.k_norm.weight", c.head_dim);
+    }
+    L.gate = load_matrix(p + "mlp.gate_proj", inter, hidden);
+    L.up = load_matrix(p + "mlp.up_proj", inter, hidden);
+    L.down = load_matrix(p + "mlp.down_proj", hidden, inter);
+  }
+}
+
+KvCacheShape LlamaModel::kv_shape(DType dtype, int block_tokens) const {
+  return KvCacheShape{config_.num_layers, config_.num_kv_heads, config_.head_dim, block_tokens, dtype};
+}
+
+size_t LlamaModel::weight_bytes() const { return weights_.total_bytes(); }
+
+size_t LlamaModel::bytes_per_decode_token() const {
+  size_t n = lm_head_.bytes();
+  for (const Layer& L : layers_)
+    for (const Matrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) n += m->bytes();
+  return n;
+}
+
+void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow> rows,
+                         std::vector<float>& logits) {
+  const auto& c = config_;
+  const int64_t hidden = c.hidden_size, hd = c.head_dim, q_dim = int64_t(c.num_heads) * hd,
+                kv_dim = int64_t(c.num_kv_heads) * hd, inter = c.intermediate_size;
+  const int group = c.num_heads / c.num_kv_heads;
+  const float attn_scale = 1.0f / std::sqrt(float(hd));
+
+  // Flatten the ragged batch: token i belongs to row tok_row[i] at tok_pos[i].
+  std::vector<int> tok_row;
+  std::vector<int64_t> tok_pos;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    int64_t start = kv.length(rows[r].seq);
+    if (!kv.reserve(rows[r].seq, start + int64_t(rows[r].tokens.size())))
+      throw std::runtime_error("KV cache is full");
+    for (size_t i = 0; i < rows[r].tokens.size(); ++i) {
+      tok_row.push_back(int(r));
+      tok_pos.push_back(start + int64_t(i));
+    }
+  }
+  const int64_t T = int64_t(tok_row.size());
+  if (T == 0) return;
+  x_.resize(T * hidden);
+  h_.resize(T * hidden);
+  q_.resize(T * q_dim);
+  k_.resize(T * kv_dim);
+  v_.resize(T * kv_dim);
+  attn_.resize(T * q_dim);
+  gate_.resize(T * inter);
+  up_.resize(T * inter);
+
+  int64_t t = 0;
+  for (const BatchRow& row : rows)
+    for (int32_t id : row.tokens) {
+      if (id < 0 || id >= c.vocab_size)
+        throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary");
+      matrix_row(embed_, id, x_.data() + t++ * hidden);
+    }
+
+  int64_t max_ctx = 0;
+  for (int64_t p : tok_pos) max_ctx = std::max(max_ctx, p + 1);
+  attn_scratch_.resize(size_t(pool.size()));
+  for (auto& s : attn_scratch_) s.resize(size_t(max_ctx));
+
+  for (int l = 0; l < c.num_layers; ++l) {
+    const Layer& L = layers_[l];
+    for (int64_t i = 0; i < T; ++i)
+      rmsnorm(&x_[i * hidden], L.input_norm.data(), hidden, float(c.rms_norm_eps), &h_[i * hidden]);
+    matmul(pool, L.q, h_.data(), T, q_.data());
+    matmul(pool, L.k, h_.data(), T, k_.data());
+    matmul(pool, L.v, h_.data(), T, v_.data());
+    for (int64_t i = 0; i < T; ++i) {
+      float *q = &q_[i * q_dim], *k = &k_[i * kv_dim], *v = &v_[i * kv_dim];
+      if (c.attention_bias)
+        for (int64_t j = 0; j < q_dim; ++j) q[j] += L.q_bias[j];
+      if (c.attention_bias)
+        for (int64_t j = 0; j < kv_dim; ++j) k[j] += L.k_bias[j], v[j] += L.v_bias[j];
+      if (c.qk_norm) {
+        for (int h = 0; h < c.num_heads; ++h) rmsnorm(q + h * hd, L.q_norm.data(), hd, float(c.rms_norm_eps), q + h * hd);
+        for (int h = 0; h < c.num_kv_heads; ++h) rmsnorm(k + h * hd, L.k_norm.data(), hd, float(c.rms_norm_eps), k + h * hd);
+      }
+      rope(q, c.num_heads, int(hd), tok_pos[i], rope_.inv_freq.data(), rope_.attention_scaling);
+      rope(k, c.num_kv_heads, int(hd), tok_pos[i], rope_.inv_freq.data(), rope_.attention_scaling);
+      kv.store(l, rows[tok_row[i]].seq, tok_pos[i], k, v);
+    }
+    // Every new token attends to its own sequence's cache up to its position.
+    pool.run(int(T * c.num_heads), [&](int task, int thread) {
+      int64_t i = task / c.num_heads;
+      int h = task % c.num_heads;
+      KvView view = kv.view(l, rows[tok_row[i]].seq);
+      int64_t n_ctx = tok_pos[i] + 1;
+      attend(&q_[i * q_dim + h * hd], view, h / group, n_ctx, attn_scale, &attn_[i * q_dim + h * hd],
+             attn_scratch_[thread].data());
+    });
+    matmul(pool, L.o, attn_.data(), T, h_.data());
+    for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];
+
+    for (int64_t i = 0; i < T; ++i)
+      rmsnorm(&x_[i * hidden], L.post_norm.data(), hidden, float(c.rms_norm_eps), &h_[i * hidden]);
+    matmul(pool, L.gate, h_.data(), T, gate_.data());
+    matmul(pool, L.up, h_.data(), T, up_.data());
+    if (c.hidden_act == "silu")
+      silu_mul(gate_.data(), up_.data(), T * inter, gate_.data());
+    else
+      gelu_tanh_mul(gate_.data(), up_.data(), T * inter, gate_.data());
+    matmul(pool, L.down, gate_.data(), T, h_.data());
+    for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];
+  }
+
+  for (const BatchRow& row : rows) kv.set_length(row.seq, kv.length(row.seq) + int64_t(row.tokens.size()));
+
+  // Final norm and output head only where logits are wanted.
+  std::vector<int64_t> wanted;
+  t = 0;
+  for (const BatchRow& row : rows) {
+    int64_t n = int64_t(row.tokens.size());
+    for (int64_t i = row.all_logits ? 0 : n - 1; i < n; ++i) wanted.push_back(t + i);
+    t += n;
+  }
+  rows_for_logits_.resize(wanted.size() * hidden);
+  for (size_t w = 0; w < wanted.size(); ++w)
+    rmsnorm(&x_[wanted[w] * hidden], final_norm_.data(), hidden, float(c.rms_norm_eps),
+            &rows_for_logits_[w * hidden]);
+  logits.resize(wanted.size() * size_t(c.vocab_size));
+  matmul(pool, lm_head_, rows_for_logits_.data(), int64_t(wanted.size()), logits.data());
+}
+
+}  // namespace hearth

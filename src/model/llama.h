@@ -1,0 +1,71 @@
+// The Llama family forward pass: LlamaForCausalLM, MistralForCausalLM,
+// Qwen2ForCausalLM (q/k/v bias) and Qwen3ForCausalLM (per-head q/k RMSNorm),
+// with explicit head_dim, grouped-query attention and tied or separate output
+// embeddings, over dense or MLX-quantized weights used in place.
+//
+// forward() takes a ragged batch: several sequences, each with some new
+// tokens that continue its KV. All rows go through each matmul together.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/matrix.h"
+#include "core/thread_pool.h"
+#include "io/model_config.h"
+#include "io/safetensors.h"
+#include "model/kv_cache.h"
+#include "model/rope.h"
+
+namespace hearth {
+
+struct BatchRow {
+  int seq = 0;                       // KvCache sequence id
+  std::span<const int32_t> tokens;  // new tokens, at positions kv.length(seq)...
+  bool all_logits = false;           // logits for every new token, else only the last
+};
+
+class LlamaModel {
+ public:
+  // Loads config.json and the safetensors weights of a model directory,
+  // checking every tensor's presence, dtype and shape against the config.
+  static std::unique_ptr<LlamaModel> load(const std::filesystem::path& dir);
+
+  const io::ModelConfig& config() const { return config_; }
+  KvCacheShape kv_shape(DType dtype = DType::F32, int block_tokens = 32) const;
+
+  // Runs the rows, appends their keys/values to the cache (whose sequences
+  // must have room: see KvCache::reserve) and advances each sequence's
+  // length. logits receives, row after row, vocab_size floats per requested
+  // position.
+  void forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow> rows,
+               std::vector<float>& logits);
+
+  size_t weight_bytes() const;             // all weights as stored
+  size_t bytes_per_decode_token() const;   // what one decode step streams
+
+ private:
+  struct Layer {
+    std::vector<float> input_norm, post_norm, q_norm, k_norm, q_bias, k_bias, v_bias;
+    Matrix q, k, v, o, gate, up, down;
+  };
+  LlamaModel() = default;
+  void load_weights();
+  Matrix load_matrix(const std::string& module, int64_t rows, int64_t cols) const;
+  std::vector<float> load_vector(const std::string& name, int64_t n) const;
+
+  io::ModelConfig config_;
+  io::Safetensors weights_;
+  RopeTable rope_;
+  Matrix embed_, lm_head_;
+  std::vector<float> final_norm_;
+  std::vector<Layer> layers_;
+
+  // Scratch, grown as needed and reused across steps.
+  std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_, rows_for_logits_;
+  std::vector<std::vector<float>> attn_scratch_;
+};
+
+}  // namespace hearth

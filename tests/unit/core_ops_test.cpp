@@ -1,0 +1,248 @@
+// The fast kernels against their scalar references, on random inputs of odd
+// sizes, for every weight format.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/ops.h"
+#include "core/ops_reference.h"
+#include "core/quant_matmul.h"
+#include "core/simd.h"
+
+namespace hearth {
+namespace {
+
+std::vector<float> randn(size_t n, uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+float max_abs(const std::vector<float>& v) {
+  float m = 0;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+// A dense matrix in a given dtype, owning its storage.
+struct DenseMatrix {
+  std::vector<uint8_t> bytes;
+  Matrix m;
+  DenseMatrix(DType t, int64_t rows, int64_t cols, uint64_t seed) {
+    auto v = randn(size_t(rows * cols), seed);
+    bytes.resize(v.size() * dtype_size(t));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (t == DType::F32) reinterpret_cast<float*>(bytes.data())[i] = v[i];
+      if (t == DType::BF16) reinterpret_cast<uint16_t*>(bytes.data())[i] = f32_to_bf16(v[i]);
+      if (t == DType::F16) reinterpret_cast<uint16_t*>(bytes.data())[i] = f32_to_f16(v[i]);
+    }
+    m = Matrix{rows, cols, t, bytes.data()};
+  }
+};
+
+// Random codes, scales and biases in the MLX layout.
+struct QuantMatrix {
+  std::vector<uint32_t> words;
+  std::vector<uint16_t> scales, biases;
+  Matrix m;
+  QuantMatrix(int bits, int group, int64_t rows, int64_t cols, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    words.resize(size_t(rows * cols * bits / 32));
+    for (auto& w : words) w = uint32_t(rng());
+    auto s = randn(size_t(rows * cols / group), seed + 1, 0.05f);
+    // Centred like real checkpoints: bias = -scale * mid-code, plus noise.
+    auto b = randn(size_t(rows * cols / group), seed + 2, 0.01f);
+    for (size_t i = 0; i < s.size(); ++i) {
+      scales.push_back(f32_to_bf16(s[i]));
+      biases.push_back(f32_to_bf16(b[i] - s[i] * float(1 << (bits - 1))));
+    }
+    m.rows = rows;
+    m.cols = cols;
+    m.dtype = DType::U32;
+    m.data = words.data();
+    m.bits = bits;
+    m.group_size = group;
+    m.scale_dtype = DType::BF16;
+    m.scales = scales.data();
+    m.biases = biases.data();
+  }
+};
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, float rel) {
+  ASSERT_EQ(got.size(), want.size());
+  float tol = rel * std::max(1.0f, max_abs(want));
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+TEST(Ops, DenseMatmulMatchesReference) {
+  ThreadPool pool(2);
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    for (int64_t rows : {1, 7, 33})
+      for (int64_t cols : {1, 7, 33, 128})
+        for (int64_t n : {1, 3, 5}) {
+          DenseMatrix w(t, rows, cols, rows * 100 + cols);
+          auto x = randn(size_t(n * cols), 7);
+          std::vector<float> got(size_t(n * rows)), want(size_t(n * rows));
+          matmul(pool, w.m, x.data(), n, got.data());
+          reference::matmul(w.m, x.data(), n, want.data());
+          SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+          expect_close(got, want, 1e-5f);
+        }
+}
+
+TEST(Ops, QuantizedMatmulMatchesReference) {
+  ThreadPool pool(2);
+  for (int bits : {2, 3, 4, 6, 8})
+    for (int group : {32, 64, 128})
+      for (int64_t rows : {1, 7, 33})
+        for (int64_t n : {1, 2, 5}) {
+          int64_t cols = group * 3;
+          QuantMatrix w(bits, group, rows, cols, uint64_t(bits * 1000 + group + rows));
+          auto x = randn(size_t(n * cols), 11);
+          std::vector<float> got(size_t(n * rows)), want(size_t(n * rows));
+          matmul(pool, w.m, x.data(), n, got.data());
+          reference::matmul(w.m, x.data(), n, want.data());
+          SCOPED_TRACE("bits " + std::to_string(bits) + " group " + std::to_string(group) + " rows " +
+                       std::to_string(rows) + " tokens " + std::to_string(n));
+          if (!quant_matmul_uses_int8(w.m)) {
+            expect_close(got, want, 1e-5f);
+            continue;
+          }
+          // The int8 path rounds each activation to its group's step
+          // d = max|x_group| / 127, an error of at most d/2 per element, so
+          // |error| <= sum_c |w_c| * d_group(c) / 2 (plus float rounding).
+          std::vector<float> row(static_cast<size_t>(cols));
+          for (int64_t r = 0; r < rows; ++r) {
+            dequantize_row(w.m, r, row.data());
+            for (int64_t t = 0; t < n; ++t) {
+              double bound = 0;
+              for (int64_t g = 0; g < cols / group; ++g) {
+                float amax = 0;
+                for (int c = 0; c < group; ++c) amax = std::max(amax, std::fabs(x[t * cols + g * group + c]));
+                for (int c = 0; c < group; ++c) bound += std::fabs(row[g * group + c]) * amax / 254.0;
+              }
+              ASSERT_NEAR(got[t * rows + r], want[t * rows + r], bound * 1.001 + 1e-4) << "row " << r;
+            }
+          }
+        }
+}
+
+// Activations that are integer multiples of 0.01 with +-1.27 in every group
+// quantize to int8 without loss, so the int8 path must match to float
+// rounding: this pins down the code layout and the scale bookkeeping.
+TEST(Ops, QuantizedMatmulIsExactOnRepresentableActivations) {
+  ThreadPool pool(2);
+  for (int bits : {4, 8})
+    for (int group : {64, 128}) {
+      const int64_t rows = 9, cols = group * 2, n = 3;
+      QuantMatrix w(bits, group, rows, cols, uint64_t(bits + group));
+      std::mt19937_64 rng(3);
+      std::vector<float> x(size_t(n * cols));
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = i % group == 5 ? 1.27f : float(int(rng() % 255) - 127) * 0.01f;
+      std::vector<float> got(size_t(n * rows)), want(size_t(n * rows));
+      matmul(pool, w.m, x.data(), n, got.data());
+      reference::matmul(w.m, x.data(), n, want.data());
+      SCOPED_TRACE("bits " + std::to_string(bits) + " group " + std::to_string(group));
+      expect_close(got, want, 2e-5f);
+    }
+}
+
+TEST(Ops, DequantizeRowDecodesTheBitStream) {
+  // 3-bit values straddle words: value 10 of a row lives in bits 30-31 of
+  // word 0 and bit 0 of word 1 (mlx's layout).
+  QuantMatrix w(3, 32, 1, 32, 5);
+  std::fill(w.words.begin(), w.words.end(), 0u);
+  w.words[0] = 0b11u << 30;  // code 10 = 0b?11 -> low two bits 11
+  w.words[1] = 0b1u;         // high bit 1 -> code 0b111 = 7
+  EXPECT_EQ(quant_code(w.m, 0, 10), 7u);
+  EXPECT_EQ(quant_code(w.m, 0, 9), 0u);
+  EXPECT_EQ(quant_code(w.m, 0, 11), 0u);
+}
+
+TEST(Ops, NormsActivationsSoftmax) {
+  for (int64_t n : {1, 7, 33, 100}) {
+    auto x = randn(size_t(n), n), w = randn(size_t(n), n + 1), u = randn(size_t(n), n + 2);
+    std::vector<float> got(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+    rmsnorm(x.data(), w.data(), n, 1e-5f, got.data());
+    reference::rmsnorm(x.data(), w.data(), n, 1e-5f, want.data());
+    expect_close(got, want, 1e-5f);
+    silu_mul(x.data(), u.data(), n, got.data());
+    reference::silu_mul(x.data(), u.data(), n, want.data());
+    expect_close(got, want, 1e-5f);
+    gelu_tanh_mul(x.data(), u.data(), n, got.data());
+    reference::gelu_tanh_mul(x.data(), u.data(), n, want.data());
+    expect_close(got, want, 1e-5f);
+    got = x;
+    want = x;
+    softmax(got.data(), n);
+    reference::softmax(want.data(), n);
+    expect_close(got, want, 1e-6f);
+  }
+}
+
+TEST(Ops, RopeMatchesReference) {
+  for (int hd : {2, 8, 64, 128}) {
+    std::vector<float> inv(hd / 2);
+    for (int i = 0; i < hd / 2; ++i) inv[i] = float(1.0 / std::pow(10000.0, 2.0 * i / hd));
+    auto x = randn(size_t(3 * hd), hd);
+    auto y = x;
+    rope(x.data(), 3, hd, 1234, inv.data(), 1.0f);
+    reference::rope(y.data(), 3, hd, 1234, inv.data(), 1.0f);
+    expect_close(x, y, 1e-6f);
+  }
+}
+
+TEST(Ops, AttentionOverBlocksMatchesReference) {
+  for (DType t : {DType::F32, DType::BF16})
+    for (int64_t n_ctx : {1, 7, 33, 70}) {
+      const int bt = 16, kv_heads = 2, hd = 8;
+      int64_t n_blocks = (n_ctx + bt - 1) / bt;
+      std::vector<std::vector<uint8_t>> kb, vb;
+      std::vector<const void*> kp, vp;
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        auto k = randn(size_t(kv_heads * bt * hd), 100 + b), v = randn(size_t(kv_heads * bt * hd), 200 + b);
+        auto pack = [&](const std::vector<float>& f) {
+          std::vector<uint8_t> out(f.size() * dtype_size(t));
+          for (size_t i = 0; i < f.size(); ++i)
+            if (t == DType::F32) reinterpret_cast<float*>(out.data())[i] = f[i];
+            else reinterpret_cast<uint16_t*>(out.data())[i] = f32_to_bf16(f[i]);
+          return out;
+        };
+        kb.push_back(pack(k));
+        vb.push_back(pack(v));
+      }
+      // Scatter the blocks: a block table need not be in memory order.
+      for (int64_t b = n_blocks - 1; b >= 0; --b) {
+        kp.insert(kp.begin(), kb[b].data());
+        vp.insert(vp.begin(), vb[b].data());
+      }
+      KvView view{kp.data(), vp.data(), bt, kv_heads, hd, t};
+      auto q = randn(hd, 9);
+      std::vector<float> got(hd), want(hd), scratch(static_cast<size_t>(n_ctx));
+      attend(q.data(), view, 1, n_ctx, 0.35f, got.data(), scratch.data());
+      reference::attend(q.data(), view, 1, n_ctx, 0.35f, want.data());
+      expect_close(got, want, 1e-5f);
+    }
+}
+
+TEST(ThreadPool, RunsEveryTaskOnce) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::atomic<int>> hits(97);
+    pool.run(97, [&](int task, int) { hits[task]++; });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+  std::atomic<int64_t> sum{0};
+  pool.parallel_for(1000, 7, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
+  EXPECT_EQ(sum.load(), 999 * 1000 / 2);
+}
+
+}  // namespace
+}  // namespace hearth
