@@ -1,0 +1,143 @@
+// hearth bench: prefill and decode speed of a model, and how close decode
+// comes to the machine's memory bandwidth (measured in the same run).
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "core/bandwidth.h"
+#include "core/cpu_features.h"
+#include "core/simd.h"
+#include "engine/generator.h"
+
+namespace hearth::cli {
+
+namespace {
+
+const char* kHelp = R"(usage: hearth bench [--model DIR] [options]
+
+  --model DIR        model directory (default: the bundled stories260k)
+  --threads N        kernel threads (default: physical cores)
+  --prefill LIST     prompt lengths to time (default: 64,512)
+  --decode N         tokens to decode (default: 128)
+  --repeats N        timed runs per measurement; the best is reported (default: 3)
+  --json             print one JSON object instead of the table
+)";
+
+double seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  Args args(argc, argv, {"help", "json"});
+  if (args.has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  args.allow_only({"model", "threads", "prefill", "decode", "repeats", "json"});
+  const bool json_out = args.has("json");
+  const int repeats = int(args.integer("repeats", 3));
+  const int64_t decode_tokens = args.integer("decode", 128);
+  std::vector<int64_t> prefill_lengths;
+  {
+    std::string list = args.str("prefill", "64,512");
+    for (size_t pos = 0; pos < list.size();) {
+      size_t comma = list.find(',', pos);
+      prefill_lengths.push_back(std::stoll(list.substr(pos, comma - pos)));
+      pos = comma == std::string::npos ? list.size() : comma + 1;
+    }
+  }
+  auto progress = [&](const char* what) { std::fprintf(stderr, "bench: %s\n", what); };
+
+  const auto dir = model_dir(args);
+  progress("loading the model");
+  auto model = LlamaModel::load(dir);
+  const auto& cfg = model->config();
+  ThreadPool pool(thread_count(args));
+
+  progress("measuring memory read bandwidth");
+  const double bandwidth = measure_read_bandwidth(pool);
+
+  int64_t max_prompt = 1;
+  for (int64_t n : prefill_lengths) max_prompt = std::max(max_prompt, n);
+  const int64_t ctx = std::min<int64_t>(cfg.max_position_embeddings, std::max(max_prompt, decode_tokens + 1));
+  auto kv = make_kv_cache(*model, ctx);
+  std::mt19937 rng(1234);
+  std::vector<int32_t> tokens(static_cast<size_t>(max_prompt));
+  for (auto& t : tokens) t = int32_t(rng() % uint32_t(cfg.vocab_size));
+
+  nlohmann::json prefill = nlohmann::json::array();
+  std::vector<float> logits;
+  for (int64_t n : prefill_lengths) {
+    if (n > cfg.max_position_embeddings) continue;
+    std::string msg = "prefill " + std::to_string(n) + " tokens";
+    progress(msg.c_str());
+    double best = 1e30;
+    for (int r = 0; r < repeats + 1; ++r) {  // the first run warms caches and page tables
+      int seq = kv->create_sequence();
+      BatchRow row{seq, std::span(tokens.data(), size_t(n)), false};
+      auto t0 = std::chrono::steady_clock::now();
+      model->forward(pool, *kv, std::span(&row, 1), logits);
+      double s = seconds(t0);
+      kv->release(seq);
+      if (r > 0) best = std::min(best, s);
+    }
+    prefill.push_back({{"tokens", n}, {"seconds", best}, {"tokens_per_second", double(n) / best}});
+  }
+
+  progress("decode");
+  Generator generator(*model, pool, *kv);
+  GenerateOptions opt;
+  opt.max_tokens = std::min<int64_t>(decode_tokens, ctx - 1);
+  opt.sampling.temperature = 0;
+  double best_decode = 0;
+  int64_t generated = 0;
+  for (int r = 0; r < repeats; ++r) {
+    GenerateStats stats;
+    generator.run(std::span(tokens.data(), 1), opt, [](int32_t, std::span<const float>) { return true; },
+                  &stats);
+    // The first token comes from the prefill; decode steps are the rest.
+    double tps = double(stats.generated_tokens - 1) / stats.decode_seconds;
+    if (tps > best_decode) best_decode = tps, generated = stats.generated_tokens;
+  }
+  const double bytes_per_token = double(model->bytes_per_decode_token());
+  const double decode_bandwidth = bytes_per_token * best_decode;
+
+  nlohmann::json out = {
+      {"model", dir.string()},
+      {"architecture", cfg.architecture},
+      {"threads", pool.size()},
+      {"cpu", cpu_features().summary()},
+      {"simd_target", simd::target_name()},
+      {"weight_bytes", model->weight_bytes()},
+      {"memory_read_bandwidth_gbps", bandwidth / 1e9},
+      {"prefill", prefill},
+      {"decode", {{"tokens", generated},
+                  {"tokens_per_second", best_decode},
+                  {"bytes_per_token", bytes_per_token},
+                  {"gbps", decode_bandwidth / 1e9},
+                  {"fraction_of_bandwidth", decode_bandwidth / bandwidth}}},
+  };
+  if (json_out) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model      %s (%s), %.1f MB of weights\n", dir.string().c_str(), cfg.architecture.c_str(),
+              model->weight_bytes() / 1e6);
+  std::printf("machine    %d threads, %s, SIMD target %s, memory read %.1f GB/s\n", pool.size(),
+              cpu_features().summary().c_str(), simd::target_name(), bandwidth / 1e9);
+  for (const auto& p : prefill)
+    std::printf("prefill    %5lld tokens  %9.1f tok/s\n", (long long)p["tokens"].get<int64_t>(),
+                p["tokens_per_second"].get<double>());
+  std::printf("decode     %5lld tokens  %9.1f tok/s  %.1f MB/token  %.1f GB/s = %.0f%% of memory bandwidth\n",
+              (long long)generated, best_decode, bytes_per_token / 1e6, decode_bandwidth / 1e9,
+              100 * decode_bandwidth / bandwidth);
+  return 0;
+}
+
+}  // namespace hearth::cli
