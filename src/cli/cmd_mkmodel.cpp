@@ -1,0 +1,501 @@
+// hearth mkmodel: writes a random-weight checkpoint in the exact published
+// Hugging Face layout (or the mlx-community layout with --quant), so every
+// architecture can be tested and benchmarked without downloading weights.
+// The weights are a deterministic function of --seed and the tensor name:
+// the same seed gives the same underlying values in every dtype and layout.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/dtype.h"
+#include "core/quantize.h"
+#include "io/safetensors_writer.h"
+
+namespace hearth::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kUsage =
+    "usage: hearth mkmodel --arch llama|mistral|qwen2|qwen3 --out DIR [options]\n"
+    "\n"
+    "Writes a random-weight checkpoint (config.json, generation_config.json,\n"
+    "model.safetensors, tokenizer files) in the published Hugging Face layout.\n"
+    "\n"
+    "  --preset P        tiny (default) | qwen3-0.6b | llama-3.2-1b\n"
+    "  --dtype D         f32 (default) | bf16 | f16: weights, or scales and biases when quantized\n"
+    "  --quant Q         mlx2|mlx3|mlx4|mlx5|mlx6|mlx8: MLX affine layout, every Linear and the\n"
+    "                    embedding quantized; mixed_L_H: L bits, H bits for some v_proj/down_proj\n"
+    "                    and lm_head (mlx-lm's mixed recipe, per-module entries in config.json)\n"
+    "  --group-size G    quantization group size (default 64); layers whose input size is not a\n"
+    "                    multiple of G stay unquantized\n"
+    "  --seed S          weight seed (default 0)\n"
+    "  --tokenizer DIR   where tokenizer.json/tokenizer_config.json come from (default: the\n"
+    "                    bundled stories260k model); its vocab is padded to the model's\n";
+
+// ---------------------------------------------------------------------------
+// shapes
+
+struct Spec {
+  std::string arch;  // llama | mistral | qwen2 | qwen3
+  int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t vocab = 0, max_positions = 0;
+  double rms_eps = 1e-6, rope_theta = 10000.0;
+  json rope_scaling = nullptr;
+  bool tied = false;
+  // Weight scales: std of Linear weights (<= 0: 1/sqrt(fan_in)), embedding and
+  // bias std, and the noise around 1.0 of norm weights.
+  float linear_std = 0, embed_std = 0, bias_std = 0, norm_noise = 0;
+  // Extra gain on q/k/o_proj weights and the mean of Qwen3's q_norm/k_norm
+  // weights: sharper attention, so the next token depends on the context.
+  float attn_gain = 1, qk_norm_mean = 1;
+};
+
+json llama3_rope_scaling() {
+  return {{"factor", 32.0},
+          {"high_freq_factor", 4.0},
+          {"low_freq_factor", 1.0},
+          {"original_max_position_embeddings", 8192},
+          {"rope_type", "llama3"}};
+}
+
+Spec make_spec(const std::string& preset, std::string arch) {
+  Spec s;
+  if (preset == "tiny") {
+    if (arch.empty()) throw std::runtime_error("--arch is required with --preset tiny");
+    s.arch = arch;
+    s.hidden = 64, s.intermediate = 128, s.heads = 4, s.kv_heads = 2, s.head_dim = 16;
+    s.vocab = 512, s.max_positions = 512;
+    // Unit-variance projections and a wide embedding: attention matters and
+    // the logits spread over several units, so greedy tokens vary and
+    // top-1/top-2 margins are well above kernel rounding.
+    s.linear_std = 0, s.embed_std = 0.5f, s.bias_std = 0.1f, s.norm_noise = 0.1f;
+    s.attn_gain = 2, s.qk_norm_mean = 3;
+    if (arch == "llama") {
+      s.layers = 2, s.tied = true, s.rms_eps = 1e-5, s.rope_theta = 500000.0;
+      s.rope_scaling = llama3_rope_scaling();
+    } else if (arch == "mistral") {
+      s.layers = 3, s.tied = false, s.rms_eps = 1e-5, s.rope_theta = 1000000.0;
+    } else if (arch == "qwen2") {
+      s.layers = 2, s.tied = false, s.rms_eps = 1e-6, s.rope_theta = 1000000.0;
+    } else if (arch == "qwen3") {
+      // head_dim * heads (128) != hidden (64), as in the real Qwen3 models.
+      s.layers = 3, s.tied = true, s.rms_eps = 1e-6, s.rope_theta = 1000000.0, s.head_dim = 32;
+    }
+  } else if (preset == "qwen3-0.6b") {
+    s.arch = arch.empty() ? "qwen3" : arch;
+    s.hidden = 1024, s.intermediate = 3072, s.layers = 28, s.heads = 16, s.kv_heads = 8;
+    s.head_dim = 128, s.vocab = 151936, s.max_positions = 40960;
+    s.rms_eps = 1e-6, s.rope_theta = 1000000.0, s.tied = true;
+    s.linear_std = 0.02f, s.embed_std = 0.02f, s.bias_std = 0.02f, s.norm_noise = 0.02f;
+  } else if (preset == "llama-3.2-1b") {
+    s.arch = arch.empty() ? "llama" : arch;
+    s.hidden = 2048, s.intermediate = 8192, s.layers = 16, s.heads = 32, s.kv_heads = 8;
+    s.head_dim = 64, s.vocab = 128256, s.max_positions = 131072;
+    s.rms_eps = 1e-5, s.rope_theta = 500000.0, s.tied = true;
+    s.rope_scaling = llama3_rope_scaling();
+    s.linear_std = 0.02f, s.embed_std = 0.02f, s.bias_std = 0.02f, s.norm_noise = 0.02f;
+  } else {
+    throw std::runtime_error("unknown preset '" + preset +
+                             "' (expected tiny, qwen3-0.6b or llama-3.2-1b)");
+  }
+  if (s.arch != "llama" && s.arch != "mistral" && s.arch != "qwen2" && s.arch != "qwen3")
+    throw std::runtime_error("unknown architecture '" + s.arch +
+                             "' (expected llama, mistral, qwen2 or qwen3)");
+  return s;
+}
+
+const char* class_name(const std::string& arch) {
+  if (arch == "llama") return "LlamaForCausalLM";
+  if (arch == "mistral") return "MistralForCausalLM";
+  if (arch == "qwen2") return "Qwen2ForCausalLM";
+  return "Qwen3ForCausalLM";
+}
+
+// ---------------------------------------------------------------------------
+// random values
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Approximately N(0, 1): the sum of four 16-bit uniforms (Irwin-Hall), one
+// 64-bit draw per value; bounded at about +-3.46.
+inline float approx_normal(uint64_t& state) {
+  uint64_t r = splitmix64(state);
+  float sum = float(r & 0xffff) + float((r >> 16) & 0xffff) + float((r >> 32) & 0xffff) +
+              float(r >> 48);
+  return (sum - 4 * 32767.5f) * (1.7320508f / 65536.0f);
+}
+
+uint64_t name_hash(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Runs fn(i) for i in [0, n) on all cores.
+template <class F>
+void parallel_for(int64_t n, F&& fn) {
+  int threads = int(std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), n));
+  if (threads <= 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  auto work = [&] {
+    for (int64_t i; (i = next.fetch_add(1)) < n;) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+}
+
+// value(i) = mean + std * N(0,1), from a stream that depends only on
+// (seed, name, i / kChunk): thread count never changes the values.
+constexpr int64_t kChunk = 1 << 16;
+
+template <class Out>
+void generate(uint64_t seed, const std::string& name, int64_t n, float mean, float std, Out out) {
+  uint64_t base = seed ^ name_hash(name);
+  splitmix64(base);
+  parallel_for((n + kChunk - 1) / kChunk, [&](int64_t chunk) {
+    uint64_t state = base + uint64_t(chunk) * 0xd1b54a32d192ed03ull;
+    splitmix64(state);
+    int64_t end = std::min(n, (chunk + 1) * kChunk);
+    for (int64_t i = chunk * kChunk; i < end; ++i) out(i, mean + std * approx_normal(state));
+  });
+}
+
+float round_to(DType t, float v) {
+  if (t == DType::BF16) return bf16_to_f32(f32_to_bf16(v));
+  if (t == DType::F16) return f16_to_f32(f32_to_f16(v));
+  return v;
+}
+
+void store(DType t, uint8_t* dst, int64_t i, float v) {
+  if (t == DType::F32) {
+    std::memcpy(dst + 4 * i, &v, 4);
+  } else {
+    uint16_t h = t == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// the checkpoint
+
+struct QuantConfig {
+  int low_bits = 0, high_bits = 0;  // high_bits > 0: mixed recipe
+  int group_size = 64;
+  bool enabled() const { return low_bits > 0; }
+};
+
+QuantConfig parse_quant(const std::string& q, int group_size) {
+  QuantConfig c;
+  c.group_size = group_size;
+  auto valid = [](int b) { return b == 2 || b == 3 || b == 4 || b == 5 || b == 6 || b == 8; };
+  if (q.empty() || q == "none") return c;
+  int lo = 0, hi = 0;
+  char tail = 0;
+  if (std::sscanf(q.c_str(), "mlx%d%c", &lo, &tail) == 1 && valid(lo)) {
+    c.low_bits = lo;
+  } else if (std::sscanf(q.c_str(), "mixed_%d_%d%c", &lo, &hi, &tail) == 2 && valid(lo) &&
+             valid(hi)) {
+    c.low_bits = lo, c.high_bits = hi;
+  } else {
+    throw std::runtime_error("unknown --quant '" + q +
+                             "' (expected mlx2|mlx3|mlx4|mlx5|mlx6|mlx8 or mixed_L_H)");
+  }
+  if (group_size <= 0 || (group_size * 2) % 32 != 0)
+    throw std::runtime_error("--group-size must be a positive multiple of 16 (32, 64, 128)");
+  return c;
+}
+
+class Builder {
+ public:
+  Builder(const Spec& spec, DType dtype, QuantConfig quant, uint64_t seed)
+      : spec_(spec), dtype_(dtype), quant_(quant), seed_(seed) {}
+
+  json quantization = json::object();  // per-module entries (mixed recipes)
+
+  void build() {
+    const Spec& s = spec_;
+    int64_t H = s.hidden, D = s.head_dim, I = s.intermediate;
+    matrix("model.embed_tokens", s.vocab, H, s.embed_std);
+    for (int64_t l = 0; l < s.layers; ++l) {
+      std::string p = "model.layers." + std::to_string(l) + ".";
+      vector(p + "input_layernorm.weight", H, 1.0f, s.norm_noise);
+      vector(p + "post_attention_layernorm.weight", H, 1.0f, s.norm_noise);
+      matrix(p + "self_attn.q_proj", s.heads * D, H, s.linear_std, s.attn_gain);
+      matrix(p + "self_attn.k_proj", s.kv_heads * D, H, s.linear_std, s.attn_gain);
+      matrix(p + "self_attn.v_proj", s.kv_heads * D, H, s.linear_std);
+      matrix(p + "self_attn.o_proj", H, s.heads * D, s.linear_std, s.attn_gain);
+      if (s.arch == "qwen2") {
+        vector(p + "self_attn.q_proj.bias", s.heads * D, 0.0f, s.bias_std);
+        vector(p + "self_attn.k_proj.bias", s.kv_heads * D, 0.0f, s.bias_std);
+        vector(p + "self_attn.v_proj.bias", s.kv_heads * D, 0.0f, s.bias_std);
+      }
+      if (s.arch == "qwen3") {
+        vector(p + "self_attn.q_norm.weight", D, s.qk_norm_mean, s.norm_noise);
+        vector(p + "self_attn.k_norm.weight", D, s.qk_norm_mean, s.norm_noise);
+      }
+      matrix(p + "mlp.gate_proj", I, H, s.linear_std);
+      matrix(p + "mlp.up_proj", I, H, s.linear_std);
+      matrix(p + "mlp.down_proj", H, I, s.linear_std);
+    }
+    vector("model.norm.weight", H, 1.0f, s.norm_noise);
+    if (!s.tied) matrix("lm_head", s.vocab, H, s.linear_std > 0 ? s.linear_std : s.embed_std);
+  }
+
+  io::SafetensorsWriter writer;
+
+ private:
+  void vector(const std::string& name, int64_t n, float mean, float std) {
+    DType t = dtype_;
+    uint64_t seed = seed_;
+    writer.add(name, t, {n}, [=](uint8_t* dst) {
+      generate(seed, name, n, mean, std, [&](int64_t i, float v) { store(t, dst, i, v); });
+    });
+  }
+
+  // mlx-lm's mixed recipe: more bits for v_proj and down_proj in the first and
+  // last eighth of the layers and every third layer between, and for lm_head.
+  int bits_for(const std::string& module) const {
+    if (!quant_.high_bits) return quant_.low_bits;
+    if (module == "lm_head") return quant_.high_bits;
+    if (module.find("v_proj") == std::string::npos && module.find("down_proj") == std::string::npos)
+      return quant_.low_bits;
+    int64_t n = spec_.layers, index = std::stoll(module.substr(module.find("layers.") + 7));
+    bool more = index < n / 8 || index >= 7 * n / 8 || (index - n / 8) % 3 == 2;
+    return more ? quant_.high_bits : quant_.low_bits;
+  }
+
+  void matrix(const std::string& module, int64_t rows, int64_t cols, float std, float gain = 1) {
+    if (std <= 0) std = 1.0f / std::sqrt(float(cols));
+    std *= gain;
+    const std::string name = module + ".weight";
+    DType t = dtype_;
+    uint64_t seed = seed_;
+    int bits = quant_.enabled() ? bits_for(module) : 0;
+    if (!bits || !affine_quantizable(cols, bits, quant_.group_size)) {
+      writer.add(name, t, {rows, cols}, [=](uint8_t* dst) {
+        generate(seed, name, rows * cols, 0.0f, std, [&](int64_t i, float v) { store(t, dst, i, v); });
+      });
+      return;
+    }
+    int group = quant_.group_size;
+    if (quant_.high_bits) quantization[module] = {{"group_size", group}, {"bits", bits}};
+    // The three tensors of a quantized module come from one quantization, done
+    // when the first of them is written and dropped after the last.
+    struct Shared {
+      std::vector<uint32_t> packed;
+      std::vector<float> scales, biases;
+      int pending = 3;
+    };
+    auto shared = std::make_shared<Shared>();
+    auto compute = [=]() {
+      if (!shared->packed.empty()) return;
+      std::vector<float> w(size_t(rows * cols));
+      generate(seed, name, rows * cols, 0.0f, std,
+               [&](int64_t i, float v) { w[size_t(i)] = round_to(t, v); });
+      int64_t wpr = cols * bits / 32, gpr = cols / group;
+      shared->packed.resize(size_t(rows * wpr));
+      shared->scales.resize(size_t(rows * gpr));
+      shared->biases.resize(size_t(rows * gpr));
+      constexpr int64_t kRows = 64;
+      parallel_for((rows + kRows - 1) / kRows, [&](int64_t b) {
+        int64_t r0 = b * kRows, nr = std::min(kRows, rows - r0);
+        affine_quantize(w.data() + r0 * cols, nr, cols, bits, group, shared->packed.data() + r0 * wpr,
+                        shared->scales.data() + r0 * gpr, shared->biases.data() + r0 * gpr);
+      });
+    };
+    auto done = [=]() {
+      if (--shared->pending == 0) *shared = Shared{};
+    };
+    writer.add(name, DType::U32, {rows, cols * bits / 32}, [=](uint8_t* dst) {
+      compute();
+      std::memcpy(dst, shared->packed.data(), shared->packed.size() * 4);
+      done();
+    });
+    for (const char* part : {"scales", "biases"}) {
+      bool is_scales = part[0] == 's';
+      writer.add(module + "." + part, t, {rows, cols / group}, [=](uint8_t* dst) {
+        compute();
+        const auto& v = is_scales ? shared->scales : shared->biases;
+        for (size_t i = 0; i < v.size(); ++i) store(t, dst, int64_t(i), v[i]);
+        done();
+      });
+    }
+  }
+
+  const Spec& spec_;
+  DType dtype_;
+  QuantConfig quant_;
+  uint64_t seed_;
+};
+
+json make_config(const Spec& s, const std::string& dtype_name, const QuantConfig& q,
+                 const json& per_module) {
+  json c;
+  c["architectures"] = {class_name(s.arch)};
+  c["model_type"] = s.arch;
+  c["attention_dropout"] = 0.0;
+  c["bos_token_id"] = 1;
+  c["eos_token_id"] = 2;
+  c["head_dim"] = s.head_dim;
+  c["hidden_act"] = "silu";
+  c["hidden_size"] = s.hidden;
+  c["initializer_range"] = 0.02;
+  c["intermediate_size"] = s.intermediate;
+  c["max_position_embeddings"] = s.max_positions;
+  c["num_attention_heads"] = s.heads;
+  c["num_hidden_layers"] = s.layers;
+  c["num_key_value_heads"] = s.kv_heads;
+  c["rms_norm_eps"] = s.rms_eps;
+  c["rope_scaling"] = s.rope_scaling;
+  c["rope_theta"] = s.rope_theta;
+  c["tie_word_embeddings"] = s.tied;
+  c["torch_dtype"] = dtype_name;
+  c["transformers_version"] = "4.51.0";
+  c["use_cache"] = true;
+  c["vocab_size"] = s.vocab;
+  if (s.arch == "llama") {
+    c["attention_bias"] = false;
+    c["mlp_bias"] = false;
+    c["pretraining_tp"] = 1;
+  } else if (s.arch == "mistral") {
+    c["sliding_window"] = nullptr;
+  } else if (s.arch == "qwen2") {
+    // Hugging Face's Qwen2 always has q/k/v biases; published configs do not
+    // say so, the key is written here for readers that look for it.
+    c["attention_bias"] = true;
+    c["max_window_layers"] = s.layers;
+    c["sliding_window"] = s.max_positions;
+    c["use_sliding_window"] = false;
+  } else if (s.arch == "qwen3") {
+    c["attention_bias"] = false;
+    c["max_window_layers"] = s.layers;
+    c["sliding_window"] = nullptr;
+    c["use_sliding_window"] = false;
+  }
+  if (q.enabled()) {
+    json quant = {{"group_size", q.group_size}, {"bits", q.low_bits}};
+    for (const auto& [k, v] : per_module.items()) quant[k] = v;
+    c["quantization"] = quant;
+    c["quantization_config"] = quant;
+  }
+  return c;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+// Copies the tokenizer, padding its vocabulary with "<unused_N>" entries up to
+// vocab_size (a valid BPE vocab that the merges never reach).
+void write_tokenizer(const fs::path& from, const fs::path& to, int64_t vocab_size) {
+  nlohmann::ordered_json tok;
+  {
+    std::ifstream in(from / "tokenizer.json");
+    if (!in) throw std::runtime_error("cannot read " + (from / "tokenizer.json").string());
+    tok = nlohmann::ordered_json::parse(in);
+  }
+  auto& vocab = tok["model"]["vocab"];
+  if (!vocab.is_object()) throw std::runtime_error("tokenizer.json has no model.vocab object");
+  int64_t n = 0;
+  for (const auto& [k, v] : vocab.items()) n = std::max<int64_t>(n, v.get<int64_t>() + 1);
+  for (const auto& t : tok["added_tokens"]) n = std::max<int64_t>(n, t["id"].get<int64_t>() + 1);
+  if (n > vocab_size)
+    throw std::runtime_error("tokenizer in " + from.string() + " has " + std::to_string(n) +
+                             " ids, more than vocab_size " + std::to_string(vocab_size));
+  // ordered_json looks keys up linearly; append to the underlying vector
+  // instead (the names are new), or 150k entries take quadratic time.
+  auto& entries = static_cast<std::vector<std::pair<const std::string, nlohmann::ordered_json>>&>(
+      vocab.get_ref<nlohmann::ordered_json::object_t&>());
+  for (int64_t id = n; id < vocab_size; ++id)
+    entries.emplace_back("<unused_" + std::to_string(id - n) + ">", id);
+  write_text(to / "tokenizer.json", tok.dump(2, ' ', false) + "\n");
+  for (const char* f : {"tokenizer_config.json", "special_tokens_map.json"})
+    if (fs::exists(from / f))
+      fs::copy_file(from / f, to / f, fs::copy_options::overwrite_existing);
+}
+
+}  // namespace
+
+int cmd_mkmodel(int argc, char** argv) {
+  Args args(argc, argv, {"help"});
+  if (args.has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  args.allow_only({"arch", "dtype", "quant", "group-size", "preset", "seed", "out", "tokenizer"});
+  if (!args.positional().empty())
+    throw std::runtime_error("unexpected argument '" + args.positional()[0] + "'");
+  if (!args.has("out")) throw std::runtime_error("--out DIR is required");
+
+  Spec spec = make_spec(args.str("preset", "tiny"), args.str("arch"));
+  std::string dtype_arg = args.str("dtype", "f32");
+  DType dtype;
+  std::string torch_dtype;
+  if (dtype_arg == "f32") {
+    dtype = DType::F32, torch_dtype = "float32";
+  } else if (dtype_arg == "bf16") {
+    dtype = DType::BF16, torch_dtype = "bfloat16";
+  } else if (dtype_arg == "f16") {
+    dtype = DType::F16, torch_dtype = "float16";
+  } else {
+    throw std::runtime_error("unknown --dtype '" + dtype_arg + "' (expected f32, bf16 or f16)");
+  }
+  long long group = args.integer("group-size", 64);
+  QuantConfig quant = parse_quant(args.str("quant"), int(group));
+  uint64_t seed = uint64_t(args.integer("seed", 0));
+
+#ifdef HEARTH_DEFAULT_MODEL
+  fs::path tokenizer_dir = args.str("tokenizer", HEARTH_DEFAULT_MODEL);
+#else
+  if (!args.has("tokenizer")) throw std::runtime_error("--tokenizer DIR is required");
+  fs::path tokenizer_dir = args.str("tokenizer");
+#endif
+
+  fs::path out = args.str("out");
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) throw std::runtime_error("cannot create " + out.string() + ": " + ec.message());
+
+  Builder builder(spec, dtype, quant, seed);
+  builder.build();
+  builder.writer.set_metadata("format", quant.enabled() ? "mlx" : "pt");
+
+  write_tokenizer(tokenizer_dir, out, spec.vocab);
+  write_text(out / "config.json",
+             make_config(spec, torch_dtype, quant, builder.quantization).dump(2) + "\n");
+  write_text(out / "generation_config.json",
+             json{{"bos_token_id", 1}, {"eos_token_id", 2}}.dump(2) + "\n");
+  builder.writer.write((out / "model.safetensors").string());
+  return 0;
+}
+
+}  // namespace hearth::cli
