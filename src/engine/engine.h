@@ -1,0 +1,129 @@
+// The engine: one thread that owns the model, the KV pool and the scheduler,
+// running continuous batching. Requests come in through submit() (any
+// thread); each step runs one ragged batch in which new requests prefill
+// their prompt and running ones decode a token; tokens go back through each
+// request's own channel (RequestHandle). No lock is held across a model step.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/generator.h"
+#include "engine/sampler.h"
+#include "model/llama.h"
+
+namespace hearth {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // token ids, special tokens included
+  SamplingParams sampling;
+  int64_t max_tokens = -1;        // -1: until a stop token or the context is full
+  std::vector<int32_t> stop_ids;  // generation ends after emitting one of these
+  int top_logprobs = -1;          // -1: no logprobs; 0: the chosen token's; k: and the top k
+};
+
+struct TokenEvent {
+  int32_t token = 0;
+  float logprob = 0;                                // log p(token), raw model distribution
+  std::vector<std::pair<int32_t, float>> top;       // (id, log p), best first
+};
+
+struct FinishInfo {
+  FinishReason reason = FinishReason::Length;
+  std::string error;  // set when the request failed inside the engine
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
+};
+
+// One request's channel. The engine pushes; the client pulls.
+class RequestHandle {
+ public:
+  // Blocks for the next token; nullopt once the request has finished
+  // (then finish() says how).
+  std::optional<TokenEvent> next();
+  // Asks the engine to stop this request at its next step; its KV is freed.
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+  const FinishInfo& finish() const { return finish_; }
+
+ private:
+  friend class Engine;
+  void push(TokenEvent ev);
+  void close(FinishInfo info);
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<TokenEvent> events_;
+  bool closed_ = false;
+  FinishInfo finish_;
+  std::atomic<bool> cancelled_{false};
+};
+
+// Thrown by submit() when the queue is at its limit.
+struct QueueFull : std::runtime_error {
+  QueueFull() : std::runtime_error("the request queue is full") {}
+};
+
+struct EngineOptions {
+  int threads = 0;          // 0: physical cores
+  int64_t ctx_size = 0;     // 0: the model's max_position_embeddings
+  int max_queue = 64;       // waiting requests beyond the running ones
+  int max_batch = 8;        // sequences decoded together
+  int64_t prefill_chunk = 512;  // prompt tokens per sequence per step
+};
+
+struct EngineStats {
+  int64_t queued = 0, running = 0;
+  int64_t requests_total = 0, requests_rejected = 0, requests_cancelled = 0;
+  int64_t prompt_tokens_total = 0, generated_tokens_total = 0;
+  int64_t kv_blocks_total = 0, kv_blocks_free = 0;
+  size_t kv_bytes = 0;
+  int64_t steps = 0;
+};
+
+class Engine {
+ public:
+  Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options);
+  ~Engine();  // cancels everything in flight and joins the thread
+
+  // Validates (prompt non-empty and shorter than the context, token ids in
+  // the vocabulary: std::invalid_argument) and queues (QueueFull).
+  std::shared_ptr<RequestHandle> submit(GenerationRequest request);
+
+  // Stops taking requests, cancels the queued and running ones, joins.
+  void shutdown();
+
+  EngineStats stats() const;
+  const LlamaModel& model() const { return *model_; }
+  int64_t ctx_size() const { return ctx_size_; }
+  int threads() const { return pool_.size(); }
+
+ private:
+  struct Active;
+  void loop();
+  void step(std::vector<std::unique_ptr<Active>>& running);
+
+  std::unique_ptr<LlamaModel> model_;
+  EngineOptions options_;
+  int64_t ctx_size_;
+  ThreadPool pool_;
+  std::unique_ptr<KvCache> kv_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Active>> queue_;
+  bool stopping_ = false;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace hearth
