@@ -1,0 +1,594 @@
+// Tokenizer models: BPE (byte-level and SentencePiece-style), WordPiece,
+// Unigram, and tiktoken's byte-pair ranks.
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <cstdio>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+
+#include "text/tokenizer_components.h"
+#include "text/unicode.h"
+
+namespace hearth::text::detail {
+
+namespace u = hearth::text::unicode;
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) { throw std::runtime_error(what); }
+
+template <class T>
+T get_or(const json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  return it->get<T>();
+}
+
+// A bounded word → ids cache shared by threads.
+class WordCache {
+ public:
+  bool get(std::string_view word, std::vector<int32_t>& out) const {
+    auto& shard = shards_[std::hash<std::string_view>{}(word) % kShards];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    auto it = shard.map.find(word);
+    if (it == shard.map.end()) return false;
+    out.insert(out.end(), it->second.begin(), it->second.end());
+    return true;
+  }
+  void put(std::string_view word, const int32_t* ids, size_t n) const {
+    auto& shard = shards_[std::hash<std::string_view>{}(word) % kShards];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (shard.map.size() >= kCapacity) shard.map.clear();
+    shard.map.emplace(std::string(word), std::vector<int32_t>(ids, ids + n));
+  }
+
+ private:
+  static constexpr size_t kShards = 16;
+  static constexpr size_t kCapacity = 4096;
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> map;
+  };
+  mutable std::array<Shard, kShards> shards_;
+};
+
+// Merges adjacent symbols by rank until none applies; the lowest rank wins and
+// ties go to the leftmost pair (what both Rust and the reference do).
+// `pair_rank(a, b, &new_id)` returns the rank or -1.
+template <class PairRank>
+void merge_symbols(std::vector<int32_t>& sym, PairRank&& pair_rank) {
+  const size_t n = sym.size();
+  if (n < 2) return;
+  if (n <= 12) {
+    // Small words: a quadratic scan beats the heap.
+    while (sym.size() > 1) {
+      int best_rank = std::numeric_limits<int>::max();
+      size_t best = 0;
+      int32_t best_id = -1;
+      for (size_t i = 0; i + 1 < sym.size(); ++i) {
+        int32_t nid;
+        const int r = pair_rank(sym[i], sym[i + 1], nid);
+        if (r >= 0 && r < best_rank) {
+          best_rank = r;
+          best = i;
+          best_id = nid;
+        }
+      }
+      if (best_id < 0) break;
+      sym[best] = best_id;
+      sym.erase(sym.begin() + static_cast<long>(best) + 1);
+    }
+    return;
+  }
+  std::vector<int32_t> prev(n), next(n);
+  std::vector<char> alive(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    prev[i] = static_cast<int32_t>(i) - 1;
+    next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
+  }
+  struct Item {
+    int rank;
+    int32_t pos;
+    int32_t left, right;  // the symbol ids the pair was computed for
+    int32_t new_id;
+    bool operator>(const Item& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+  auto push = [&](int32_t pos) {
+    const int32_t nx = next[static_cast<size_t>(pos)];
+    if (nx < 0) return;
+    int32_t nid;
+    const int r = pair_rank(sym[static_cast<size_t>(pos)], sym[static_cast<size_t>(nx)], nid);
+    if (r >= 0) heap.push({r, pos, sym[static_cast<size_t>(pos)], sym[static_cast<size_t>(nx)], nid});
+  };
+  for (size_t i = 0; i + 1 < n; ++i) push(static_cast<int32_t>(i));
+  while (!heap.empty()) {
+    const Item top = heap.top();
+    heap.pop();
+    const auto pos = static_cast<size_t>(top.pos);
+    if (!alive[pos]) continue;
+    const int32_t nx = next[pos];
+    if (nx < 0) continue;
+    if (sym[pos] != top.left || sym[static_cast<size_t>(nx)] != top.right) continue;  // stale
+    sym[pos] = top.new_id;
+    alive[static_cast<size_t>(nx)] = 0;
+    next[pos] = next[static_cast<size_t>(nx)];
+    if (next[pos] >= 0) prev[static_cast<size_t>(next[pos])] = static_cast<int32_t>(pos);
+    if (prev[pos] >= 0) push(prev[pos]);
+    push(static_cast<int32_t>(pos));
+  }
+  size_t w = 0;
+  for (int32_t i = 0; i >= 0; i = next[static_cast<size_t>(i)]) sym[w++] = sym[static_cast<size_t>(i)];
+  sym.resize(w);
+}
+
+// ------------------------------------------------------------------------ BPE
+
+class BPE final : public Model {
+ public:
+  explicit BPE(const json& j) {
+    const json& v = j.at("vocab");
+    if (!v.is_object()) bad("BPE vocab must be an object");
+    int32_t max_id = -1;
+    vocab.reserve(v.size());
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const int32_t id = it.value().get<int32_t>();
+      if (id < 0) bad("negative token id for \"" + it.key() + "\"");
+      vocab[it.key()] = id;
+      max_id = std::max(max_id, id);
+    }
+    id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
+    for (const auto& [tok, id] : vocab) id_to_token[static_cast<size_t>(id)] = tok;
+
+    if (auto it = j.find("unk_token"); it != j.end() && it->is_string()) {
+      unk_token_ = it->get<std::string>();
+      if (auto f = vocab.find(unk_token_); f != vocab.end()) unk_id = f->second;
+    }
+    byte_fallback_ = get_or<bool>(j, "byte_fallback", false);
+    fuse_unk_ = get_or<bool>(j, "fuse_unk", false);
+    ignore_merges_ = get_or<bool>(j, "ignore_merges", false);
+    prefix_ = get_or<std::string>(j, "continuing_subword_prefix", "");
+    end_of_word_suffix = get_or<std::string>(j, "end_of_word_suffix", "");
+
+    const json& merges = j.contains("merges") ? j["merges"] : json::array();
+    merges_.reserve(merges.size());
+    int rank = 0;
+    for (const auto& m : merges) {
+      std::string a, b;
+      if (m.is_array() && m.size() == 2) {
+        a = m[0].get<std::string>();
+        b = m[1].get<std::string>();
+      } else if (m.is_string()) {
+        const std::string s = m.get<std::string>();
+        const size_t sp = s.find(' ', 1);  // the reference: split(" ", 2)
+        if (sp == std::string::npos) bad("bad merge \"" + s + "\"");
+        a = s.substr(0, sp);
+        const size_t sp2 = s.find(' ', sp + 1);
+        b = s.substr(sp + 1, sp2 == std::string::npos ? std::string::npos : sp2 - sp - 1);
+      } else {
+        bad("bad merge entry " + m.dump());
+      }
+      const auto ia = vocab.find(a), ib = vocab.find(b);
+      const auto im = vocab.find(a + b.substr(std::min(b.size(), prefix_for(b))));
+      if (ia != vocab.end() && ib != vocab.end() && im != vocab.end()) {
+        const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(ia->second)) << 32) |
+                             static_cast<uint32_t>(ib->second);
+        merges_.emplace(key, std::make_pair(rank, im->second));  // first occurrence wins
+      }
+      ++rank;
+    }
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      auto it = vocab.find(std::string_view(name));
+      byte_ids_[b] = it == vocab.end() ? -1 : it->second;
+    }
+  }
+
+  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
+    const size_t first = ids.size();
+    for (const auto& w : words) encode_word(w, ids);
+    if (fuse_unk_ && unk_id) {
+      size_t out = first;
+      for (size_t i = first; i < ids.size(); ++i) {
+        if (ids[i] == *unk_id && out > first && ids[out - 1] == *unk_id) continue;
+        ids[out++] = ids[i];
+      }
+      ids.resize(out);
+    }
+  }
+
+ private:
+  // Length of the continuing-subword prefix at the start of merge part b.
+  size_t prefix_for(const std::string& b) const {
+    return !prefix_.empty() && b.compare(0, prefix_.size(), prefix_) == 0 ? prefix_.size() : 0;
+  }
+
+  void encode_word(std::string_view word, std::vector<int32_t>& ids) const {
+    if (word.empty()) return;
+    if (ignore_merges_) {
+      if (auto it = vocab.find(word); it != vocab.end()) {
+        ids.push_back(it->second);
+        return;
+      }
+    }
+    const bool cacheable = word.size() < 256;
+    if (cacheable && cache_.get(word, ids)) return;
+    const size_t start = ids.size();
+
+    // Initial symbols: one per character (with the subword prefix / suffix).
+    thread_local std::vector<int32_t> sym;
+    thread_local std::vector<std::string_view> unknown_text;
+    sym.clear();
+    unknown_text.clear();
+    std::string tmp;
+    for (size_t i = 0; i < word.size();) {
+      const size_t s = i;
+      u::next(word, i);
+      std::string_view ch = word.substr(s, i - s);
+      const bool is_first = s == 0, is_last = i == word.size();
+      std::string_view key = ch;
+      if ((!prefix_.empty() && !is_first) || (!end_of_word_suffix.empty() && is_last)) {
+        tmp.clear();
+        if (!is_first) tmp += prefix_;
+        tmp += ch;
+        if (is_last) tmp += end_of_word_suffix;
+        key = tmp;
+      }
+      auto it = vocab.find(key);
+      if (it != vocab.end()) {
+        sym.push_back(it->second);
+      } else {
+        sym.push_back(-1 - static_cast<int32_t>(unknown_text.size()));  // placeholder
+        unknown_text.push_back(ch);
+      }
+    }
+    merge_symbols(sym, [this](int32_t a, int32_t b, int32_t& nid) -> int {
+      if (a < 0 || b < 0) return -1;
+      auto it = merges_.find((static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b));
+      if (it == merges_.end()) return -1;
+      nid = it->second.second;
+      return it->second.first;
+    });
+    for (int32_t s : sym) {
+      if (s >= 0) {
+        ids.push_back(s);
+        continue;
+      }
+      const std::string_view ch = unknown_text[static_cast<size_t>(-1 - s)];
+      if (byte_fallback_) {
+        bool all = true;
+        for (unsigned char b : ch) all = all && byte_ids_[b] >= 0;
+        if (all) {
+          for (unsigned char b : ch) ids.push_back(byte_ids_[b]);
+          continue;
+        }
+      }
+      if (unk_id) ids.push_back(*unk_id);
+    }
+    if (cacheable) cache_.put(word, ids.data() + start, ids.size() - start);
+  }
+
+  std::unordered_map<uint64_t, std::pair<int, int32_t>> merges_;
+  std::string unk_token_;
+  bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
+  std::string prefix_;
+  std::array<int32_t, 256> byte_ids_{};
+  WordCache cache_;
+};
+
+// ------------------------------------------------------------------ WordPiece
+
+class WordPiece final : public Model {
+ public:
+  explicit WordPiece(const json& j) {
+    const json& v = j.at("vocab");
+    int32_t max_id = -1;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const int32_t id = it.value().get<int32_t>();
+      vocab[it.key()] = id;
+      max_id = std::max(max_id, id);
+    }
+    id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
+    for (const auto& [tok, id] : vocab) id_to_token[static_cast<size_t>(id)] = tok;
+    const std::string unk = get_or<std::string>(j, "unk_token", "[UNK]");
+    if (auto it = vocab.find(unk); it != vocab.end()) unk_id = it->second;
+    prefix_ = get_or<std::string>(j, "continuing_subword_prefix", "##");
+    max_chars_ = get_or<size_t>(j, "max_input_chars_per_word", 100);
+  }
+
+  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
+    std::vector<size_t> bounds;
+    std::string sub;
+    for (const auto& w : words) {
+      bounds.clear();
+      for (size_t i = 0; i < w.size();) {
+        bounds.push_back(i);
+        u::next(w, i);
+      }
+      bounds.push_back(w.size());
+      const size_t nchars = bounds.size() - 1;
+      if (nchars > max_chars_) {
+        if (unk_id) ids.push_back(*unk_id);
+        continue;
+      }
+      const size_t mark = ids.size();
+      bool unknown = false;
+      size_t start = 0;
+      while (start < nchars) {
+        size_t end = nchars;
+        int32_t found = -1;
+        while (start < end) {
+          sub.clear();
+          if (start > 0) sub = prefix_;
+          sub.append(w, bounds[start], bounds[end] - bounds[start]);
+          if (auto it = vocab.find(sub); it != vocab.end()) {
+            found = it->second;
+            break;
+          }
+          --end;
+        }
+        if (found < 0) {
+          unknown = true;
+          break;
+        }
+        ids.push_back(found);
+        start = end;
+      }
+      if (unknown) {
+        ids.resize(mark);
+        if (unk_id) ids.push_back(*unk_id);
+      }
+    }
+  }
+
+ private:
+  std::string prefix_;
+  size_t max_chars_ = 100;
+};
+
+// -------------------------------------------------------------------- Unigram
+
+class Unigram final : public Model {
+ public:
+  explicit Unigram(const json& j) {
+    const json& v = j.at("vocab");
+    if (!v.is_array()) bad("Unigram vocab must be an array of [piece, score]");
+    scores_.reserve(v.size());
+    for (const auto& e : v) {
+      const std::string piece = e.at(0).get<std::string>();
+      const int32_t id = static_cast<int32_t>(id_to_token.size());
+      id_to_token.push_back(piece);
+      scores_.push_back(e.at(1).get<double>());
+      vocab[piece] = id;  // last occurrence wins, as in the reference's Map
+    }
+    if (auto it = j.find("unk_id"); it != j.end() && it->is_number_integer()) {
+      const int32_t id = it->get<int32_t>();
+      if (id < 0 || static_cast<size_t>(id) >= id_to_token.size()) bad("Unigram unk_id out of range");
+      unk_id = id;
+    }
+    byte_fallback_ = get_or<bool>(j, "byte_fallback", false);
+    double min_score = std::numeric_limits<double>::infinity();
+    for (double s : scores_) min_score = std::min(min_score, s);
+    unk_score_ = (scores_.empty() ? 0.0 : min_score) - 10.0;
+    if (unk_id) scores_[static_cast<size_t>(*unk_id)] = unk_score_;
+    // Byte trie over all pieces.
+    nodes_.emplace_back();
+    for (size_t id = 0; id < id_to_token.size(); ++id) {
+      const std::string& p = id_to_token[id];
+      if (p.empty()) continue;
+      int32_t node = 0;
+      for (unsigned char c : p) {
+        auto& kids = nodes_[static_cast<size_t>(node)].kids;
+        auto it = std::lower_bound(kids.begin(), kids.end(), c,
+                                   [](const std::pair<unsigned char, int32_t>& a, unsigned char b) { return a.first < b; });
+        if (it != kids.end() && it->first == c) {
+          node = it->second;
+        } else {
+          const auto child = static_cast<int32_t>(nodes_.size());
+          kids.insert(it, {c, child});
+          nodes_.emplace_back();
+          node = child;
+        }
+      }
+      nodes_[static_cast<size_t>(node)].id = vocab.at(p);
+    }
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      auto it = vocab.find(std::string_view(name));
+      byte_ids_[b] = it == vocab.end() ? -1 : it->second;
+    }
+  }
+
+  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
+    const size_t first = ids.size();
+    for (const auto& w : words) encode_word(w, ids);
+    if (unk_id) {  // the reference fuses consecutive unknowns
+      size_t out = first;
+      for (size_t i = first; i < ids.size(); ++i) {
+        if (ids[i] == *unk_id && out > first && ids[out - 1] == *unk_id) continue;
+        ids[out++] = ids[i];
+      }
+      ids.resize(out);
+    }
+  }
+
+ private:
+  struct Node {
+    std::vector<std::pair<unsigned char, int32_t>> kids;
+    int32_t id = -1;
+  };
+
+  int32_t child(int32_t node, unsigned char c) const {
+    const auto& kids = nodes_[static_cast<size_t>(node)].kids;
+    auto it = std::lower_bound(kids.begin(), kids.end(), c,
+                               [](const std::pair<unsigned char, int32_t>& a, unsigned char b) { return a.first < b; });
+    return it != kids.end() && it->first == c ? it->second : -1;
+  }
+
+  void encode_word(const std::string& w, std::vector<int32_t>& ids) const {
+    if (w.empty()) return;
+    // Character boundaries.
+    std::vector<size_t> pos;
+    for (size_t i = 0; i < w.size();) {
+      pos.push_back(i);
+      u::next(w, i);
+    }
+    const size_t n = pos.size();
+    pos.push_back(w.size());
+    std::vector<size_t> char_at(w.size() + 1, 0);
+    for (size_t k = 0; k <= n; ++k) char_at[pos[k]] = k;
+    // best[k]: best score of a segmentation of chars [0, k); back[k]: (start char, id).
+    const double kNone = -std::numeric_limits<double>::infinity();
+    std::vector<double> best(n + 1, kNone);
+    std::vector<std::pair<size_t, int32_t>> back(n + 1, {0, -1});
+    best[0] = 0;
+    // The reference visits, for each end position, the candidate left nodes in
+    // order of their start position and keeps the first strictly better one.
+    // Equivalently: process starts in increasing order and relax with ">".
+    // Nodes are (start, length); for a fixed end, candidates arrive ordered by start.
+    std::vector<std::vector<std::tuple<size_t, int32_t, double>>> ending(n + 1);
+    for (size_t k = 0; k < n; ++k) {
+      bool single = false;
+      int32_t node = 0;
+      for (size_t b = pos[k]; b < w.size(); ++b) {
+        node = child(node, static_cast<unsigned char>(w[b]));
+        if (node < 0) break;
+        const int32_t id = nodes_[static_cast<size_t>(node)].id;
+        if (id >= 0 && (b + 1 == w.size() || (static_cast<unsigned char>(w[b + 1]) & 0xC0) != 0x80)) {
+          const size_t end = char_at[b + 1];
+          ending[end].emplace_back(k, id, scores_[static_cast<size_t>(id)]);
+          if (end == k + 1) single = true;
+        }
+      }
+      if (!single) ending[k + 1].emplace_back(k, -1, unk_score_);
+    }
+    for (size_t e = 1; e <= n; ++e) {
+      for (const auto& [s, id, score] : ending[e]) {
+        if (best[s] == kNone) continue;
+        const double cand = best[s] + score;
+        if (best[e] == kNone || cand > best[e]) {
+          best[e] = cand;
+          back[e] = {s, id};
+        }
+      }
+    }
+    std::vector<std::pair<size_t, int32_t>> path;
+    for (size_t e = n; e > 0;) {
+      path.emplace_back(e, back[e].second);
+      e = back[e].first;
+    }
+    std::reverse(path.begin(), path.end());
+    size_t start = 0;
+    for (const auto& [e, id] : path) {
+      const size_t s_char = start;
+      start = e;
+      if (id >= 0) {
+        ids.push_back(id);
+        continue;
+      }
+      const std::string_view ch(w.data() + pos[s_char], pos[e] - pos[s_char]);
+      if (byte_fallback_) {
+        bool all = true;
+        for (unsigned char b : ch) all = all && byte_ids_[b] >= 0;
+        if (all) {
+          for (unsigned char b : ch) ids.push_back(byte_ids_[b]);
+          continue;
+        }
+      }
+      if (unk_id) ids.push_back(*unk_id);
+    }
+  }
+
+  std::vector<double> scores_;
+  double unk_score_ = 0;
+  bool byte_fallback_ = false;
+  std::vector<Node> nodes_;
+  std::array<int32_t, 256> byte_ids_{};
+};
+
+// ------------------------------------------------------------------- tiktoken
+
+class Tiktoken final : public Model {
+ public:
+  explicit Tiktoken(std::vector<std::pair<std::string, int32_t>> ranks) {
+    int32_t max_id = -1;
+    for (auto& [bytes, rank] : ranks) max_id = std::max(max_id, rank);
+    id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
+    vocab.reserve(ranks.size());
+    for (auto& [bytes, rank] : ranks) {
+      id_to_token[static_cast<size_t>(rank)] = bytes;
+      vocab.emplace(std::move(bytes), rank);
+    }
+    for (int b = 0; b < 256; ++b) {
+      const char c = static_cast<char>(b);
+      auto it = vocab.find(std::string_view(&c, 1));
+      if (it == vocab.end()) bad("tiktoken ranks lack the single byte " + std::to_string(b));
+      byte_ids_[b] = it->second;
+    }
+  }
+
+  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
+    for (const auto& w : words) {
+      if (w.empty()) continue;
+      if (auto it = vocab.find(w); it != vocab.end()) {
+        ids.push_back(it->second);
+        continue;
+      }
+      if (w.size() < 256 && cache_.get(w, ids)) continue;
+      const size_t start = ids.size();
+      // Symbols are byte ranges; a merge's rank is the rank of the merged bytes.
+      std::vector<int32_t> sym;  // index into spans
+      std::vector<std::pair<uint32_t, uint32_t>> spans;
+      spans.reserve(w.size());
+      for (size_t i = 0; i < w.size(); ++i) spans.emplace_back(static_cast<uint32_t>(i), 1u);
+      // Work on span ids: a "symbol id" is the span index; merged spans are appended.
+      for (size_t i = 0; i < w.size(); ++i) sym.push_back(static_cast<int32_t>(i));
+      merge_symbols(sym, [&](int32_t a, int32_t b, int32_t& nid) -> int {
+        const auto sa = spans[static_cast<size_t>(a)], sb = spans[static_cast<size_t>(b)];
+        auto it = vocab.find(std::string_view(w).substr(sa.first, sa.second + sb.second));
+        if (it == vocab.end()) return -1;
+        nid = static_cast<int32_t>(spans.size());
+        spans.emplace_back(sa.first, sa.second + sb.second);
+        return it->second;
+      });
+      for (int32_t s : sym) {
+        const auto sp = spans[static_cast<size_t>(s)];
+        ids.push_back(vocab.find(std::string_view(w).substr(sp.first, sp.second))->second);
+      }
+      if (w.size() < 256) cache_.put(w, ids.data() + start, ids.size() - start);
+    }
+  }
+
+ private:
+  std::array<int32_t, 256> byte_ids_{};
+  WordCache cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_model(const json& j) {
+  std::string type = j.value("type", "");
+  if (type.empty()) {
+    // Old files omit the type; guess as the reference does.
+    if (j.contains("vocab") && j["vocab"].is_array())
+      type = "Unigram";
+    else if (j.contains("merges"))
+      type = "BPE";
+    else
+      type = "WordPiece";
+  }
+  if (type == "BPE") return std::make_unique<BPE>(j);
+  if (type == "WordPiece") return std::make_unique<WordPiece>(j);
+  if (type == "Unigram") return std::make_unique<Unigram>(j);
+  bad("unknown model type \"" + type + "\"");
+}
+
+std::unique_ptr<Model> make_tiktoken_model(std::vector<std::pair<std::string, int32_t>> ranks) {
+  return std::make_unique<Tiktoken>(std::move(ranks));
+}
+
+}  // namespace hearth::text::detail
