@@ -32,7 +32,15 @@ if [ ${#todo[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${todo[@]}"
 fi
 
-if [ -f package.json ] && [ ! -d node_modules ] || [ package.json -nt node_modules ]; then
-  npm install --no-audit --no-fund --loglevel=error
-  touch node_modules
+# Node test tooling (reference tokenizers, Jinja, API clients, Playwright).
+if [ -f package.json ]; then
+  if [ ! -d node_modules ] || [ package.json -nt node_modules ] ||
+     { [ -f package-lock.json ] && [ package-lock.json -nt node_modules ]; }; then
+    if [ -f package-lock.json ]; then
+      npm ci --no-audit --no-fund --loglevel=error
+    else
+      npm install --no-audit --no-fund --loglevel=error
+    fi
+    touch node_modules
+  fi
 fi

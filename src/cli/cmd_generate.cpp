@@ -120,6 +120,7 @@ int cmd_generate(int argc, char** argv) {
       },
       &stats);
   if (stream && logits_k == 0) std::printf("%s\n", stream->flush().c_str());
+  std::fflush(stdout);
 
   if (args.has("dump-logits")) {
     std::ofstream out(args.str("dump-logits"), std::ios::binary);

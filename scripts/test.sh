@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Sets everything up and runs every test: unit tests (release build and an
+# AddressSanitizer + UBSan build), the NumPy numerics checks, the tokenizer
+# and chat-template comparisons against the reference implementations, and
+# the server end-to-end tests. Prints one summary line per suite and exits
+# non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=$(nproc)
+
+bash scripts/setup.sh || { echo "setup failed"; exit 1; }
+
+build() {  # build DIR [cmake options...]
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null && cmake --build "$dir" -j"$jobs"
+}
+
+failed=()
+suite() {  # suite NAME COMMAND...
+  local name=$1; shift
+  echo "=== $name"
+  if "$@"; then echo "--- $name: ok"; else echo "--- $name: FAILED"; failed+=("$name"); fi
+}
+
+build build -DCMAKE_BUILD_TYPE=Release || { echo "release build failed"; exit 1; }
+suite "unit tests" ctest --test-dir build --output-on-failure -j"$jobs"
+
+build build-asan -DCMAKE_BUILD_TYPE=Debug -DHEARTH_SANITIZE=ON || { echo "sanitizer build failed"; exit 1; }
+suite "unit tests (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+# Debian's python3 carries numpy and jinja2; a python3 earlier on PATH may not.
+PY=/usr/bin/python3
+[ -f tests/numerics/test_numerics.py ] && suite "numerics vs NumPy" $PY tests/numerics/test_numerics.py --hearth build/hearth
+[ -f tests/text/compare_tokenizers.mjs ] && suite "tokenizers vs reference" node tests/text/compare_tokenizers.mjs --hearth build/hearth
+[ -f tests/text/test_templates.py ] && suite "chat templates vs Jinja2" $PY tests/text/test_templates.py --hearth build/hearth
+[ -f tests/server/run.sh ] && suite "server end-to-end" bash tests/server/run.sh build/hearth
+
+total=$(( ${#failed[@]} ))
+if [ "$total" -eq 0 ]; then
+  echo "all suites passed"
+  exit 0
+fi
+echo "failed suites: ${failed[*]}"
+exit 1
