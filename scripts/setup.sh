@@ -14,6 +14,7 @@ packages=(
   libutf8proc-dev                               # Unicode normalization
   python3-numpy python3-jinja2                  # independent numeric / template references
   nodejs npm                                    # test tooling (reference tokenizer, API clients)
+  chromium                                      # headless browser for the web page test
 )
 
 missing=()
