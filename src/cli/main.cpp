@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"generate", hearth::cli::cmd_generate, "generate text from a prompt"},
     {"bench", hearth::cli::cmd_bench, "measure prefill/decode speed and memory bandwidth"},
     {"mkmodel", hearth::cli::cmd_mkmodel, "write a random-weight checkpoint in a published layout"},
+    {"tokenize", hearth::cli::cmd_tokenize, "encode text to token ids (or --decode ids) with a tokenizer"},
 };
 
 void usage() {
