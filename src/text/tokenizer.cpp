@@ -3,6 +3,7 @@
 #include "text/tokenizer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <fstream>
 #include <sstream>
@@ -474,6 +475,15 @@ size_t cleanup_holdback(std::string_view text) {
   return 0;
 }
 
+// Whether decoding may restart at token `id` without changing the text.
+bool safe_cut(const Tokenizer& tok, int32_t id) {
+  const std::string t = tok.id_to_token(id);
+  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return true;
+  if (!std::isxdigit(static_cast<unsigned char>(t[3])) || !std::isxdigit(static_cast<unsigned char>(t[4]))) return true;
+  const int b = std::stoi(t.substr(3, 2), nullptr, 16);
+  return b < 0x80 || (b >= 0xC2 && b <= 0xF4 && b != 0xEF);
+}
+
 bool ends_with_replacement(std::string_view s) { return s.size() >= 3 && s.substr(s.size() - 3) == "\xEF\xBF\xBD"; }
 
 }  // namespace
@@ -493,8 +503,11 @@ std::string StreamDecoder::push(int32_t id) {
   emitted_ = end;
   prefix_ = text.substr(0, end);
   if (end == text.size()) {
-    // Everything is out: keep only the ids since the last cut as context.
-    const size_t keep_from = prefix_index_;
+    // Everything is out: keep only the ids since the last cut as context. A
+    // cut must not split a run of byte-fallback tokens where the reference
+    // would decode differently (inside a character, or before a run's BOM).
+    size_t keep_from = prefix_index_;
+    while (keep_from > 0 && !safe_cut(tok_, ids_[keep_from])) --keep_from;
     ids_.erase(ids_.begin(), ids_.begin() + static_cast<long>(keep_from));
     prefix_ = tok_.decode(ids_, skip_special_);
     emitted_ = prefix_.size();

@@ -893,6 +893,14 @@ int hex_value(char c) {
   return -1;
 }
 
+// Bytes of consecutive <0xHH> tokens as text. Like the reference's default
+// TextDecoder, a leading byte order mark of each run is dropped.
+std::string decode_byte_run(const std::string& bytes) {
+  std::string s = utf8_lossy(bytes);
+  if (s.compare(0, 3, "\xEF\xBB\xBF") == 0) s.erase(0, 3);
+  return s;
+}
+
 class ByteFallbackDecoder final : public Decoder {
  public:
   void decode_chain(std::vector<std::string>& tokens) const override {
@@ -910,12 +918,12 @@ class ByteFallbackDecoder final : public Decoder {
         continue;
       }
       if (!bytes.empty()) {
-        out.push_back(utf8_lossy(bytes));
+        out.push_back(decode_byte_run(bytes));
         bytes.clear();
       }
       out.push_back(std::move(t));
     }
-    if (!bytes.empty()) out.push_back(utf8_lossy(bytes));
+    if (!bytes.empty()) out.push_back(decode_byte_run(bytes));
     tokens = std::move(out);
   }
 };

