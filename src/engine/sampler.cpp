@@ -13,20 +13,62 @@ int32_t Sampler::argmax(std::span<const float> logits) {
   return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-int32_t Sampler::sample(std::span<float> logits) {
+void Sampler::process(std::span<float> logits, std::span<const int32_t> history) {
+  const int64_t n = int64_t(logits.size());
+  for (const auto& [id, bias] : params_.logit_bias)
+    if (id >= 0 && id < n) logits[size_t(id)] += bias;
+  if (history.empty()) return;
+
+  // The last `size` tokens of the history; `distinct` sorts and dedupes them.
+  auto window = [&](int size, bool distinct) {
+    const size_t count = std::min(history.size(), size_t(std::max(size, 0)));
+    window_.assign(history.end() - std::ptrdiff_t(count), history.end());
+    if (distinct) {
+      std::sort(window_.begin(), window_.end());
+      window_.erase(std::unique(window_.begin(), window_.end()), window_.end());
+    }
+    return std::span<const int32_t>(window_);
+  };
+  auto valid = [&](int32_t id) { return id >= 0 && id < n; };
+
+  const float rep = params_.repetition_penalty;
+  if (rep != 0.0f && rep != 1.0f) {
+    for (int32_t id : window(params_.repetition_context_size, true)) {
+      if (!valid(id)) continue;
+      float& l = logits[size_t(id)];
+      l = l < 0 ? l * rep : l / rep;
+    }
+  }
+  if (params_.presence_penalty != 0.0f) {
+    for (int32_t id : window(params_.presence_context_size, true))
+      if (valid(id)) logits[size_t(id)] -= params_.presence_penalty;
+  }
+  if (params_.frequency_penalty != 0.0f) {
+    for (int32_t id : window(params_.frequency_context_size, false))
+      if (valid(id)) logits[size_t(id)] -= params_.frequency_penalty;
+  }
+}
+
+int32_t Sampler::sample(std::span<float> logits) { return sample(logits, {}); }
+
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+  if (params_.has_processors()) process(logits, history);
   if (params_.temperature <= 0.0f) return argmax(logits);
   const int64_t n = int64_t(logits.size());
+  const bool xtc = params_.xtc_probability > 0.0f;
 
-  // Candidates sorted by logit, highest first; filters shrink `keep`.
+  // Candidates sorted by logit, highest first; filters shrink `keep`. Without
+  // XTC the prefix filters commute, so top_k may cut first; XTC sits between
+  // them (after top_p and min_p, before top_k) and needs the whole order.
   order_.resize(size_t(n));
   std::iota(order_.begin(), order_.end(), 0);
   int64_t keep = n;
-  if (params_.top_k > 0 && params_.top_k < n) {
+  auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b]; };
+  if (!xtc && params_.top_k > 0 && params_.top_k < n) {
     keep = params_.top_k;
-    std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(),
-                      [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    std::partial_sort(order_.begin(), order_.begin() + keep, order_.end(), by_logit);
   } else {
-    std::sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+    std::sort(order_.begin(), order_.end(), by_logit);
   }
 
   // Probabilities of the untempered distribution for top_p and min_p.
@@ -52,11 +94,40 @@ int32_t Sampler::sample(std::span<float> logits) {
     keep = std::max<int64_t>(1, k);
   }
 
-  // Sample among the survivors at the temperature.
+  if (xtc) {
+    // One uniform draw per step decides whether XTC applies (mlx-lm draws it
+    // every step too). Probabilities are renormalized over the survivors.
+    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+    if (u <= params_.xtc_probability) {
+      double z = 0;
+      for (int64_t i = 0; i < keep; ++i) z += std::exp(double(logits[order_[i]]) - top);
+      // The least likely token above the threshold is the last one in order.
+      int64_t last_above = -1;
+      for (int64_t i = 0; i < keep; ++i)
+        if (std::exp(double(logits[order_[i]]) - top) / z > params_.xtc_threshold) last_above = i;
+      if (last_above > 0) {
+        const float floor_logit = logits[order_[last_above]];
+        const auto& special = params_.xtc_special_tokens;
+        int64_t out = 0;
+        for (int64_t i = 0; i < keep; ++i) {
+          const int32_t id = order_[i];
+          const bool removed = logits[id] > floor_logit &&
+                               std::find(special.begin(), special.end(), id) == special.end();
+          if (!removed) order_[out++] = id;
+        }
+        keep = out;
+      }
+    }
+    if (params_.top_k > 0 && params_.top_k < keep) keep = params_.top_k;
+  }
+
+  // Sample among the survivors at the temperature (relative to the best
+  // survivor, which XTC may have made a different token than `top`).
+  const double best = logits[order_[0]];
   weights_.resize(static_cast<size_t>(keep));
   double sum = 0;
   for (int64_t i = 0; i < keep; ++i)
-    sum += weights_[i] = std::exp((double(logits[order_[i]]) - top) / params_.temperature);
+    sum += weights_[i] = std::exp((double(logits[order_[i]]) - best) / params_.temperature);
   // Inverse-CDF draw from one uniform number, so a seed fixes the sequence
   // independently of the standard library's distribution classes.
   double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * sum;

@@ -1,12 +1,16 @@
-// Turns a row of logits into the next token. Follows mlx-lm's sampler: the
-// filters (top_p, min_p, top_k) act on the model's own distribution, then
-// the survivors are sampled at the given temperature. temperature 0 is greedy.
+// Turns a row of logits into the next token. Follows mlx-lm's sampler
+// (mlx_lm/sample_utils.py): first the logits processors (logit bias, then
+// repetition, presence and frequency penalties over windows of the token
+// history), then the filters (top_p, min_p, XTC, top_k, in that order) on
+// the processed distribution, then a draw among the survivors at the given
+// temperature. temperature 0 is greedy (after the processors).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace hearth {
@@ -17,15 +21,44 @@ struct SamplingParams {
   int top_k = 0;       // 0: off
   float min_p = 0.0f;  // 0: off
   std::optional<uint64_t> seed;
+
+  // XTC ("exclude top choices"): with probability xtc_probability, drop every
+  // token whose probability exceeds that of the least likely token above
+  // xtc_threshold; xtc_special_tokens (EOS, newline) are never dropped.
+  float xtc_probability = 0.0f;  // 0: off
+  float xtc_threshold = 0.1f;    // in [0, 0.5]
+  std::vector<int32_t> xtc_special_tokens;
+
+  // Logits processors; each penalty looks at the last *_context_size tokens
+  // of the history (prompt + generated so far). 0 turns a penalty off.
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
+  float repetition_penalty = 0.0f;  // logit > 0: divided by it, else multiplied (once per distinct token)
+  int repetition_context_size = 20;
+  float presence_penalty = 0.0f;    // subtracted once from each distinct token in the window
+  int presence_context_size = 20;
+  float frequency_penalty = 0.0f;   // subtracted once per occurrence in the window
+  int frequency_context_size = 20;
+
+  bool has_processors() const {
+    return !logit_bias.empty() || (repetition_penalty != 0.0f && repetition_penalty != 1.0f) ||
+           presence_penalty != 0.0f || frequency_penalty != 0.0f;
+  }
 };
 
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
 
-  // logits is scratch: the sampler may overwrite it.
+  // logits is scratch: the sampler may overwrite it. Without a history the
+  // penalties have nothing to act on (the logit bias still applies).
   int32_t sample(std::span<float> logits);
+  // history: the sequence so far, prompt then generated tokens, oldest first.
+  int32_t sample(std::span<float> logits, std::span<const int32_t> history);
 
+  // Applies only the logits processors, in place (what sample() does first).
+  void process(std::span<float> logits, std::span<const int32_t> history);
+
+  const SamplingParams& params() const { return params_; }
   static int32_t argmax(std::span<const float> logits);
 
  private:
@@ -33,6 +66,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<int32_t> order_;
   std::vector<double> weights_;
+  std::vector<int32_t> window_;  // scratch: distinct tokens of a penalty window
 };
 
 }  // namespace hearth

@@ -1,0 +1,308 @@
+// The sampler against hand-computed values and against a plain, unoptimized
+// reimplementation of mlx-lm's sampler chain (mlx_lm/sample_utils.py) that
+// works on whole-vocabulary masks and consumes random numbers in the same
+// order, so both must pick the same token for the same seed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "engine/sampler.h"
+
+namespace hearth {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<float> processed(const SamplingParams& p, std::vector<float> logits, std::vector<int32_t> history) {
+  Sampler s(p);
+  s.process(logits, history);
+  return logits;
+}
+
+TEST(Sampler, DefaultsKeepGreedyBehaviour) {
+  SamplingParams p;
+  p.temperature = 0;
+  Sampler s(p);
+  std::vector<float> logits = {0.5f, 3.0f, -1.0f, 2.9f};
+  EXPECT_EQ(s.sample(logits), 1);
+  std::vector<int32_t> history = {1, 1, 1};
+  logits = {0.5f, 3.0f, -1.0f, 2.9f};
+  EXPECT_EQ(s.sample(logits, history), 1);  // no penalty configured: history is ignored
+}
+
+TEST(Sampler, LogitBiasAdds) {
+  SamplingParams p;
+  p.logit_bias = {{0, 5.0f}, {3, -100.0f}, {99, 1.0f}};  // out-of-vocabulary ids are ignored
+  auto out = processed(p, {1, 2, 3, 4}, {});
+  EXPECT_FLOAT_EQ(out[0], 6);
+  EXPECT_FLOAT_EQ(out[1], 2);
+  EXPECT_FLOAT_EQ(out[2], 3);
+  EXPECT_FLOAT_EQ(out[3], -96);
+  p.temperature = 0;
+  Sampler s(p);
+  std::vector<float> logits = {1, 2, 3, 4};
+  EXPECT_EQ(s.sample(logits), 0);
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositiveMultipliesNegativeOncePerToken) {
+  SamplingParams p;
+  p.repetition_penalty = 2.0f;
+  auto out = processed(p, {2, -2, 1, 0.5}, {0, 1, 0, 0});
+  EXPECT_FLOAT_EQ(out[0], 1);    // 2 / 2, once although it occurs three times
+  EXPECT_FLOAT_EQ(out[1], -4);   // -2 * 2
+  EXPECT_FLOAT_EQ(out[2], 1);    // untouched
+  EXPECT_FLOAT_EQ(out[3], 0.5);
+}
+
+TEST(Sampler, PenaltyWindowsLookAtTheLastTokensOnly) {
+  SamplingParams p;
+  p.repetition_penalty = 2.0f;
+  p.repetition_context_size = 2;
+  auto out = processed(p, {4, 4, 4, 4}, {0, 1, 2, 3});
+  EXPECT_EQ(out, (std::vector<float>{4, 4, 2, 2}));
+
+  SamplingParams q;
+  q.presence_penalty = 1.0f;
+  q.presence_context_size = 3;
+  q.frequency_penalty = 0.5f;
+  q.frequency_context_size = 4;
+  // presence window {1, 1, 2}: 1 and 2 lose 1 each; frequency window {0, 1, 1, 2}.
+  out = processed(q, {0, 0, 0, 0}, {3, 0, 1, 1, 2});
+  EXPECT_FLOAT_EQ(out[0], -0.5f);
+  EXPECT_FLOAT_EQ(out[1], -1.0f - 1.0f);
+  EXPECT_FLOAT_EQ(out[2], -1.0f - 0.5f);
+  EXPECT_FLOAT_EQ(out[3], 0.0f);
+}
+
+TEST(Sampler, ProcessorsRunInMlxOrderAndBeforeGreedy) {
+  SamplingParams p;
+  p.logit_bias = {{0, 1.0f}};
+  p.repetition_penalty = 2.0f;
+  p.presence_penalty = 0.25f;
+  // bias first: 1 + 1 = 2; then /2 = 1; then -0.25.
+  auto out = processed(p, {1, 0}, {0});
+  EXPECT_FLOAT_EQ(out[0], 0.75f);
+
+  SamplingParams g;
+  g.temperature = 0;
+  g.repetition_penalty = 2.0f;
+  Sampler s(g);
+  std::vector<float> logits = {3.0f, 2.5f};
+  std::vector<int32_t> history = {0};
+  EXPECT_EQ(s.sample(logits, history), 1);  // 3 / 2 < 2.5
+}
+
+TEST(Sampler, EmptyHistoryMeansNoPenalty) {
+  SamplingParams p;
+  p.repetition_penalty = 3.0f;
+  p.frequency_penalty = 1.0f;
+  EXPECT_EQ(processed(p, {1, -1}, {}), (std::vector<float>{1, -1}));
+}
+
+// ---- A plain reimplementation of the whole chain ----
+
+int32_t reference_sample(const SamplingParams& p, std::vector<float> l, const std::vector<int32_t>& hist,
+                         std::mt19937_64& rng) {
+  const int n = int(l.size());
+  for (auto [id, b] : p.logit_bias) l[id] += b;
+  auto tail = [&](int size) {
+    return std::vector<int32_t>(hist.end() - std::min<ptrdiff_t>(size, ptrdiff_t(hist.size())), hist.end());
+  };
+  if (!hist.empty()) {
+    if (p.repetition_penalty != 0) {
+      auto w = tail(p.repetition_context_size);
+      for (int32_t t : std::set<int32_t>(w.begin(), w.end()))
+        l[t] = l[t] < 0 ? l[t] * p.repetition_penalty : l[t] / p.repetition_penalty;
+    }
+    if (p.presence_penalty != 0) {
+      auto w = tail(p.presence_context_size);
+      for (int32_t t : std::set<int32_t>(w.begin(), w.end())) l[t] -= p.presence_penalty;
+    }
+    if (p.frequency_penalty != 0)
+      for (int32_t t : tail(p.frequency_context_size)) l[t] -= p.frequency_penalty;
+  }
+  if (p.temperature == 0) return int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+
+  // log-probabilities, then masks set entries to -inf.
+  double mx = *std::max_element(l.begin(), l.end()), z = 0;
+  for (float v : l) z += std::exp(double(v) - mx);
+  std::vector<double> lp(n);
+  for (int i = 0; i < n; ++i) lp[i] = double(l[i]) - mx - std::log(z);
+
+  if (p.top_p > 0 && p.top_p < 1) {  // ascending cumulative mass > 1 - top_p survives
+    std::vector<int> asc(n);
+    std::iota(asc.begin(), asc.end(), 0);
+    std::sort(asc.begin(), asc.end(), [&](int a, int b) { return lp[a] < lp[b]; });
+    double cum = 0;
+    std::vector<bool> keep(n);
+    for (int i : asc) {
+      cum += std::exp(lp[i]);
+      keep[i] = cum > 1 - double(p.top_p);
+    }
+    for (int i = 0; i < n; ++i)
+      if (!keep[i]) lp[i] = -kInf;
+  }
+  if (p.min_p != 0) {
+    double top = *std::max_element(lp.begin(), lp.end());
+    for (int i = 0; i < n; ++i)
+      if (lp[i] < top + std::log(double(p.min_p))) lp[i] = -kInf;
+  }
+  if (p.xtc_probability > 0) {
+    double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+    if (!(u > p.xtc_probability)) {
+      double zz = 0;
+      for (double v : lp) zz += std::exp(v);
+      double lowest = kInf;
+      for (double v : lp)
+        if (std::exp(v) / zz > p.xtc_threshold) lowest = std::min(lowest, std::exp(v) / zz);
+      std::vector<double> out = lp;
+      for (int i = 0; i < n; ++i) {
+        bool special = std::count(p.xtc_special_tokens.begin(), p.xtc_special_tokens.end(), i) > 0;
+        if (std::exp(lp[i]) / zz > lowest && !special) out[i] = -kInf;
+      }
+      lp = out;
+    }
+  }
+  if (p.top_k > 0 && p.top_k < n) {
+    std::vector<int> desc(n);
+    std::iota(desc.begin(), desc.end(), 0);
+    std::sort(desc.begin(), desc.end(), [&](int a, int b) { return lp[a] > lp[b]; });
+    for (int r = p.top_k; r < n; ++r) lp[desc[r]] = -kInf;
+  }
+  // Inverse-CDF draw over the survivors, best first (the order hearth uses).
+  std::vector<int> desc;
+  for (int i = 0; i < n; ++i)
+    if (lp[i] > -kInf) desc.push_back(i);
+  std::sort(desc.begin(), desc.end(), [&](int a, int b) { return lp[a] > lp[b]; });
+  std::vector<double> w;
+  double sum = 0;
+  for (int i : desc) sum += w.emplace_back(std::exp((lp[i] - lp[desc[0]]) / p.temperature));
+  double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng) * sum;
+  for (size_t i = 0; i < desc.size(); ++i)
+    if ((u -= w[i]) < 0) return desc[i];
+  return desc.back();
+}
+
+struct ChainCase {
+  const char* name;
+  SamplingParams params;
+};
+
+class SamplerChain : public ::testing::TestWithParam<int> {};
+
+std::vector<ChainCase> chain_cases() {
+  std::vector<ChainCase> cases;
+  auto add = [&](const char* name, auto set) {
+    SamplingParams p;
+    p.seed = 42;
+    set(p);
+    cases.push_back({name, p});
+  };
+  add("plain", [](SamplingParams& p) { p.temperature = 0.8f; });
+  add("top_k", [](SamplingParams& p) { p.top_k = 5; });
+  add("top_p", [](SamplingParams& p) { p.top_p = 0.7f; p.temperature = 1.3f; });
+  add("min_p", [](SamplingParams& p) { p.min_p = 0.05f; });
+  add("all filters", [](SamplingParams& p) { p.top_p = 0.9f; p.min_p = 0.02f; p.top_k = 8; p.temperature = 0.7f; });
+  add("xtc", [](SamplingParams& p) { p.xtc_probability = 0.5f; p.xtc_threshold = 0.05f; });
+  add("xtc always + specials", [](SamplingParams& p) {
+    p.xtc_probability = 1.0f; p.xtc_threshold = 0.02f; p.xtc_special_tokens = {0, 1, 2};
+  });
+  add("xtc + top_k + top_p", [](SamplingParams& p) {
+    p.xtc_probability = 0.7f; p.xtc_threshold = 0.03f; p.top_k = 4; p.top_p = 0.95f;
+  });
+  add("penalties", [](SamplingParams& p) {
+    p.repetition_penalty = 1.3f; p.repetition_context_size = 7;
+    p.presence_penalty = 0.4f; p.presence_context_size = 5;
+    p.frequency_penalty = 0.3f; p.frequency_context_size = 12;
+    p.logit_bias = {{3, 2.0f}, {4, -1.5f}};
+  });
+  add("greedy + penalties", [](SamplingParams& p) {
+    p.temperature = 0; p.repetition_penalty = 1.5f; p.frequency_penalty = 0.7f;
+  });
+  return cases;
+}
+
+TEST(Sampler, MatchesPlainReimplementation) {
+  for (const auto& c : chain_cases()) {
+    SCOPED_TRACE(c.name);
+    Sampler sampler(c.params);
+    std::mt19937_64 ref_rng(*c.params.seed);
+    std::mt19937 gen(7);
+    std::normal_distribution<float> normal(0.0f, 2.5f);
+    std::vector<int32_t> history;
+    for (int step = 0; step < 400; ++step) {
+      std::vector<float> logits(64);
+      for (auto& v : logits) v = normal(gen);
+      int32_t expect = reference_sample(c.params, logits, history, ref_rng);
+      int32_t got = sampler.sample(logits, history);
+      ASSERT_EQ(got, expect) << "step " << step;
+      history.push_back(got);
+    }
+  }
+}
+
+TEST(Sampler, XtcDropsTopChoicesButKeepsTheLeastLikelyAboveThreshold) {
+  SamplingParams p;
+  p.temperature = 1e-4f;  // nearly greedy over what XTC leaves
+  p.xtc_probability = 1.0f;
+  p.xtc_threshold = 0.1f;
+  // probabilities ~ 0.5, 0.3, 0.15, 0.05: above 0.1 are tokens 0, 1, 2; the
+  // least likely of them (2) stays, 0 and 1 go.
+  std::vector<float> base = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  auto logits = base;
+  EXPECT_EQ(Sampler(p).sample(logits), 2);
+  // A special token is never dropped.
+  p.xtc_special_tokens = {0};
+  logits = base;
+  EXPECT_EQ(Sampler(p).sample(logits), 0);
+  // With a single token above the threshold nothing changes.
+  p.xtc_special_tokens = {};
+  p.xtc_threshold = 0.4f;
+  logits = base;
+  EXPECT_EQ(Sampler(p).sample(logits), 0);
+}
+
+TEST(Sampler, SameSeedSameTokens) {
+  SamplingParams p;
+  p.seed = 1234;
+  p.xtc_probability = 0.3f;
+  std::vector<int32_t> a, b;
+  for (auto* out : {&a, &b}) {
+    Sampler s(p);
+    std::mt19937 gen(3);
+    std::normal_distribution<float> normal;
+    for (int i = 0; i < 100; ++i) {
+      std::vector<float> logits(32);
+      for (auto& v : logits) v = normal(gen);
+      out->push_back(s.sample(logits, *out));
+    }
+  }
+  EXPECT_EQ(a, b);
+}
+
+TEST(Sampler, FrequenciesFollowTheTemperedDistribution) {
+  SamplingParams p;
+  p.seed = 9;
+  p.temperature = 0.5f;
+  Sampler s(p);
+  const std::vector<float> base = {1.0f, 0.5f, 0.0f, -1.0f};
+  std::vector<double> expect(4);
+  double z = 0;
+  for (int i = 0; i < 4; ++i) z += expect[i] = std::exp(base[i] / 0.5);
+  std::vector<int> count(4);
+  const int draws = 40000;
+  for (int i = 0; i < draws; ++i) {
+    auto logits = base;
+    ++count[s.sample(logits)];
+  }
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(count[i] / double(draws), expect[i] / z, 0.01) << i;
+}
+
+}  // namespace
+}  // namespace hearth
