@@ -1,0 +1,28 @@
+#include "text/jinja.h"
+
+#include "text/jinja_builtins.h"
+#include "text/jinja_eval.h"
+#include "text/jinja_json.h"
+#include "text/jinja_lexer.h"
+#include "text/jinja_parser.h"
+
+// GCC 12 reports false -Wrestrict positives on "literal" + std::string (GCC bug 105329).
+#pragma GCC diagnostic ignored "-Wrestrict"
+
+namespace hearth::text::jinja {
+
+Template::Template(const std::string& source)
+    : body_(std::make_shared<const Body>(parse(tokenize(source)))) {}
+
+std::string Template::render(const Value& vars) const {
+  auto globals = std::make_shared<DictData>();
+  add_global_functions(*globals);
+  if (vars.is_dict())
+    for (const auto& [k, v] : vars.dict_data().items) globals->set(k, v);
+  Interpreter in(globals);
+  return in.render(*body_);
+}
+
+std::string Template::render(const nlohmann::ordered_json& vars) const { return render(from_json(vars)); }
+
+}  // namespace hearth::text::jinja

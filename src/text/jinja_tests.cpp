@@ -1,0 +1,109 @@
+// jinja2's tests (`x is defined`, `x is string`, `x is divisibleby(3)`...).
+#include <cstring>
+
+#include "text/jinja_builtins.h"
+#include "text/jinja_eval.h"
+
+// GCC 12 reports false -Wrestrict positives on "literal" + std::string (GCC bug 105329).
+#pragma GCC diagnostic ignored "-Wrestrict"
+
+namespace hearth::text::jinja {
+
+namespace {
+
+const Value& arg(const CallArgs& a, const char* test) {
+  if (a.args.empty()) throw_type_error(std::string("test '") + test + "' needs an argument");
+  return a.args[0];
+}
+
+bool t_defined(Interpreter&, const Value& v, CallArgs&) { return !v.is_undefined(); }
+bool t_undefined(Interpreter&, const Value& v, CallArgs&) { return v.is_undefined(); }
+bool t_none(Interpreter&, const Value& v, CallArgs&) { return v.is_none(); }
+bool t_boolean(Interpreter&, const Value& v, CallArgs&) { return v.is_bool(); }
+bool t_true(Interpreter&, const Value& v, CallArgs&) { return v.is_bool() && v.as_bool(); }
+bool t_false(Interpreter&, const Value& v, CallArgs&) { return v.is_bool() && !v.as_bool(); }
+bool t_integer(Interpreter&, const Value& v, CallArgs&) { return v.is_int(); }
+bool t_float(Interpreter&, const Value& v, CallArgs&) { return v.is_float(); }
+bool t_number(Interpreter&, const Value& v, CallArgs&) { return v.is_number(); }
+bool t_string(Interpreter&, const Value& v, CallArgs&) { return v.is_string(); }
+bool t_mapping(Interpreter&, const Value& v, CallArgs&) { return v.is_dict(); }
+bool t_iterable(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+}
+bool t_sequence(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+}
+bool t_callable(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_undefined() || (v.is_object() && v.obj().callable());
+}
+bool t_escaped(Interpreter&, const Value& v, CallArgs&) { return v.is_markup(); }
+bool t_sameas(Interpreter&, const Value& v, CallArgs& a) {
+  const Value& o = arg(a, "sameas");
+  if (v.kind() != o.kind()) return false;
+  switch (v.kind()) {
+    case Kind::None: case Kind::Undefined: return true;
+    case Kind::Bool: return v.as_bool() == o.as_bool();
+    case Kind::Int: return v.as_int() == o.as_int() && v.as_int() >= -5 && v.as_int() <= 256;
+    case Kind::List: return &v.items() == &o.items();
+    case Kind::Dict: return v.dict_ptr() == o.dict_ptr();
+    case Kind::Object: return v.obj_ptr() == o.obj_ptr();
+    default: return false;
+  }
+}
+bool t_in(Interpreter&, const Value& v, CallArgs& a) { return contains(arg(a, "in"), v); }
+bool t_odd(Interpreter&, const Value& v, CallArgs&) { return equals(binary_op("%", v, Value(2)), Value(1)); }
+bool t_even(Interpreter&, const Value& v, CallArgs&) { return equals(binary_op("%", v, Value(2)), Value(0)); }
+bool t_divisibleby(Interpreter&, const Value& v, CallArgs& a) {
+  return equals(binary_op("%", v, arg(a, "divisibleby")), Value(0));
+}
+bool t_lower(Interpreter& in, const Value& v, CallArgs&) {
+  CallArgs none;
+  return call_method(in, Value(v.to_str()), "islower", none).truthy();
+}
+bool t_upper(Interpreter& in, const Value& v, CallArgs&) {
+  CallArgs none;
+  return call_method(in, Value(v.to_str()), "isupper", none).truthy();
+}
+bool t_eq(Interpreter&, const Value& v, CallArgs& a) { return equals(v, arg(a, "eq")); }
+bool t_ne(Interpreter&, const Value& v, CallArgs& a) { return !equals(v, arg(a, "ne")); }
+bool t_lt(Interpreter&, const Value& v, CallArgs& a) { return less(v, arg(a, "lt")); }
+bool t_gt(Interpreter&, const Value& v, CallArgs& a) { return less(arg(a, "gt"), v); }
+bool t_le(Interpreter&, const Value& v, CallArgs& a) {
+  const Value& o = arg(a, "le");
+  return less(v, o) || equals(v, o);
+}
+bool t_ge(Interpreter&, const Value& v, CallArgs& a) {
+  const Value& o = arg(a, "ge");
+  return less(o, v) || equals(v, o);
+}
+bool t_filter(Interpreter&, const Value& v, CallArgs&) { return v.is_string() && find_filter(v.str()); }
+bool t_test(Interpreter&, const Value& v, CallArgs&) { return v.is_string() && find_test(v.str()); }
+
+struct Entry {
+  const char* name;
+  TestFn fn;
+};
+
+const Entry kTests[] = {
+    {"defined", t_defined}, {"undefined", t_undefined}, {"none", t_none},
+    {"boolean", t_boolean}, {"true", t_true}, {"false", t_false},
+    {"integer", t_integer}, {"float", t_float}, {"number", t_number},
+    {"string", t_string}, {"mapping", t_mapping}, {"iterable", t_iterable},
+    {"sequence", t_sequence}, {"callable", t_callable}, {"sameas", t_sameas},
+    {"escaped", t_escaped}, {"in", t_in}, {"odd", t_odd}, {"even", t_even},
+    {"divisibleby", t_divisibleby}, {"lower", t_lower}, {"upper", t_upper},
+    {"eq", t_eq}, {"equalto", t_eq}, {"==", t_eq}, {"ne", t_ne}, {"!=", t_ne},
+    {"lt", t_lt}, {"lessthan", t_lt}, {"<", t_lt}, {"gt", t_gt}, {"greaterthan", t_gt},
+    {">", t_gt}, {"le", t_le}, {"<=", t_le}, {"ge", t_ge}, {">=", t_ge},
+    {"filter", t_filter}, {"test", t_test},
+};
+
+}  // namespace
+
+TestFn find_test(const std::string& name) {
+  for (const auto& e : kTests)
+    if (name == e.name) return e.fn;
+  return nullptr;
+}
+
+}  // namespace hearth::text::jinja

@@ -1,0 +1,159 @@
+// The values a Jinja template computes with, with Python's semantics: the
+// types a chat template sees (None, bool, int, float, str, list, tuple, dict),
+// jinja2's default Undefined, and objects (macros, namespaces, loop, bound
+// methods, built-in functions). Lists and dicts are shared by reference, as
+// in Python; the engine never mutates them after construction (jinja2's
+// ImmutableSandboxedEnvironment forbids it), except namespaces.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace hearth::text::jinja {
+
+class Value;
+class Object;
+class Interpreter;
+
+enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Object };
+
+struct ListData {
+  std::vector<Value> items;
+  bool is_tuple = false;
+};
+
+// Insertion-ordered dict; keys are hashable values (str, int, float, bool,
+// None, tuples of those). Python equates True, 1 and 1.0 as keys.
+struct DictData {
+  std::vector<std::pair<Value, Value>> items;
+  std::unordered_map<std::string, size_t> index;
+
+  const Value* find(const Value& key) const;
+  const Value* find(const std::string& key) const;
+  void set(const Value& key, Value value);
+  size_t size() const { return items.size(); }
+};
+
+class Value {
+ public:
+  Value() : i_(0) {}  // Undefined, without a hint
+  Value(bool b) : kind_(Kind::Bool), i_(b) {}
+  Value(int v) : kind_(Kind::Int), i_(v) {}
+  Value(int64_t v) : kind_(Kind::Int), i_(v) {}
+  Value(double v) : kind_(Kind::Float), f_(v) {}
+  Value(std::string s) : kind_(Kind::String), i_(0), s_(std::move(s)) {}
+  Value(const char* s) : kind_(Kind::String), i_(0), s_(s) {}
+
+  static Value none();
+  // `hint` is the message raised when the value is used: "'x' is undefined".
+  static Value undefined(std::string hint);
+  static Value list(std::vector<Value> items = {});
+  static Value tuple(std::vector<Value> items);
+  static Value dict();
+  static Value dict(std::shared_ptr<DictData> d);
+  static Value object(std::shared_ptr<Object> o);
+  // A markupsafe.Markup string (from |safe or |escape): `+` escapes the other side.
+  static Value markup(std::string s);
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::Undefined; }
+  bool is_none() const { return kind_ == Kind::None; }
+  bool is_bool() const { return kind_ == Kind::Bool; }
+  bool is_int() const { return kind_ == Kind::Int; }
+  bool is_float() const { return kind_ == Kind::Float; }
+  bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
+  bool is_string() const { return kind_ == Kind::String; }
+  bool is_list() const { return kind_ == Kind::List; }  // list or tuple
+  bool is_tuple() const { return kind_ == Kind::List && list_->is_tuple; }
+  bool is_dict() const { return kind_ == Kind::Dict; }
+  bool is_object() const { return kind_ == Kind::Object; }
+  bool is_markup() const { return kind_ == Kind::String && markup_; }
+
+  bool as_bool() const { return i_ != 0; }
+  int64_t as_int() const { return i_; }  // Int or Bool
+  double as_float() const { return kind_ == Kind::Float ? f_ : static_cast<double>(i_); }
+  const std::string& str() const { return s_; }  // String payload, or the Undefined hint
+  const std::vector<Value>& items() const { return list_->items; }
+  const DictData& dict_data() const { return *dict_; }
+  const std::shared_ptr<DictData>& dict_ptr() const { return dict_; }
+  Object& obj() const { return *obj_; }
+  const std::shared_ptr<Object>& obj_ptr() const { return obj_; }
+
+  bool truthy() const;           // Python bool()
+  std::string to_str() const;    // Python str(); Undefined prints as ""
+  std::string repr() const;      // Python repr()
+  std::string type_name() const; // Python type name: str, int, list, dict, NoneType...
+
+  // Raises the Undefined's error (TemplateError kind Undefined).
+  [[noreturn]] void fail_undefined() const;
+
+ private:
+  Kind kind_ = Kind::Undefined;
+  bool markup_ = false;
+  union {
+    int64_t i_;
+    double f_;
+  };
+  std::string s_;
+  std::shared_ptr<ListData> list_;
+  std::shared_ptr<DictData> dict_;
+  std::shared_ptr<Object> obj_;
+};
+
+// Positional and keyword arguments of a call.
+struct CallArgs {
+  std::vector<Value> args;
+  std::vector<std::pair<std::string, Value>> kwargs;
+
+  // The argument named `name` or at position `pos` (npos: keyword only), or
+  // nullopt when neither was given.
+  std::optional<Value> get(size_t pos, const std::string& name) const;
+  Value get_or(size_t pos, const std::string& name, Value fallback) const;
+  // Throws if more than `max_positional` positional args or an unknown keyword.
+  void check(const char* what, size_t max_positional, std::initializer_list<const char*> names) const;
+  static constexpr size_t npos = static_cast<size_t>(-1);
+};
+
+// Anything that is not plain data: callables and objects with attributes.
+class Object {
+ public:
+  virtual ~Object() = default;
+  virtual std::string type_name() const = 0;
+  virtual std::string repr() const;
+  // Attribute lookup; nullopt when there is no such attribute.
+  virtual std::optional<Value> getattr(const std::string& name) const;
+  // Namespace attribute assignment; false if the object does not allow it.
+  virtual bool setattr(const std::string& name, const Value& v);
+  virtual bool callable() const { return false; }
+  virtual Value call(Interpreter& in, CallArgs& args);
+};
+
+// Python semantics of comparisons. equals never throws; less throws a
+// TemplateError (kind Type) for unorderable operands.
+bool equals(const Value& a, const Value& b);
+bool less(const Value& a, const Value& b);
+// Python `a in b`.
+bool contains(const Value& container, const Value& item);
+
+// The dict-key identity of a value; throws for unhashable values.
+std::string hash_key(const Value& v);
+
+// Python iteration: list/tuple items, dict keys, string characters;
+// Undefined iterates as empty. Throws for non-iterables.
+std::vector<Value> iterate(const Value& v);
+// Python len(); throws for values without a length.
+int64_t length(const Value& v);
+
+// markupsafe.escape: & < > ' " as HTML entities.
+std::string html_escape(const std::string& s);
+// Python repr() of a str.
+std::string repr_string(const std::string& s);
+// Python repr()/str() of a float.
+std::string repr_float(double d);
+
+}  // namespace hearth::text::jinja
