@@ -19,6 +19,7 @@ const Command kCommands[] = {
     {"bench", hearth::cli::cmd_bench, "measure prefill/decode speed and memory bandwidth"},
     {"mkmodel", hearth::cli::cmd_mkmodel, "write a random-weight checkpoint in a published layout"},
     {"tokenize", hearth::cli::cmd_tokenize, "encode text to token ids (or --decode ids) with a tokenizer"},
+    {"template", hearth::cli::cmd_template, "render a model's chat template for a conversation"},
 };
 
 void usage() {
