@@ -99,6 +99,23 @@ void DotTile(DType w_type, const void* const* w, int n_rows, const float* const*
   }
 }
 
+template <typename T>
+void ToF32Typed(const T* src, int64_t n, float* dst) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(LoadF32(d, src + i), d, dst + i);
+  for (; i < n; ++i) dst[i] = ScalarF32(src, i);
+}
+
+void ToF32(DType type, const void* src, int64_t offset, int64_t n, float* dst) {
+  switch (type) {
+    case DType::BF16: return ToF32Typed(static_cast<const hwy::bfloat16_t*>(src) + offset, n, dst);
+    case DType::F16: return ToF32Typed(static_cast<const hwy::float16_t*>(src) + offset, n, dst);
+    default: return ToF32Typed(static_cast<const float*>(src) + offset, n, dst);
+  }
+}
+
 void Axpy(float a, const float* x, float* y, int64_t n) {
   const DF d;
   const int64_t N = hn::Lanes(d);
@@ -109,6 +126,22 @@ void Axpy(float a, const float* x, float* y, int64_t n) {
 }
 
 float SumSquares(const float* x, int64_t n) { return Dot(x, x, n); }
+
+float Sum(const float* x, int64_t n) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    a0 = hn::Add(a0, hn::LoadU(d, x + i));
+    a1 = hn::Add(a1, hn::LoadU(d, x + i + N));
+    a2 = hn::Add(a2, hn::LoadU(d, x + i + 2 * N));
+    a3 = hn::Add(a3, hn::LoadU(d, x + i + 3 * N));
+  }
+  float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
 
 void ScaleMul(const float* x, float s, const float* w, float* out, int64_t n) {
   const DF d;
@@ -179,7 +212,9 @@ namespace hearth::simd {
 HWY_EXPORT(Dot);
 HWY_EXPORT(DotTile);
 HWY_EXPORT(Axpy);
+HWY_EXPORT(ToF32);
 HWY_EXPORT(SumSquares);
+HWY_EXPORT(Sum);
 HWY_EXPORT(ScaleMul);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(MaxValue);
@@ -193,7 +228,11 @@ void dot_tile(DType w_type, const void* const* w, int n_rows, const float* const
   HWY_DYNAMIC_DISPATCH(DotTile)(w_type, w, n_rows, x, n_tok, n, out);
 }
 void axpy(float a, const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(a, x, y, n); }
+void to_f32(DType type, const void* src, int64_t offset, int64_t n, float* dst) {
+  HWY_DYNAMIC_DISPATCH(ToF32)(type, src, offset, n, dst);
+}
 float sum_squares(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n); }
+float sum(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Sum)(x, n); }
 void scale_mul(const float* x, float s, const float* w, float* out, int64_t n) {
   HWY_DYNAMIC_DISPATCH(ScaleMul)(x, s, w, out, n);
 }

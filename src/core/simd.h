@@ -16,9 +16,14 @@ float dot(const float* a, const float* b, int64_t n);
 void dot_tile(DType w_type, const void* const* w, int n_rows, const float* const* x, int n_tok,
               int64_t n, float* out);
 
+// dst[i] = float(src[offset + i]) for a F32, F16 or BF16 buffer.
+void to_f32(DType type, const void* src, int64_t offset, int64_t n, float* dst);
+
 // y += a * x
 void axpy(float a, const float* x, float* y, int64_t n);
 float sum_squares(const float* x, int64_t n);
+// Plain sum with several independent accumulators: a pure streaming read.
+float sum(const float* x, int64_t n);
 // out = x * s * w
 void scale_mul(const float* x, float s, const float* w, float* out, int64_t n);
 // out = silu(gate) * up
