@@ -121,7 +121,7 @@ struct Tokenizer::Impl {
 
   std::optional<int32_t> lookup(std::string_view token) const {
     if (auto it = added_index.find(token); it != added_index.end()) return added[it->second].id;
-    if (auto it = model->vocab.find(token); it != model->vocab.end()) return it->second;
+    if (const int32_t id = model->vocab.find(token); id >= 0) return id;
     return std::nullopt;
   }
 
@@ -302,7 +302,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json,
                                                 const std::string& name) {
   auto impl = std::make_unique<Impl>();
   try {
-    const json j = json::parse(tokenizer_json);
+    detail::ModelData data;
+    const json j = detail::parse_tokenizer_json(tokenizer_json, data);
     if (!j.is_object() || !j.contains("model")) throw std::runtime_error("no \"model\" object");
     json config = json::object();
     if (!config_json.empty()) {
@@ -320,7 +321,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json,
     };
     impl->normalizer = detail::make_normalizer(field("normalizer"));
     impl->pre_tokenizer = detail::make_pre_tokenizer(field("pre_tokenizer"));
-    impl->model = detail::make_model(j.at("model"));
+    impl->model = detail::make_model(j.at("model"), data);
     impl->id_to_token = impl->model->id_to_token;
     if (const json& at = field("added_tokens"); at.is_array()) {
       for (const auto& a : at) {

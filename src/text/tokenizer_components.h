@@ -58,17 +58,50 @@ const std::string& byte_to_unicode(uint8_t b);  // UTF-8 of the mapped character
 int unicode_to_byte(char32_t cp);                // -1 if not a mapped character
 
 // --------------------------------------------------------------------- models
+
+// An open-addressing string → id map (the vocabularies are large and looked
+// up per character; std::unordered_map's node chasing dominated load time).
+class TokenIndex {
+ public:
+  void reserve(size_t n);
+  void set(std::string_view key, int32_t id);  // inserts or overwrites
+  int32_t find(std::string_view key) const;    // -1 if absent
+  size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    uint32_t offset = 0, length = UINT32_MAX;  // length UINT32_MAX: empty
+    int32_t id = -1;
+  };
+  void grow();
+  std::string arena_;
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
+};
+
+// What the loader pulled out of model.vocab / model.merges while parsing
+// (streamed, so the big arrays never become JSON DOM nodes).
+struct ModelData {
+  bool has_vocab_object = false, has_vocab_array = false, has_merges = false;
+  std::vector<std::pair<std::string, int64_t>> vocab_object;  // BPE / WordPiece
+  std::vector<std::pair<std::string, double>> vocab_array;    // Unigram
+  std::vector<std::pair<std::string, std::string>> merges;    // already split in two
+};
+// Parses tokenizer.json, streaming model.vocab and model.merges into `data`.
+json parse_tokenizer_json(std::string_view text, ModelData& data);
+
 class Model {
  public:
   virtual ~Model() = default;
   // Encodes the pre-tokens of one section, appending ids.
   virtual void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const = 0;
-  Vocab vocab;                        // token → id (the model's own vocabulary)
+  TokenIndex vocab;                   // token → id (the model's own vocabulary)
   std::vector<std::string> id_to_token;
   std::optional<int32_t> unk_id;
   std::string end_of_word_suffix;     // BPE (decode replaces it by a space)
 };
-std::unique_ptr<Model> make_model(const json& config);
+std::unique_ptr<Model> make_model(const json& config, ModelData& data);
 // A tiktoken rank model over raw bytes.
 std::unique_ptr<Model> make_tiktoken_model(std::vector<std::pair<std::string, int32_t>> ranks);
 

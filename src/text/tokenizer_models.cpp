@@ -124,27 +124,91 @@ void merge_symbols(std::vector<int32_t>& sym, PairRank&& pair_rank) {
   sym.resize(w);
 }
 
+// (left id, right id) → (rank, merged id), open addressing.
+class MergeMap {
+ public:
+  void reserve(size_t n) {
+    size_t cap = 16;
+    while (cap < n * 2) cap *= 2;
+    slots_.assign(cap, Slot{});
+  }
+  void insert(int32_t a, int32_t b, int rank, int32_t id) {
+    if ((size_ + 1) * 2 > slots_.size()) {
+      std::vector<Slot> old = std::move(slots_);
+      reserve(std::max<size_t>(16, old.size()));
+      size_ = 0;
+      for (const auto& s : old)
+        if (s.key != kEmpty) place(s);
+    }
+    const uint64_t k = key(a, b);
+    size_t i = hash(k) & (slots_.size() - 1);
+    while (slots_[i].key != kEmpty) {
+      if (slots_[i].key == k) return;  // first occurrence wins
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    slots_[i] = Slot{k, rank, id};
+    ++size_;
+  }
+  int find(int32_t a, int32_t b, int32_t& id) const {
+    if (slots_.empty()) return -1;
+    const uint64_t k = key(a, b);
+    size_t i = hash(k) & (slots_.size() - 1);
+    while (slots_[i].key != kEmpty) {
+      if (slots_[i].key == k) {
+        id = slots_[i].id;
+        return slots_[i].rank;
+      }
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    return -1;
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~0ull;
+  struct Slot {
+    uint64_t key = kEmpty;
+    int rank = 0;
+    int32_t id = 0;
+  };
+  static uint64_t key(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
+  static uint64_t hash(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+  }
+  void place(const Slot& s) {
+    size_t i = hash(s.key) & (slots_.size() - 1);
+    while (slots_[i].key != kEmpty) i = (i + 1) & (slots_.size() - 1);
+    slots_[i] = s;
+    ++size_;
+  }
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
+};
+
 // ------------------------------------------------------------------------ BPE
 
 class BPE final : public Model {
  public:
-  explicit BPE(const json& j) {
-    const json& v = j.at("vocab");
-    if (!v.is_object()) bad("BPE vocab must be an object");
-    int32_t max_id = -1;
-    vocab.reserve(v.size());
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      const int32_t id = it.value().get<int32_t>();
-      if (id < 0) bad("negative token id for \"" + it.key() + "\"");
-      vocab[it.key()] = id;
+  BPE(const json& j, ModelData& data) {
+    if (!data.has_vocab_object) bad("BPE vocab must be an object");
+    int64_t max_id = -1;
+    vocab.reserve(data.vocab_object.size());
+    for (const auto& [tok, id] : data.vocab_object) {
+      if (id < 0 || id > INT32_MAX) bad("bad token id for \"" + tok + "\"");
+      vocab.set(tok, static_cast<int32_t>(id));
       max_id = std::max(max_id, id);
     }
     id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
-    for (const auto& [tok, id] : vocab) id_to_token[static_cast<size_t>(id)] = tok;
+    for (auto& [tok, id] : data.vocab_object) id_to_token[static_cast<size_t>(id)] = std::move(tok);
+    data.vocab_object = {};
 
     if (auto it = j.find("unk_token"); it != j.end() && it->is_string()) {
       unk_token_ = it->get<std::string>();
-      if (auto f = vocab.find(unk_token_); f != vocab.end()) unk_id = f->second;
+      if (const int32_t id = vocab.find(unk_token_); id >= 0) unk_id = id;
     }
     byte_fallback_ = get_or<bool>(j, "byte_fallback", false);
     fuse_unk_ = get_or<bool>(j, "fuse_unk", false);
@@ -152,38 +216,22 @@ class BPE final : public Model {
     prefix_ = get_or<std::string>(j, "continuing_subword_prefix", "");
     end_of_word_suffix = get_or<std::string>(j, "end_of_word_suffix", "");
 
-    const json& merges = j.contains("merges") ? j["merges"] : json::array();
-    merges_.reserve(merges.size());
+    merges_.reserve(data.merges.size());
     int rank = 0;
-    for (const auto& m : merges) {
-      std::string a, b;
-      if (m.is_array() && m.size() == 2) {
-        a = m[0].get<std::string>();
-        b = m[1].get<std::string>();
-      } else if (m.is_string()) {
-        const std::string s = m.get<std::string>();
-        const size_t sp = s.find(' ', 1);  // the reference: split(" ", 2)
-        if (sp == std::string::npos) bad("bad merge \"" + s + "\"");
-        a = s.substr(0, sp);
-        const size_t sp2 = s.find(' ', sp + 1);
-        b = s.substr(sp + 1, sp2 == std::string::npos ? std::string::npos : sp2 - sp - 1);
-      } else {
-        bad("bad merge entry " + m.dump());
-      }
-      const auto ia = vocab.find(a), ib = vocab.find(b);
-      const auto im = vocab.find(a + b.substr(std::min(b.size(), prefix_for(b))));
-      if (ia != vocab.end() && ib != vocab.end() && im != vocab.end()) {
-        const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(ia->second)) << 32) |
-                             static_cast<uint32_t>(ib->second);
-        merges_.emplace(key, std::make_pair(rank, im->second));  // first occurrence wins
-      }
+    std::string joined;
+    for (const auto& [a, b] : data.merges) {
+      const int32_t ia = vocab.find(a), ib = vocab.find(b);
+      joined.assign(a);
+      joined.append(b, std::min(b.size(), prefix_for(b)), std::string::npos);
+      const int32_t im = vocab.find(joined);
+      if (ia >= 0 && ib >= 0 && im >= 0) merges_.insert(ia, ib, rank, im);  // first occurrence wins
       ++rank;
     }
+    data.merges = {};
     for (int b = 0; b < 256; ++b) {
       char name[8];
       std::snprintf(name, sizeof name, "<0x%02X>", b);
-      auto it = vocab.find(std::string_view(name));
-      byte_ids_[b] = it == vocab.end() ? -1 : it->second;
+      byte_ids_[b] = vocab.find(name);
     }
   }
 
@@ -209,8 +257,8 @@ class BPE final : public Model {
   void encode_word(std::string_view word, std::vector<int32_t>& ids) const {
     if (word.empty()) return;
     if (ignore_merges_) {
-      if (auto it = vocab.find(word); it != vocab.end()) {
-        ids.push_back(it->second);
+      if (const int32_t id = vocab.find(word); id >= 0) {
+        ids.push_back(id);
         return;
       }
     }
@@ -237,9 +285,8 @@ class BPE final : public Model {
         if (is_last) tmp += end_of_word_suffix;
         key = tmp;
       }
-      auto it = vocab.find(key);
-      if (it != vocab.end()) {
-        sym.push_back(it->second);
+      if (const int32_t id = vocab.find(key); id >= 0) {
+        sym.push_back(id);
       } else {
         sym.push_back(-1 - static_cast<int32_t>(unknown_text.size()));  // placeholder
         unknown_text.push_back(ch);
@@ -247,10 +294,7 @@ class BPE final : public Model {
     }
     merge_symbols(sym, [this](int32_t a, int32_t b, int32_t& nid) -> int {
       if (a < 0 || b < 0) return -1;
-      auto it = merges_.find((static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b));
-      if (it == merges_.end()) return -1;
-      nid = it->second.second;
-      return it->second.first;
+      return merges_.find(a, b, nid);
     });
     for (int32_t s : sym) {
       if (s >= 0) {
@@ -271,7 +315,7 @@ class BPE final : public Model {
     if (cacheable) cache_.put(word, ids.data() + start, ids.size() - start);
   }
 
-  std::unordered_map<uint64_t, std::pair<int, int32_t>> merges_;
+  MergeMap merges_;
   std::string unk_token_;
   bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
   std::string prefix_;
@@ -283,18 +327,19 @@ class BPE final : public Model {
 
 class WordPiece final : public Model {
  public:
-  explicit WordPiece(const json& j) {
-    const json& v = j.at("vocab");
-    int32_t max_id = -1;
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      const int32_t id = it.value().get<int32_t>();
-      vocab[it.key()] = id;
+  WordPiece(const json& j, ModelData& data) {
+    if (!data.has_vocab_object) bad("WordPiece vocab must be an object");
+    int64_t max_id = -1;
+    vocab.reserve(data.vocab_object.size());
+    for (const auto& [tok, id] : data.vocab_object) {
+      if (id < 0 || id > INT32_MAX) bad("bad token id for \"" + tok + "\"");
+      vocab.set(tok, static_cast<int32_t>(id));
       max_id = std::max(max_id, id);
     }
     id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
-    for (const auto& [tok, id] : vocab) id_to_token[static_cast<size_t>(id)] = tok;
+    for (auto& [tok, id] : data.vocab_object) id_to_token[static_cast<size_t>(id)] = std::move(tok);
     const std::string unk = get_or<std::string>(j, "unk_token", "[UNK]");
-    if (auto it = vocab.find(unk); it != vocab.end()) unk_id = it->second;
+    if (const int32_t id = vocab.find(unk); id >= 0) unk_id = id;
     prefix_ = get_or<std::string>(j, "continuing_subword_prefix", "##");
     max_chars_ = get_or<size_t>(j, "max_input_chars_per_word", 100);
   }
@@ -324,8 +369,8 @@ class WordPiece final : public Model {
           sub.clear();
           if (start > 0) sub = prefix_;
           sub.append(w, bounds[start], bounds[end] - bounds[start]);
-          if (auto it = vocab.find(sub); it != vocab.end()) {
-            found = it->second;
+          if (const int32_t id = vocab.find(sub); id >= 0) {
+            found = id;
             break;
           }
           --end;
@@ -353,16 +398,15 @@ class WordPiece final : public Model {
 
 class Unigram final : public Model {
  public:
-  explicit Unigram(const json& j) {
-    const json& v = j.at("vocab");
-    if (!v.is_array()) bad("Unigram vocab must be an array of [piece, score]");
-    scores_.reserve(v.size());
-    for (const auto& e : v) {
-      const std::string piece = e.at(0).get<std::string>();
+  Unigram(const json& j, ModelData& data) {
+    if (!data.has_vocab_array) bad("Unigram vocab must be an array of [piece, score]");
+    scores_.reserve(data.vocab_array.size());
+    vocab.reserve(data.vocab_array.size());
+    for (auto& [piece, score] : data.vocab_array) {
       const int32_t id = static_cast<int32_t>(id_to_token.size());
-      id_to_token.push_back(piece);
-      scores_.push_back(e.at(1).get<double>());
-      vocab[piece] = id;  // last occurrence wins, as in the reference's Map
+      vocab.set(piece, id);  // last occurrence wins, as in the reference's Map
+      id_to_token.push_back(std::move(piece));
+      scores_.push_back(score);
     }
     if (auto it = j.find("unk_id"); it != j.end() && it->is_number_integer()) {
       const int32_t id = it->get<int32_t>();
@@ -393,13 +437,12 @@ class Unigram final : public Model {
           node = child;
         }
       }
-      nodes_[static_cast<size_t>(node)].id = vocab.at(p);
+      nodes_[static_cast<size_t>(node)].id = vocab.find(p);
     }
     for (int b = 0; b < 256; ++b) {
       char name[8];
       std::snprintf(name, sizeof name, "<0x%02X>", b);
-      auto it = vocab.find(std::string_view(name));
-      byte_ids_[b] = it == vocab.end() ? -1 : it->second;
+      byte_ids_[b] = vocab.find(name);
     }
   }
 
@@ -520,22 +563,21 @@ class Tiktoken final : public Model {
     id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
     vocab.reserve(ranks.size());
     for (auto& [bytes, rank] : ranks) {
-      id_to_token[static_cast<size_t>(rank)] = bytes;
-      vocab.emplace(std::move(bytes), rank);
+      if (vocab.find(bytes) < 0) vocab.set(bytes, rank);
+      id_to_token[static_cast<size_t>(rank)] = std::move(bytes);
     }
     for (int b = 0; b < 256; ++b) {
       const char c = static_cast<char>(b);
-      auto it = vocab.find(std::string_view(&c, 1));
-      if (it == vocab.end()) bad("tiktoken ranks lack the single byte " + std::to_string(b));
-      byte_ids_[b] = it->second;
+      byte_ids_[b] = vocab.find(std::string_view(&c, 1));
+      if (byte_ids_[b] < 0) bad("tiktoken ranks lack the single byte " + std::to_string(b));
     }
   }
 
   void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
     for (const auto& w : words) {
       if (w.empty()) continue;
-      if (auto it = vocab.find(w); it != vocab.end()) {
-        ids.push_back(it->second);
+      if (const int32_t id = vocab.find(w); id >= 0) {
+        ids.push_back(id);
         continue;
       }
       if (w.size() < 256 && cache_.get(w, ids)) continue;
@@ -549,15 +591,15 @@ class Tiktoken final : public Model {
       for (size_t i = 0; i < w.size(); ++i) sym.push_back(static_cast<int32_t>(i));
       merge_symbols(sym, [&](int32_t a, int32_t b, int32_t& nid) -> int {
         const auto sa = spans[static_cast<size_t>(a)], sb = spans[static_cast<size_t>(b)];
-        auto it = vocab.find(std::string_view(w).substr(sa.first, sa.second + sb.second));
-        if (it == vocab.end()) return -1;
+        const int32_t rank = vocab.find(std::string_view(w).substr(sa.first, sa.second + sb.second));
+        if (rank < 0) return -1;
         nid = static_cast<int32_t>(spans.size());
         spans.emplace_back(sa.first, sa.second + sb.second);
-        return it->second;
+        return rank;
       });
       for (int32_t s : sym) {
         const auto sp = spans[static_cast<size_t>(s)];
-        ids.push_back(vocab.find(std::string_view(w).substr(sp.first, sp.second))->second);
+        ids.push_back(vocab.find(std::string_view(w).substr(sp.first, sp.second)));
       }
       if (w.size() < 256) cache_.put(w, ids.data() + start, ids.size() - start);
     }
@@ -570,20 +612,20 @@ class Tiktoken final : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_model(const json& j) {
+std::unique_ptr<Model> make_model(const json& j, ModelData& data) {
   std::string type = j.value("type", "");
   if (type.empty()) {
     // Old files omit the type; guess as the reference does.
-    if (j.contains("vocab") && j["vocab"].is_array())
+    if (data.has_vocab_array)
       type = "Unigram";
-    else if (j.contains("merges"))
+    else if (data.has_merges)
       type = "BPE";
     else
       type = "WordPiece";
   }
-  if (type == "BPE") return std::make_unique<BPE>(j);
-  if (type == "WordPiece") return std::make_unique<WordPiece>(j);
-  if (type == "Unigram") return std::make_unique<Unigram>(j);
+  if (type == "BPE") return std::make_unique<BPE>(j, data);
+  if (type == "WordPiece") return std::make_unique<WordPiece>(j, data);
+  if (type == "Unigram") return std::make_unique<Unigram>(j, data);
   bad("unknown model type \"" + type + "\"");
 }
 
