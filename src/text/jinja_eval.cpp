@@ -227,11 +227,11 @@ Value Interpreter::getitem(const Value& obj, const Value& key) {
     } catch (const TemplateError&) {  // unhashable key: TypeError, falls through
     }
     if (v) return *v;
-  } else if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
+  } else if ((obj.is_indexable() || obj.is_string()) && (key.is_int() || key.is_bool())) {
     int64_t n = length(obj), i = key.as_int();
     if (i < 0) i += n;
     if (i >= 0 && i < n) {
-      if (obj.is_list()) return obj.items()[i];
+      if (obj.is_indexable()) return obj.items()[i];
       const std::string& s = obj.str();
       if (py::is_ascii(s)) return Value(s.substr(i, 1));
       auto offs = py::code_point_offsets(s);
@@ -330,7 +330,7 @@ Value Interpreter::eval_slice(const Value& obj, const Expr& sl, const ScopePtr& 
     return v.as_int();
   };
   auto start = bound(sl.a), stop = bound(sl.b), step_opt = bound(sl.c);
-  if (!obj.is_list() && !obj.is_string())
+  if (!obj.is_indexable() && !obj.is_string())
     return Value::undefined("'" + object_type_repr(obj) + "' object is not subscriptable");
   int64_t step = step_opt.value_or(1);
   if (step == 0) throw_type_error("slice step cannot be zero");
@@ -350,7 +350,7 @@ Value Interpreter::eval_slice(const Value& obj, const Expr& sl, const ScopePtr& 
   int64_t e = clamp(stop, step < 0 ? -1 : n);
   std::vector<int64_t> idx;
   for (int64_t i = b; step > 0 ? i < e : i > e; i += step) idx.push_back(i);
-  if (obj.is_list()) {
+  if (obj.is_indexable()) {
     std::vector<Value> out;
     out.reserve(idx.size());
     for (int64_t i : idx) out.push_back(obj.items()[i]);

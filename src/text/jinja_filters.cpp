@@ -122,7 +122,7 @@ Value f_batch(Interpreter&, const Value& v, CallArgs& a) {
       while (static_cast<int64_t>(cur.size()) < *n) cur.push_back(fill);
     out.push_back(Value::list(std::move(cur)));
   }
-  return Value::list(std::move(out));
+  return Value::sequence(Seq::Generator, std::move(out));
 }
 
 Value f_slice(Interpreter&, const Value& v, CallArgs& a) {
@@ -141,7 +141,7 @@ Value f_slice(Interpreter&, const Value& v, CallArgs& a) {
     if (!fill.is_none() && k >= extra) tmp.push_back(fill);
     out.push_back(Value::list(std::move(tmp)));
   }
-  return Value::list(std::move(out));
+  return Value::sequence(Seq::Generator, std::move(out));
 }
 
 Value f_capitalize(Interpreter&, const Value& v, CallArgs&) { return keep_markup(v, py::capitalize(soft_str(v))); }
@@ -219,7 +219,7 @@ Value f_first(Interpreter&, const Value& v, CallArgs&) {
 }
 
 Value f_last(Interpreter&, const Value& v, CallArgs&) {
-  if (!v.is_list() && !v.is_string() && !v.is_dict() && !v.is_undefined())
+  if (v.is_iterator() || !(v.kind() == Kind::List || v.is_string() || v.is_dict() || v.is_undefined()))
     throw_type_error("'" + v.type_name() + "' object is not reversible");
   auto items = iterate(v);
   if (items.empty()) return Value::undefined("No last item, sequence was empty.");
@@ -370,11 +370,11 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& a) {
 }
 
 Value f_items(Interpreter&, const Value& v, CallArgs&) {
-  if (v.is_undefined()) return Value::list();
+  if (v.is_undefined()) return Value::sequence(Seq::Generator, {});
   if (!v.is_dict()) throw_type_error("Can only get item pairs from a mapping.");
   std::vector<Value> out;
   for (const auto& [k, x] : v.dict_data().items) out.push_back(Value::tuple({k, x}));
-  return Value::list(std::move(out));
+  return Value::sequence(Seq::Generator, std::move(out));
 }
 
 Value f_join(Interpreter& in, const Value& v, CallArgs& a) {
@@ -416,7 +416,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
       out.push_back(in.call_filter(name, x, copy));
     }
   }
-  return Value::list(std::move(out));
+  return Value::sequence(Seq::Generator, std::move(out));
 }
 
 Value min_max(Interpreter& in, const Value& v, CallArgs& a, bool want_max) {
@@ -440,7 +440,7 @@ Value f_pprint(Interpreter&, const Value& v, CallArgs&) { return Value(v.repr())
 
 Value select_reject(Interpreter& in, const Value& v, CallArgs& a, bool select, bool by_attr) {
   std::vector<Value> out;
-  if (!v.truthy()) return Value::list();
+  if (!v.truthy()) return Value::sequence(Seq::Generator, {});
   size_t off = 0;
   Getter trans = [](const Value& x) { return x; };
   if (by_attr) {
@@ -467,7 +467,7 @@ Value select_reject(Interpreter& in, const Value& v, CallArgs& a, bool select, b
     }
     if (ok == select) out.push_back(x);
   }
-  return Value::list(std::move(out));
+  return Value::sequence(Seq::Generator, std::move(out));
 }
 Value f_select(Interpreter& in, const Value& v, CallArgs& a) { return select_reject(in, v, a, true, false); }
 Value f_reject(Interpreter& in, const Value& v, CallArgs& a) { return select_reject(in, v, a, false, false); }
@@ -491,9 +491,10 @@ Value f_reverse(Interpreter&, const Value& v, CallArgs&) {
     for (size_t k = offs.size() - 1; k-- > 0;) out.append(s, offs[k], offs[k + 1] - offs[k]);
     return Value(out);
   }
+  bool reversible = !v.is_iterator();  // Python falls back to a reversed list copy
   auto items = iterate(v);
   std::reverse(items.begin(), items.end());
-  return Value::list(std::move(items));
+  return reversible ? Value::sequence(Seq::ReverseIterator, std::move(items)) : Value::list(std::move(items));
 }
 
 // Python round(x, n): correctly rounded, ties to even.
@@ -611,7 +612,7 @@ Value f_unique(Interpreter& in, const Value& v, CallArgs& a) {
   std::vector<Value> out;
   for (const auto& x : iterate(v))
     if (seen.insert(hash_key(key(x))).second) out.push_back(x);
-  return Value::list(std::move(out));
+  return Value::sequence(Seq::Generator, std::move(out));
 }
 
 Value f_wordcount(Interpreter&, const Value& v, CallArgs&) {

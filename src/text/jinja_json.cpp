@@ -118,6 +118,9 @@ void dump(std::string& out, const Value& v, const JsonDumpOptions& opt, int dept
     case Kind::Float: out += float_json(v.as_float()); return;
     case Kind::String: append_json_string(out, v.str(), opt.ensure_ascii); return;
     case Kind::List: {
+      if (!v.is_list())
+        throw TemplateError(TemplateError::Kind::Type,
+                            "Object of type " + v.type_name() + " is not JSON serializable");
       const auto& items = v.items();
       if (items.empty()) {
         out += "[]";

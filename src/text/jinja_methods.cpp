@@ -272,12 +272,12 @@ Value dict_method(const Value& self, const std::string& m, CallArgs& a) {
   if (m == "items") {
     std::vector<Value> out;
     for (const auto& [k, v] : d.items) out.push_back(Value::tuple({k, v}));
-    return Value::list(std::move(out));
+    return Value::sequence(Seq::DictItems, std::move(out));
   }
   if (m == "keys" || m == "values") {
     std::vector<Value> out;
     for (const auto& [k, v] : d.items) out.push_back(m == "keys" ? k : v);
-    return Value::list(std::move(out));
+    return Value::sequence(m == "keys" ? Seq::DictKeys : Seq::DictValues, std::move(out));
   }
   if (m == "get") {
     if (a.args.empty() || a.args.size() > 2) throw_type_error("get expected 1 or 2 arguments");

@@ -28,10 +28,10 @@ bool t_number(Interpreter&, const Value& v, CallArgs&) { return v.is_number(); }
 bool t_string(Interpreter&, const Value& v, CallArgs&) { return v.is_string(); }
 bool t_mapping(Interpreter&, const Value& v, CallArgs&) { return v.is_dict(); }
 bool t_iterable(Interpreter&, const Value& v, CallArgs&) {
-  return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+  return v.is_string() || v.kind() == Kind::List || v.is_dict() || v.is_undefined();
 }
 bool t_sequence(Interpreter&, const Value& v, CallArgs&) {
-  return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+  return v.is_string() || v.is_indexable() || v.is_dict() || v.is_undefined();
 }
 bool t_callable(Interpreter&, const Value& v, CallArgs&) {
   return v.is_undefined() || (v.is_object() && v.obj().callable());

@@ -63,9 +63,11 @@ Value Value::list(std::vector<Value> items) {
   return v;
 }
 
-Value Value::tuple(std::vector<Value> items) {
+Value Value::tuple(std::vector<Value> items) { return sequence(Seq::Tuple, std::move(items)); }
+
+Value Value::sequence(Seq seq, std::vector<Value> items) {
   Value v = list(std::move(items));
-  v.list_->is_tuple = true;
+  v.list_->seq = seq;
   return v;
 }
 
@@ -103,7 +105,7 @@ bool Value::truthy() const {
     case Kind::Bool: case Kind::Int: return i_ != 0;
     case Kind::Float: return f_ != 0.0;
     case Kind::String: return !s_.empty();
-    case Kind::List: return !list_->items.empty();
+    case Kind::List: return is_iterator() || !list_->items.empty();
     case Kind::Dict: return dict_->size() > 0;
     case Kind::Object: return true;
   }
@@ -118,7 +120,18 @@ std::string Value::type_name() const {
     case Kind::Int: return "int";
     case Kind::Float: return "float";
     case Kind::String: return markup_ ? "Markup" : "str";
-    case Kind::List: return list_->is_tuple ? "tuple" : "list";
+    case Kind::List:
+      switch (list_->seq) {
+        case Seq::List: return "list";
+        case Seq::Tuple: return "tuple";
+        case Seq::Generator: return "generator";
+        case Seq::ReverseIterator: return "list_reverseiterator";
+        case Seq::DictItems: return "dict_items";
+        case Seq::DictKeys: return "dict_keys";
+        case Seq::DictValues: return "dict_values";
+        case Seq::Range: return "range";
+      }
+      return "list";
     case Kind::Dict: return "dict";
     case Kind::Object: return obj_->type_name();
   }
@@ -211,13 +224,18 @@ std::string Value::repr() const {
     case Kind::Float: return repr_float(f_);
     case Kind::String: return markup_ ? "Markup(" + repr_string(s_) + ")" : repr_string(s_);
     case Kind::List: {
-      std::string out = list_->is_tuple ? "(" : "[";
+      Seq seq = list_->seq;
+      if (seq == Seq::Range) return list_->range_repr;
+      if (seq == Seq::Generator || seq == Seq::ReverseIterator) return "<" + type_name() + " object>";
+      bool tuple = seq == Seq::Tuple;
+      std::string out = tuple ? "(" : "[";
       for (size_t i = 0; i < list_->items.size(); ++i) {
         if (i) out += ", ";
         out += list_->items[i].repr();
       }
-      if (list_->is_tuple && list_->items.size() == 1) out += ",";
-      out += list_->is_tuple ? ")" : "]";
+      if (tuple && list_->items.size() == 1) out += ",";
+      out += tuple ? ")" : "]";
+      if (seq != Seq::List && seq != Seq::Tuple) out = type_name() + "(" + out + ")";
       return out;
     }
     case Kind::Dict: {
@@ -247,12 +265,22 @@ bool equals(const Value& a, const Value& b) {
     case Kind::Undefined: case Kind::None: return true;
     case Kind::String: return a.str() == b.str();
     case Kind::List: {
-      if (a.is_tuple() != b.is_tuple()) return false;
+      if (a.seq() != b.seq()) return false;
       const auto &x = a.items(), &y = b.items();
-      if (x.size() != y.size()) return false;
-      for (size_t i = 0; i < x.size(); ++i)
-        if (!equals(x[i], y[i])) return false;
-      return true;
+      switch (a.seq()) {
+        case Seq::List: case Seq::Tuple: case Seq::Range:
+          if (x.size() != y.size()) return false;
+          for (size_t i = 0; i < x.size(); ++i)
+            if (!equals(x[i], y[i])) return false;
+          return true;
+        case Seq::DictKeys: case Seq::DictItems:  // compared as sets
+          if (x.size() != y.size()) return false;
+          for (const auto& e : x)
+            if (std::none_of(y.begin(), y.end(), [&](const Value& f) { return equals(e, f); })) return false;
+          return true;
+        default:
+          return &x == &y;
+      }
     }
     case Kind::Dict: {
       const auto &x = a.dict_data(), &y = b.dict_data();
@@ -276,7 +304,7 @@ bool less(const Value& a, const Value& b) {
     return a.as_int() < b.as_int();
   }
   if (a.is_string() && b.is_string()) return a.str() < b.str();
-  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+  if (a.is_list() && b.is_list() && a.seq() == b.seq()) {
     const auto &x = a.items(), &y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       if (equals(x[i], y[i])) continue;
@@ -305,6 +333,8 @@ std::string hash_key(const Value& v) {
         for (const auto& x : v.items()) k += hash_key(x) + ",";
         return k + ")";
       }
+      if (v.is_iterator() || v.seq() == Seq::Range)
+        return "o" + std::to_string(reinterpret_cast<uintptr_t>(&v.items()));
       break;
     case Kind::Undefined: return "u";
     case Kind::Object: return "o" + std::to_string(reinterpret_cast<uintptr_t>(v.obj_ptr().get()));
@@ -320,7 +350,7 @@ bool contains(const Value& container, const Value& item) {
         type_error("'in <string>' requires string as left operand, not " + item.type_name());
       return container.str().find(item.str()) != std::string::npos;
     case Kind::List:
-      for (const auto& x : container.items())
+      for (const auto& x : iterate(container))
         if (equals(x, item)) return true;
       return false;
     case Kind::Dict:
@@ -336,7 +366,12 @@ bool contains(const Value& container, const Value& item) {
 std::vector<Value> iterate(const Value& v) {
   switch (v.kind()) {
     case Kind::Undefined: return {};
-    case Kind::List: return v.items();
+    case Kind::List:
+      if (v.is_iterator()) {
+        if (v.list_data().consumed) return {};
+        v.list_data().consumed = true;
+      }
+      return v.items();
     case Kind::Dict: {
       std::vector<Value> keys;
       keys.reserve(v.dict_data().size());
@@ -362,7 +397,9 @@ int64_t length(const Value& v) {
   switch (v.kind()) {
     case Kind::Undefined: return 0;
     case Kind::String: return static_cast<int64_t>(py::length(v.str()));
-    case Kind::List: return static_cast<int64_t>(v.items().size());
+    case Kind::List:
+      if (v.is_iterator()) type_error("object of type '" + v.type_name() + "' has no len()");
+      return static_cast<int64_t>(v.items().size());
     case Kind::Dict: return static_cast<int64_t>(v.dict_data().size());
     default: type_error("object of type '" + v.type_name() + "' has no len()");
   }

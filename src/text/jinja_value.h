@@ -22,9 +22,18 @@ class Interpreter;
 
 enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Object };
 
+// What a ListData-backed value is in Python. Besides list and tuple,
+// templates meet lazy results: jinja2's map/select/... filters return
+// generators (one-shot, no len(), always true, not JSON serializable) and
+// dict.items() returns a view; hearth keeps those distinctions because they
+// change output (`|tojson` of a generator is an error, `if gen` is true).
+enum class Seq : uint8_t { List, Tuple, Generator, ReverseIterator, DictItems, DictKeys, DictValues, Range };
+
 struct ListData {
   std::vector<Value> items;
-  bool is_tuple = false;
+  Seq seq = Seq::List;
+  mutable bool consumed = false;  // generators and iterators are one-shot
+  std::string range_repr;         // "range(0, 5)" for Seq::Range
 };
 
 // Insertion-ordered dict; keys are hashable values (str, int, float, bool,
@@ -54,6 +63,7 @@ class Value {
   static Value undefined(std::string hint);
   static Value list(std::vector<Value> items = {});
   static Value tuple(std::vector<Value> items);
+  static Value sequence(Seq seq, std::vector<Value> items);
   static Value dict();
   static Value dict(std::shared_ptr<DictData> d);
   static Value object(std::shared_ptr<Object> o);
@@ -68,8 +78,17 @@ class Value {
   bool is_float() const { return kind_ == Kind::Float; }
   bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
   bool is_string() const { return kind_ == Kind::String; }
-  bool is_list() const { return kind_ == Kind::List; }  // list or tuple
-  bool is_tuple() const { return kind_ == Kind::List && list_->is_tuple; }
+  // A Python list or tuple (not a generator or view).
+  bool is_list() const { return kind_ == Kind::List && (list_->seq == Seq::List || list_->seq == Seq::Tuple); }
+  bool is_tuple() const { return kind_ == Kind::List && list_->seq == Seq::Tuple; }
+  // Supports len() and v[i]: list, tuple, range.
+  bool is_indexable() const { return is_list() || (kind_ == Kind::List && list_->seq == Seq::Range); }
+  // A one-shot generator / iterator.
+  bool is_iterator() const {
+    return kind_ == Kind::List && (list_->seq == Seq::Generator || list_->seq == Seq::ReverseIterator);
+  }
+  Seq seq() const { return list_->seq; }
+  const ListData& list_data() const { return *list_; }
   bool is_dict() const { return kind_ == Kind::Dict; }
   bool is_object() const { return kind_ == Kind::Object; }
   bool is_markup() const { return kind_ == Kind::String && markup_; }
@@ -78,6 +97,8 @@ class Value {
   int64_t as_int() const { return i_; }  // Int or Bool
   double as_float() const { return kind_ == Kind::Float ? f_ : static_cast<double>(i_); }
   const std::string& str() const { return s_; }  // String payload, or the Undefined hint
+  // The elements of a ListData-backed value, without consuming an iterator
+  // (use iterate() for Python iteration).
   const std::vector<Value>& items() const { return list_->items; }
   const DictData& dict_data() const { return *dict_; }
   const std::shared_ptr<DictData>& dict_ptr() const { return dict_; }
