@@ -466,12 +466,18 @@ bool Tokenizer::is_special(int32_t id) const {
 namespace {
 
 // Bytes at the end of `text` that a later token could still change through
-// clean_up_tokenization (" ." → "." and friends): a proper prefix of a rule.
+// clean_up_tokenization (" ." → "." and friends): the longest suffix that is
+// a proper prefix of a rule's source, including sources that only match after
+// an earlier rule (" ' " → "'") has fired.
 size_t cleanup_holdback(std::string_view text) {
-  static const char* prefixes[] = {" n'", " 'v", " 'r", " n", " '", " "};
-  for (const char* p : prefixes) {
-    const std::string_view ps(p);
-    if (text.size() >= ps.size() && text.substr(text.size() - ps.size()) == ps) return ps.size();
+  static const std::string_view sources[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're",
+                                             " n ' t", "  ' s", "  ' m", "  ' ve", "  ' re"};
+  const size_t n = text.size();
+  for (size_t p = n > 6 ? n - 6 : 0; p < n; ++p) {
+    if (text[p] != ' ') continue;
+    const std::string_view suffix = text.substr(p);
+    for (const auto& src : sources)
+      if (src.size() > suffix.size() && src.substr(0, suffix.size()) == suffix) return n - p;
   }
   return 0;
 }

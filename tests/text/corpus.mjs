@@ -79,7 +79,7 @@ const SPECIALS = [
   "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|begin_of_text|>", "<|eot_id|>", "<|start_header_id|>",
   "<|end_header_id|>", "<|reserved_special_token_5|>", "<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>",
   "<s>", "</s>", "<unk>", "<pad>", "<think>", "</think>", "<mask>", "[CLS]", "[SEP]", "<|fim_prefix|>",
-  "<image_soft_token>", "<unused12>", "<0x41>",
+  "<image_soft_token>", "<unused12>", "<0x41>", "<tool>", "hello world", "Hello World",
 ];
 
 const WHITESPACE = [" ", "  ", "   ", "    ", "\t", "\t\t", "\n", "\n\n", "\r\n", "\n\n\n\n", " \n ", "\u00a0",
