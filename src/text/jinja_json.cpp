@@ -12,7 +12,13 @@
 
 namespace hearth::text::jinja {
 
-Value from_json(const nlohmann::ordered_json& j) {
+namespace {
+constexpr int kMaxJsonDepth = 512;
+}
+
+static Value from_json_at(const nlohmann::ordered_json& j, int depth) {
+  if (depth > kMaxJsonDepth)
+    throw TemplateError(TemplateError::Kind::Limit, "template input nested too deeply");
   using T = nlohmann::ordered_json::value_t;
   switch (j.type()) {
     case T::null: return Value::none();
@@ -28,17 +34,19 @@ Value from_json(const nlohmann::ordered_json& j) {
     case T::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& x : j) items.push_back(from_json(x));
+      for (const auto& x : j) items.push_back(from_json_at(x, depth + 1));
       return Value::list(std::move(items));
     }
     case T::object: {
       auto d = std::make_shared<DictData>();
-      for (const auto& [k, v] : j.items()) d->set(Value(k), from_json(v));
+      for (const auto& [k, v] : j.items()) d->set(Value(k), from_json_at(v, depth + 1));
       return Value::dict(std::move(d));
     }
     default: return Value::none();
   }
 }
+
+Value from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
 
 namespace {
 

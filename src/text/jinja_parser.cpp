@@ -11,6 +11,10 @@ namespace hearth::text::jinja {
 
 namespace {
 
+// Deeper nesting than this (brackets, unary operators, blocks) is refused
+// rather than risking the stack; real templates nest a handful of levels.
+constexpr int kMaxNesting = 256;
+
 class Parser {
  public:
   explicit Parser(const std::vector<Token>& t) : t_(t) {}
@@ -80,6 +84,7 @@ class Parser {
 
   // ---- statements ----
   Body subparse(const std::vector<const char*>& end_tokens) {
+    Nest nest(*this);
     Body body;
     while (cur().type != Tok::Eof) {
       const Token& tok = cur();
@@ -338,6 +343,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    Nest nest(*this);
     if (is_name("not")) {
       int line = next().line;
       auto e = std::make_unique<Expr>(ExprKind::Unary, line);
@@ -420,6 +426,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    Nest nest(*this);
     int line = cur().line;
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
@@ -689,8 +696,18 @@ class Parser {
     return n;
   }
 
+  // Counts one level of nesting for the lifetime of the guard.
+  struct Nest {
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxNesting) p_.fail("template nested too deeply");
+    }
+    ~Nest() { --p_.depth_; }
+    Parser& p_;
+  };
+
   const std::vector<Token>& t_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Renders chat-template cases with @huggingface/jinja (the npm port used by
 // transformers.js), as a second opinion beside Python jinja2. Reads a JSON
 // array of {template, vars} on stdin; writes a JSON array of
-// {status: "ok"|"raised"|"error", text} on stdout.
+// {status: "ok"|"error", text} on stdout.
 import { Template } from "@huggingface/jinja";
 
 let input = "";
@@ -17,8 +17,9 @@ const out = cases.map(({ template, vars }) => {
     }
     return { status: "ok", text: t.render(vars) };
   } catch (e) {
-    const msg = String(e && e.message ? e.message : e);
-    return { status: /^Error: /.test(String(e)) && !(e instanceof TypeError) ? "raised" : "error", text: msg };
+    // raise_exception and engine errors are both plain Errors here; the
+    // caller tells them apart by comparing the message with Python's.
+    return { status: "error", text: String(e && e.message ? e.message : e) };
   }
 });
 process.stdout.write(JSON.stringify(out));
