@@ -42,11 +42,12 @@ constexpr const char* kUsage =
     "  --quant Q         mlx2|mlx3|mlx4|mlx5|mlx6|mlx8: MLX affine layout, every Linear and the\n"
     "                    embedding quantized; mixed_L_H: L bits, H bits for some v_proj/down_proj\n"
     "                    and lm_head (mlx-lm's mixed recipe, per-module entries in config.json)\n"
-    "  --group-size G    quantization group size (default 64); layers whose input size is not a\n"
-    "                    multiple of G stay unquantized\n"
+    "  --group-size G    quantization group size: 32, 64 (default) or 128; layers whose input\n"
+    "                    size is not a multiple of G stay unquantized\n"
     "  --seed S          weight seed (default 0)\n"
     "  --tokenizer DIR   where tokenizer.json/tokenizer_config.json come from (default: the\n"
-    "                    bundled stories260k model); its vocab is padded to the model's\n";
+    "                    bundled stories260k model); its vocab is padded with <unused_N>\n"
+    "                    entries up to the preset's vocab_size\n";
 
 // ---------------------------------------------------------------------------
 // shapes
@@ -228,8 +229,8 @@ QuantConfig parse_quant(const std::string& q, int group_size) {
     throw std::runtime_error("unknown --quant '" + q +
                              "' (expected mlx2|mlx3|mlx4|mlx5|mlx6|mlx8 or mixed_L_H)");
   }
-  if (group_size <= 0 || (group_size * 2) % 32 != 0)
-    throw std::runtime_error("--group-size must be a positive multiple of 16 (32, 64, 128)");
+  if (group_size != 32 && group_size != 64 && group_size != 128)
+    throw std::runtime_error("--group-size must be 32, 64 or 128 (the sizes MLX supports)");
   return c;
 }
 

@@ -150,6 +150,44 @@ def mlx_quantize(w, bits, group):
     return words.view("<u4").reshape(rows, cols * bits // 32), scale, bias
 
 
+def write_safetensors(path, tensors, metadata):
+    """A plain safetensors writer (sorted names, header padded to 8 bytes)."""
+    kinds = {"float32": "F32", "float16": "F16", "uint32": "U32"}
+    header, blobs, off = {"__metadata__": metadata}, [], 0
+    for name in sorted(tensors):
+        a = np.ascontiguousarray(tensors[name])
+        header[name] = {"dtype": kinds[str(a.dtype)], "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
+        off += a.nbytes
+        blobs.append(a.tobytes())
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-(8 + len(text)) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def mlx_convert(src, out, bits, group):
+    """Quantizes a float checkpoint the way mlx_lm.convert lays it out: every
+    Linear and the embedding whose input size is a multiple of the group,
+    f16 scales and biases, `quantization` in config.json."""
+    shutil.copytree(src, out)
+    tensors = {}
+    for name, w in reference.read_checkpoint(src).items():
+        mod = name[: -len(".weight")]
+        if w.ndim == 2 and w.shape[1] % group == 0:
+            tensors[mod + ".weight"], scales, biases = mlx_quantize(w, bits, group)
+            tensors[mod + ".scales"] = scales.astype(np.float16)
+            tensors[mod + ".biases"] = biases.astype(np.float16)
+        else:
+            tensors[name] = w
+    write_safetensors(os.path.join(out, "model.safetensors"), tensors, {"format": "mlx"})
+    with open(os.path.join(out, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["quantization"] = cfg["quantization_config"] = {"group_size": group, "bits": bits}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    return out
+
+
 # ---------------------------------------------------------------------------
 # hearth
 
@@ -525,6 +563,21 @@ class Suite:
             notes.append("same seed same bytes; bf16 = round(f32)")
         self.test("mkmodel deterministic", determinism)
 
+        def bad_options(notes):
+            out = os.path.join(self.tmp, "bad-mkmodel")
+            for args, want in ((["--arch", "gpt9"], "gpt9"), (["--arch", "llama", "--dtype", "f8"], "f8"),
+                               (["--arch", "llama", "--quant", "mlx7"], "mlx7"),
+                               (["--arch", "llama", "--quant", "mlx4", "--group-size", "48"], "group"),
+                               (["--arch", "llama", "--preset", "huge"], "huge"),
+                               (["--arch", "llama", "--frobnicate", "1"], "frobnicate")):
+                p = run([self.hearth.path, "mkmodel", "--out", out, *args])
+                check(p.returncode > 0 and not crashed(p) and want in p.err,
+                      f"mkmodel {' '.join(args)}: exit {p.returncode}, stderr {p.err.strip()!r}")
+            p = run([self.hearth.path, "mkmodel", "--arch", "llama"])
+            check(p.returncode > 0 and "--out" in p.err, f"mkmodel without --out: {p.err.strip()!r}")
+            notes.append("unknown arch/dtype/quant/group/preset/option and a missing --out are errors")
+        self.test("mkmodel rejects bad options", bad_options)
+
         def big(notes, preset, args, arch, layers, vocab, hd):
             out = os.path.join(self.tmp, "big-" + preset)
             t0 = time.time()
@@ -617,6 +670,15 @@ class Suite:
             check(p.returncode == 0 and not crashed(p), f"text mode failed ({p.returncode}): {p.err.strip()[-300:]}")
             check(p.out.strip().startswith(STORIES_TEXT), f"decoded text: {p.out[:200]!r}")
         self.test("numerics stories260k greedy 64 from BOS", stories)
+
+        # The real model quantized by the NumPy converter above (not by hearth):
+        # q/k/v/o, gate/up and the tied embedding; down_proj (172 inputs) stays float.
+        for bits, group in ((4, 64), (8, 32)):
+            def stories_q(notes, bits=bits, group=group):
+                d = mlx_convert(STORIES, os.path.join(self.tmp, f"stories-mlx{bits}-g{group}"), bits, group)
+                ids = [1] + [int(t) for t in np.random.RandomState(5).randint(3, 512, PROMPT_LEN - 1)]
+                compare(self.hearth, d, "mlx", notes, ids=ids, max_tokens=32)
+            self.test(f"numerics stories260k mlx{bits}-g{group} (NumPy-converted)", stories_q)
 
     # -- bad input ------------------------------------------------------------
 
