@@ -21,9 +21,11 @@ namespace hearth::cli {
 namespace {
 
 const char* kUsage =
-    "usage: hearth tokenize (--model DIR | --tokenizer FILE) [--no-special] [--decode] [--skip-special]\n"
-    "                       [--jsonl] [--stream] [--time]\n"
+    "usage: hearth tokenize (--model DIR | --tokenizer FILE | --tiktoken FILE [--pattern RE] [--special T=ID,...])\n"
+    "                       [--no-special] [--decode] [--skip-special] [--jsonl] [--stream] [--time]\n"
     "  Reads text on stdin and prints its token ids as a JSON array.\n"
+    "  --tiktoken FILE  a tiktoken rank file; --pattern is its pre-tokenizer regex (default: GPT-2's),\n"
+    "                   --special its special tokens, e.g. '<|endoftext|>=50256'\n"
     "  --decode        read a JSON array of ids and print the text\n"
     "  --no-special    do not add BOS/EOS (the post-processor's special tokens)\n"
     "  --skip-special  when decoding, drop special tokens\n"
@@ -69,17 +71,35 @@ int cmd_tokenize(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  args.allow_only({"model", "tokenizer", "no-special", "decode", "skip-special", "jsonl", "stream", "time", "help"});
-  std::filesystem::path path;
-  if (args.has("tokenizer"))
-    path = args.str("tokenizer");
-  else if (args.has("model"))
-    path = std::filesystem::path(args.str("model")) / "tokenizer.json";
-  else
-    throw std::runtime_error(std::string("give --model DIR or --tokenizer FILE\n") + kUsage);
-
+  args.allow_only({"model", "tokenizer", "tiktoken", "pattern", "special", "no-special", "decode", "skip-special",
+                   "jsonl", "stream", "time", "help"});
   const auto t0 = std::chrono::steady_clock::now();
-  auto tok = text::Tokenizer::load(path);
+  std::unique_ptr<text::Tokenizer> tok;
+  if (args.has("tiktoken")) {
+    std::vector<std::pair<std::string, int32_t>> specials;
+    const std::string list = args.str("special");
+    for (size_t pos = 0; pos < list.size();) {
+      size_t comma = list.find(',', pos);
+      if (comma == std::string::npos) comma = list.size();
+      const std::string item = list.substr(pos, comma - pos);
+      const size_t eq = item.rfind('=');
+      if (eq == std::string::npos || eq == 0) throw std::runtime_error("--special expects TOKEN=ID[,TOKEN=ID...]");
+      specials.emplace_back(item.substr(0, eq), static_cast<int32_t>(std::stol(item.substr(eq + 1))));
+      pos = comma + 1;
+    }
+    tok = text::Tokenizer::load_tiktoken(
+        args.str("tiktoken"),
+        args.str("pattern", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"), specials);
+  } else {
+    std::filesystem::path path;
+    if (args.has("tokenizer"))
+      path = args.str("tokenizer");
+    else if (args.has("model"))
+      path = std::filesystem::path(args.str("model")) / "tokenizer.json";
+    else
+      throw std::runtime_error(std::string("give --model DIR, --tokenizer FILE or --tiktoken FILE\n") + kUsage);
+    tok = text::Tokenizer::load(path);
+  }
   const auto t1 = std::chrono::steady_clock::now();
   const bool add_special = !args.has("no-special");
   const bool skip_special = args.has("skip-special");

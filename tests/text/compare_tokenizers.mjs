@@ -36,10 +36,69 @@ if (!argv.includes("--real-only")) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "hearth-tok-"));
   process.on("exit", () => fs.rmSync(tmp, { recursive: true, force: true }));
   for (const t of makeSynthetic(tmp, root)) TOKENIZERS.push({ ...t, dir: path.join(tmp, t.name) });
+  // tiktoken: hearth reads the rank file; the reference gets the equivalent
+  // byte-level BPE tokenizer.json (merges recovered from the ranks).
+  for (const rankFile of [path.join(root, "../shared/audio/gpt2.tiktoken"), path.join(root, "shared/audio/gpt2.tiktoken")]) {
+    if (!fs.existsSync(rankFile)) continue;
+    const dir = path.join(tmp, "tiktoken_gpt2");
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, "tokenizer.json"), JSON.stringify(tiktokenAsTokenizerJson(rankFile, { "<|endoftext|>": 50256 })));
+    fs.writeFileSync(path.join(dir, "tokenizer_config.json"), JSON.stringify({ clean_up_tokenization_spaces: false }));
+    TOKENIZERS.push({ name: "tiktoken_gpt2", dir, hearthArgs: ["--tiktoken", rankFile, "--special", "<|endoftext|>=50256"], skip: /[\u0085\ufeff]/u });
+    break;
+  }
 }
 
-function runHearth(file, flags, lines) {
-  const r = spawnSync(hearth, ["tokenize", "--tokenizer", file, "--jsonl", ...flags], {
+function tiktokenAsTokenizerJson(file, specials) {
+  const bs = [];
+  for (let b = 33; b <= 126; ++b) bs.push(b);
+  for (let b = 161; b <= 172; ++b) bs.push(b);
+  for (let b = 174; b <= 255; ++b) bs.push(b);
+  const byteChar = new Array(256);
+  bs.forEach((b) => (byteChar[b] = String.fromCharCode(b)));
+  let n = 0;
+  for (let b = 0; b < 256; ++b) if (byteChar[b] === undefined) byteChar[b] = String.fromCharCode(256 + n++);
+  const level = (latin1) => Array.from(latin1, (c) => byteChar[c.charCodeAt(0)]).join("");
+  const tokens = [];
+  const ranks = new Map();
+  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
+    if (!line) continue;
+    const [b64, r] = line.split(" ");
+    const bytes = Buffer.from(b64, "base64").toString("latin1");
+    tokens[Number(r)] = bytes;
+    ranks.set(bytes, Number(r));
+  }
+  const vocab = {};
+  const merges = [];
+  tokens.forEach((t, r) => {
+    vocab[level(t)] = r;
+    if (t.length < 2) return;
+    let parts = Array.from(t);
+    for (;;) {
+      let best = -1;
+      let bestRank = r;
+      for (let i = 0; i + 1 < parts.length; ++i) {
+        const rank = ranks.get(parts[i] + parts[i + 1]);
+        if (rank !== undefined && rank < bestRank) [best, bestRank] = [i, rank];
+      }
+      if (best < 0) break;
+      parts.splice(best, 2, parts[best] + parts[best + 1]);
+    }
+    if (parts.length === 2) merges.push([level(parts[0]), level(parts[1])]);
+  });
+  return {
+    version: "1.0",
+    added_tokens: Object.entries(specials).map(([content, id]) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+    normalizer: null,
+    pre_tokenizer: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
+    post_processor: null,
+    decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
+    model: { type: "BPE", vocab, merges, unk_token: null, fuse_unk: false, byte_fallback: false, ignore_merges: false },
+  };
+}
+
+function runHearth(source, flags, lines) {
+  const r = spawnSync(hearth, ["tokenize", ...source, "--jsonl", ...flags], {
     input: lines.map((l) => JSON.stringify(l)).join("\n") + "\n",
     maxBuffer: 1 << 30,
     encoding: "utf8",
@@ -95,14 +154,15 @@ for (const t of TOKENIZERS) {
   const ids = strings.map((s) => refEncode(s, true));
   const idsPlain = strings.map((s) => refEncode(s, false));
   const t1 = Date.now();
-  const got = runHearth(file, [], strings);
-  const gotPlain = runHearth(file, ["--no-special"], strings);
+  const source = t.hearthArgs ?? ["--tokenizer", file];
+  const got = runHearth(source, [], strings);
+  const gotPlain = runHearth(source, ["--no-special"], strings);
   strings.forEach((s, i) => (same(got[i], ids[i]) ? p++ : fail("encode", s, got[i], ids[i])));
   strings.forEach((s, i) => (same(gotPlain[i], idsPlain[i]) ? p++ : fail("encode --no-special", s, gotPlain[i], idsPlain[i])));
 
-  const dec = runHearth(file, ["--decode"], ids);
-  const decSkip = runHearth(file, ["--decode", "--skip-special"], ids);
-  const stream = runHearth(file, ["--decode", "--stream"], ids);
+  const dec = runHearth(source, ["--decode"], ids);
+  const decSkip = runHearth(source, ["--decode", "--skip-special"], ids);
+  const stream = runHearth(source, ["--decode", "--stream"], ids);
   strings.forEach((s, i) => {
     const want = refDecode(ids[i], false);
     if (dec[i] === want) p++;
