@@ -1,0 +1,175 @@
+// hearth serve: the OpenAI-compatible HTTP server with the chat page at /.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/model_options.h"
+#include "engine/engine.h"
+#include "server/prompt.h"
+#include "server/server.h"
+#include "text/tokenizer.h"
+
+namespace hearth::cli {
+
+namespace {
+
+const char* kHelp = R"(usage: hearth serve [--model DIR] [--host ADDR] [--port N] [options]
+
+Serves the model over HTTP: POST /v1/chat/completions, POST /v1/completions,
+GET /v1/models, /health, /stats, /metrics, and a chat page at /.
+Request values beat these flags, which beat generation_config.json, which
+beats the built-in defaults. See docs/server-config.md.
+
+  --model DIR                  model directory (default: the bundled stories260k)
+  --host ADDR                  address to listen on (default: 127.0.0.1)
+  --port N                     port (default: 8080; 0 picks a free one)
+  --api-key KEY                require 'Authorization: Bearer KEY' (default: $HEARTH_API_KEY, else none)
+  --max-tokens N               default completion limit (default: until EOS or the context ends)
+  --temperature T              default temperature (default: generation_config.json, else 0 = greedy)
+  --top-p P --top-k K --min-p M --seed S
+  --xtc-probability P --xtc-threshold T
+  --repetition-penalty R --repetition-context-size N
+  --presence-penalty P --presence-context-size N
+  --frequency-penalty F --frequency-context-size N
+  --threads N                  kernel threads (default: physical cores)
+  --ctx-size N                 context length (default: the model's max_position_embeddings)
+  --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
+  --max-batch N                sequences generated together (default: 8)
+  --max-body BYTES             largest request body (default: 8388608)
+  --http-threads N             HTTP worker threads (default: max-queue + max-batch + 16)
+  --shutdown-timeout S         on SIGINT/SIGTERM, seconds in-flight requests may finish (default: 10)
+)";
+
+const std::vector<std::string> kServeSamplingOptions = {
+    "xtc-probability",   "xtc-threshold",         "repetition-penalty", "repetition-context-size",
+    "presence-penalty",  "presence-context-size", "frequency-penalty",  "frequency-context-size"};
+
+// Server-side sampling defaults: the shared ones (temperature, top-p, top-k,
+// min-p, seed) as every command reads them, then the server's extras.
+SamplingParams serve_sampling(const Args& args, const io::GenerationConfig& gen) {
+  SamplingParams p = sampling_params(args, gen);
+  p.xtc_probability = float(args.number("xtc-probability", 0.0));
+  p.xtc_threshold = float(args.number("xtc-threshold", 0.1));
+  p.repetition_penalty = float(args.number("repetition-penalty", gen.repetition_penalty.value_or(0.0)));
+  p.repetition_context_size = int(args.integer("repetition-context-size", 20));
+  p.presence_penalty = float(args.number("presence-penalty", 0.0));
+  p.presence_context_size = int(args.integer("presence-context-size", 20));
+  p.frequency_penalty = float(args.number("frequency-penalty", 0.0));
+  p.frequency_context_size = int(args.integer("frequency-context-size", 20));
+  if (p.xtc_probability < 0 || p.xtc_probability > 1) throw std::runtime_error("--xtc-probability must be in [0, 1]");
+  if (p.xtc_threshold < 0 || p.xtc_threshold > 0.5) throw std::runtime_error("--xtc-threshold must be in [0, 0.5]");
+  if (p.repetition_penalty < 0) throw std::runtime_error("--repetition-penalty must be >= 0");
+  if (p.presence_penalty < -2 || p.presence_penalty > 2) throw std::runtime_error("--presence-penalty must be in [-2, 2]");
+  if (p.frequency_penalty < -2 || p.frequency_penalty > 2)
+    throw std::runtime_error("--frequency-penalty must be in [-2, 2]");
+  if (p.repetition_context_size < 1 || p.presence_context_size < 1 || p.frequency_context_size < 1)
+    throw std::runtime_error("context sizes must be at least 1");
+  return p;
+}
+
+std::string model_id(const std::filesystem::path& dir) {
+  auto canonical = std::filesystem::weakly_canonical(dir);
+  std::string name = canonical.filename().string();
+  if (name.empty()) name = canonical.parent_path().filename().string();
+  return name.empty() ? "model" : name;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  Args args(argc, argv, {"help"});
+  if (args.has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  std::vector<std::string> known = {"model",     "host",      "port",     "api-key",      "max-tokens",
+                                    "threads",   "ctx-size",  "max-queue", "max-batch",   "max-body",
+                                    "http-threads", "shutdown-timeout"};
+  known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
+  known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
+  args.allow_only(known);
+
+  // SIGINT/SIGTERM are taken by one thread with sigwait; block them before
+  // any other thread exists so none of them gets the signal instead.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);  // internal: ends the signal thread
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client closing mid-write is an error return, not a death
+
+  server::ServerOptions sopt;
+  sopt.host = args.str("host", "127.0.0.1");
+  sopt.port = int(args.integer("port", 8080));
+  const char* env_key = std::getenv("HEARTH_API_KEY");
+  sopt.api_key = args.str("api-key", env_key ? env_key : "");
+  sopt.max_body_bytes = size_t(args.integer("max-body", 8 << 20));
+  sopt.http_threads = int(args.integer("http-threads", 0));
+  sopt.shutdown_grace_seconds = args.number("shutdown-timeout", 10.0);
+  sopt.max_queue = int(args.integer("max-queue", 64));
+  sopt.max_batch = int(args.integer("max-batch", 8));
+  if (sopt.port < 0 || sopt.port > 65535) throw std::runtime_error("--port must be in [0, 65535]");
+  if (sopt.max_queue < 0) throw std::runtime_error("--max-queue must be >= 0");
+  if (sopt.max_batch < 1) throw std::runtime_error("--max-batch must be >= 1");
+  if (sopt.http_threads < 0 || sopt.max_body_bytes < 1024) throw std::runtime_error("bad --http-threads or --max-body");
+
+  const auto dir = model_dir(args);
+  const auto gen = io::GenerationConfig::load(dir);
+  auto tokenizer = text::Tokenizer::load(dir / "tokenizer.json");
+  server::PromptBuilder prompts(dir, *tokenizer);
+  if (!prompts.has_chat_template())
+    std::fprintf(stderr, "hearth serve: no chat template (%s); only /v1/completions will work\n",
+                 prompts.template_error().c_str());
+
+  server::ServedModel served;
+  served.id = model_id(dir);
+  served.dir = dir;
+  served.sampling = serve_sampling(args, gen);
+  served.max_tokens = args.integer("max-tokens", -1);
+  if (served.max_tokens == 0 || served.max_tokens < -1) throw std::runtime_error("--max-tokens must be >= 1");
+  served.eos_ids.assign(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
+  if (auto eos = tokenizer->eos_id(); eos && std::find(served.eos_ids.begin(), served.eos_ids.end(), *eos) == served.eos_ids.end())
+    served.eos_ids.push_back(*eos);
+  for (int32_t id : tokenizer->encode("\n", false))
+    if (tokenizer->decode(std::span<const int32_t>(&id, 1)).find('\n') != std::string::npos) served.newline_ids.push_back(id);
+  served.created = std::time(nullptr);
+
+  EngineOptions eopt;
+  eopt.threads = thread_count(args);
+  eopt.ctx_size = args.integer("ctx-size", 0);
+  eopt.max_queue = sopt.max_queue;
+  eopt.max_batch = sopt.max_batch;
+  if (eopt.ctx_size < 0) throw std::runtime_error("--ctx-size must be >= 1");
+
+  auto model = LlamaModel::load(dir);
+  served.architecture = model->config().architecture;
+  Engine engine(std::move(model), eopt);
+
+  server::Server server(engine, *tokenizer, prompts, served, sopt);
+  const int port = server.bind();
+  std::printf("hearth serve: listening on http://%s:%d (model %s, context %lld, %d threads)\n", sopt.host.c_str(),
+              port, served.id.c_str(), (long long)engine.ctx_size(), engine.threads());
+  std::fflush(stdout);
+
+  std::thread signal_thread([&] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0 || sig == SIGUSR1) return;
+      std::fprintf(stderr, "hearth serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      server.shutdown();
+    }
+  });
+  server.run();
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+  engine.shutdown();
+  std::fprintf(stderr, "hearth serve: stopped\n");
+  return 0;
+}
+
+}  // namespace hearth::cli

@@ -1,0 +1,82 @@
+// One running request seen as text: pulls token events from the engine,
+// detokenizes them incrementally, applies the stop strings (never showing
+// one in part), and pairs each token's logprobs with the text that carried
+// it. Protocol-neutral: the OpenAI routes turn its pieces into JSON or SSE.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/stop_matcher.h"
+#include "text/tokenizer.h"
+
+namespace hearth::server {
+
+struct TokenLogprob {
+  int32_t id = 0;
+  std::string text;  // the token as text ("" while it is an incomplete UTF-8 sequence)
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // alternatives (id, log p), best first
+};
+
+struct Piece {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;  // only when logprobs were asked for
+  bool empty() const { return text.empty() && logprobs.empty(); }
+};
+
+class GenerationStream {
+ public:
+  GenerationStream(std::shared_ptr<RequestHandle> handle, const text::Tokenizer& tokenizer,
+                   std::vector<std::string> stops, std::vector<int32_t> eos_ids, bool logprobs);
+
+  // Blocks for the next piece to send. Returns false once the generation is
+  // over and everything has been handed out; finish_reason() etc. are then set.
+  bool next(Piece& out);
+
+  // "stop" (EOS or a stop string), "length" (max_tokens or the context end),
+  // "cancelled" (the client left or the server is shutting down).
+  const std::string& finish_reason() const { return finish_reason_; }
+  const std::string& error() const { return error_; }  // set if the engine failed the request
+  int64_t prompt_tokens() const { return prompt_tokens_; }
+  int64_t completion_tokens() const { return completion_tokens_; }
+  const FinishInfo& info() const { return handle_->finish(); }
+  // Seconds from construction to the first token event (0 if none came).
+  double time_to_first_token() const { return ttft_; }
+  void cancel() { handle_->cancel(); }
+  RequestHandle& handle() { return *handle_; }
+
+ private:
+  void finish();
+  void release(size_t up_to_bytes, bool partial, Piece& out);
+
+  std::shared_ptr<RequestHandle> handle_;
+  const text::Tokenizer& tok_;
+  text::StreamDecoder decoder_;
+  StopMatcher stop_;
+  std::vector<int32_t> eos_;
+  bool want_logprobs_;
+  std::chrono::steady_clock::time_point start_;
+  double ttft_ = 0;
+
+  // Tokens whose logprobs wait until their text is released: [start, end)
+  // byte offsets in the text fed to the stop matcher.
+  struct Pending {
+    TokenLogprob lp;
+    size_t start, end;
+  };
+  std::deque<Pending> pending_;
+  size_t fed_ = 0, emitted_ = 0;
+
+  bool done_ = false, finished_ = false;
+  std::string finish_reason_, error_;
+  int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
+};
+
+}  // namespace hearth::server

@@ -1,0 +1,63 @@
+// Parsing and validating the bodies of POST /v1/chat/completions and
+// POST /v1/completions into a protocol-neutral request. Everything a client
+// can get wrong is rejected here with a 400 naming the field (ApiError),
+// before anything is queued. Unknown fields are ignored.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/sampler.h"
+
+namespace hearth::server {
+
+// Sampling fields a request (or the server's flags) may set; unset ones
+// fall through to the next level of defaults.
+struct SamplingOverrides {
+  std::optional<float> temperature, top_p, min_p, xtc_probability, xtc_threshold;
+  std::optional<int> top_k;
+  std::optional<float> repetition_penalty, presence_penalty, frequency_penalty;
+  std::optional<int> repetition_context_size, presence_context_size, frequency_context_size;
+  std::optional<uint64_t> seed;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+
+  // Writes the set fields over `params`.
+  void apply_to(SamplingParams& params) const;
+};
+
+enum class Endpoint { Chat, Completion };
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::Chat;
+  std::string model;  // as sent (only echoed in logs; the served model answers)
+
+  // Chat: messages with their content flattened to strings; tools as sent.
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;                      // null when absent
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs (+ reasoning_effort)
+
+  // Completions: a text prompt or token ids used verbatim.
+  std::string prompt_text;
+  std::vector<int32_t> prompt_ids;
+  bool prompt_is_ids = false;
+
+  SamplingOverrides sampling;
+  std::optional<int64_t> max_tokens;  // unset: server default (else until EOS or the context ends)
+  std::vector<std::string> stop;
+  bool stream = false, include_usage = false;
+  int logprobs = -1;  // -1: none; 0: the chosen token's; k: and the top k alternatives
+};
+
+ApiRequest parse_chat_request(const nlohmann::ordered_json& body);
+ApiRequest parse_completion_request(const nlohmann::ordered_json& body);
+
+// Parses a request body; malformed JSON (including invalid UTF-8) and a
+// body that is not an object are 400s.
+nlohmann::ordered_json parse_body(const std::string& body);
+
+}  // namespace hearth::server

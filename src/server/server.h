@@ -1,0 +1,68 @@
+// hearth's HTTP server: the OpenAI-compatible routes over one Engine, the
+// admin routes (/health, /v1, /v1/models, /stats, /metrics) and the chat web
+// page at /. See docs/server-api.md for the wire format and
+// docs/server-config.md for the options.
+//
+// Threads: httplib's worker pool parses, validates, renders and tokenizes;
+// the engine thread generates. A worker answering a generation request
+// blocks on its RequestHandle; a watcher thread cancels the request if the
+// client disconnects.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/prompt.h"
+#include "text/tokenizer.h"
+
+namespace hearth::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                     // 0: any free port (see Server::bind)
+  std::string api_key;                 // empty: no authentication
+  size_t max_body_bytes = 8u << 20;    // larger bodies get 413
+  int http_threads = 0;                // 0: max_queue + max_batch + 16
+  double shutdown_grace_seconds = 10;  // in-flight requests may finish for this long
+  int max_queue = 64, max_batch = 8;   // as given to the engine (shown in /stats)
+};
+
+struct ServedModel {
+  std::string id;  // the model directory's name
+  std::filesystem::path dir;
+  std::string architecture;
+  std::vector<int32_t> eos_ids;    // generation ends after any of these (not shown)
+  std::vector<int32_t> newline_ids;  // with eos_ids: tokens XTC never removes
+  SamplingParams sampling;         // defaults: built-in < generation_config.json < flags
+  int64_t max_tokens = -1;         // default limit; -1: until EOS or the context ends
+  std::time_t created = 0;
+};
+
+class Server {
+ public:
+  Server(Engine& engine, const text::Tokenizer& tokenizer, const PromptBuilder& prompts, ServedModel model,
+         ServerOptions options);
+  ~Server();
+
+  // Binds the listening socket; returns the port (the chosen one for port 0).
+  // Throws std::runtime_error if it cannot.
+  int bind();
+  // Serves until shutdown() has stopped it and every connection is done.
+  void run();
+  // Thread-safe, returns at once: stops accepting connections, lets the
+  // requests in flight finish for the grace period, then cancels them.
+  // A second call cancels at once.
+  void shutdown();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hearth::server
