@@ -1,0 +1,31 @@
+// A greedy request through the server yields the same text as
+// `hearth generate` with the same settings, in-process and token for token.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HEARTH, run, startServer } from './lib.mjs';
+
+const CASES = [
+  ['Once upon a time', 64],
+  ['The little dog was sad because', 100],
+  ['Lily and Ben', 1],
+  ['One day', 300],
+];
+
+test('greedy completions equal `hearth generate --temperature 0`', async () => {
+  const srv = await startServer();
+  try {
+    const client = srv.client();
+    for (const [prompt, n] of CASES) {
+      const { stdout } = await run(HEARTH, ['generate', '--prompt', prompt, '--max-tokens', String(n), '--temperature', '0']);
+      const expected = stdout.replace(/\n$/, '');  // generate ends its output with a newline
+      const r = await client.completions.create({ model: 'stories260k', prompt, max_tokens: n, temperature: 0 });
+      assert.equal(r.choices[0].text, expected, `prompt ${JSON.stringify(prompt)}, ${n} tokens`);
+      let streamed = '';
+      for await (const c of await client.completions.create({ model: 'stories260k', prompt, max_tokens: n, temperature: 0, stream: true }))
+        streamed += c.choices[0]?.text ?? '';
+      assert.equal(streamed, expected);
+    }
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
