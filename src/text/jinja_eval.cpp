@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <new>
+#include <unordered_set>
 
 #include "text/jinja_builtins.h"
 #include "text/jinja_error.h"
@@ -189,7 +190,37 @@ std::optional<Value> Namespace::getattr(const std::string& name) const {
   return std::nullopt;
 }
 
+// Whether `target` is reachable from v (through lists, dicts, namespaces).
+static bool reaches(const Value& v, const Object* target, std::unordered_set<const void*>& seen) {
+  if (v.depth() == 0 && !v.is_object()) return false;
+  switch (v.kind()) {
+    case Kind::List:
+      if (!seen.insert(&v.items()).second) return false;
+      for (const auto& x : v.items())
+        if (reaches(x, target, seen)) return true;
+      return false;
+    case Kind::Dict:
+      if (!seen.insert(v.dict_ptr().get()).second) return false;
+      for (const auto& [k, x] : v.dict_data().items)
+        if (reaches(x, target, seen)) return true;
+      return false;
+    case Kind::Object: {
+      if (v.obj_ptr().get() == target) return true;
+      auto* ns = dynamic_cast<Namespace*>(v.obj_ptr().get());
+      if (!ns || !seen.insert(ns).second) return false;
+      for (const auto& [k, x] : ns->attrs().items)
+        if (reaches(x, target, seen)) return true;
+      return false;
+    }
+    default:
+      return false;
+  }
+}
+
 bool Namespace::setattr(const std::string& name, const Value& v) {
+  std::unordered_set<const void*> seen;
+  if (reaches(v, this, seen))
+    throw TemplateError(TemplateError::Kind::Limit, "a namespace cannot contain itself");
   attrs_->set(Value(name), v);
   return true;
 }

@@ -89,6 +89,7 @@ class Namespace : public Object {
   std::string repr() const override;
   std::optional<Value> getattr(const std::string& name) const override;
   bool setattr(const std::string& name, const Value& v) override;
+  int depth() const override { return attrs_->depth; }
   DictData& attrs() { return *attrs_; }
 
  private:

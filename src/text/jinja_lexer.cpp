@@ -399,12 +399,15 @@ class Lexer {
     Token t;
     t.type = Tok::Int;
     t.text = text;
+    t.line = line;
     errno = 0;
     unsigned long long v = std::strtoull(text.c_str(), nullptr, base);
-    if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX))
-      syntax_error("integer literal too large: " + text, line);
+    if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX)) {
+      // Python ints are unbounded; hearth's are 64-bit and fall back to float.
+      t.type = Tok::Float;
+      t.fval = base == 10 ? std::strtod(text.c_str(), nullptr) : static_cast<double>(v);
+    }
     t.ival = static_cast<int64_t>(v);
-    t.line = line;
     out_.push_back(t);
     advance_to(i);
     return true;

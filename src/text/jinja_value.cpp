@@ -33,7 +33,16 @@ const Value* DictData::find(const std::string& key) const {
   return it == index.end() ? nullptr : &items[it->second].second;
 }
 
+static void check_depth(int depth) {
+  if (depth > kMaxValueDepth)
+    throw TemplateError(TemplateError::Kind::Limit, "value nested too deeply (more than " +
+                                                        std::to_string(kMaxValueDepth) + " levels)");
+}
+
 void DictData::set(const Value& key, Value value) {
+  int d = 1 + std::max(key.depth(), value.depth());
+  check_depth(d);
+  depth = std::max(depth, d);
   auto [it, inserted] = index.emplace(hash_key(key), items.size());
   if (inserted)
     items.emplace_back(key, std::move(value));
@@ -56,11 +65,24 @@ Value Value::undefined(std::string hint) {
 }
 
 Value Value::list(std::vector<Value> items) {
+  int d = 0;
+  for (const auto& x : items) d = std::max(d, x.depth());
+  check_depth(d + 1);
   Value v;
   v.kind_ = Kind::List;
   v.list_ = std::make_shared<ListData>();
   v.list_->items = std::move(items);
+  v.list_->depth = d + 1;
   return v;
+}
+
+int Value::depth() const {
+  switch (kind_) {
+    case Kind::List: return list_->depth;
+    case Kind::Dict: return dict_->depth;
+    case Kind::Object: return obj_->depth();
+    default: return 0;
+  }
 }
 
 Value Value::tuple(std::vector<Value> items) { return sequence(Seq::Tuple, std::move(items)); }

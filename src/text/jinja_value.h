@@ -29,8 +29,14 @@ enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dic
 // change output (`|tojson` of a generator is an error, `if gen` is true).
 enum class Seq : uint8_t { List, Tuple, Generator, ReverseIterator, DictItems, DictKeys, DictValues, Range };
 
+// Values nest at most this deep (lists in lists...): deeper structures are
+// refused when built, so printing, comparing, serializing and freeing them
+// never recurses past it.
+constexpr int kMaxValueDepth = 1000;
+
 struct ListData {
   std::vector<Value> items;
+  int depth = 1;  // 1 + the deepest element's depth
   Seq seq = Seq::List;
   mutable bool consumed = false;  // generators and iterators are one-shot
   std::string range_repr;         // "range(0, 5)" for Seq::Range
@@ -41,6 +47,7 @@ struct ListData {
 struct DictData {
   std::vector<std::pair<Value, Value>> items;
   std::unordered_map<std::string, size_t> index;
+  int depth = 1;
 
   const Value* find(const Value& key) const;
   const Value* find(const std::string& key) const;
@@ -109,6 +116,7 @@ class Value {
   std::string to_str() const;    // Python str(); Undefined prints as ""
   std::string repr() const;      // Python repr()
   std::string type_name() const; // Python type name: str, int, list, dict, NoneType...
+  int depth() const;             // nesting depth: 0 for scalars
 
   // Raises the Undefined's error (TemplateError kind Undefined).
   [[noreturn]] void fail_undefined() const;
@@ -151,6 +159,7 @@ class Object {
   // Namespace attribute assignment; false if the object does not allow it.
   virtual bool setattr(const std::string& name, const Value& v);
   virtual bool callable() const { return false; }
+  virtual int depth() const { return 0; }  // nesting depth of the data it holds
   virtual Value call(Interpreter& in, CallArgs& args);
 };
 

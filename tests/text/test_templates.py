@@ -60,7 +60,7 @@ def run_hearth(hearth, cases):
         os.unlink(path)
     if r.returncode != 0:
         sys.exit(f"hearth template --batch failed ({r.returncode}): {r.stderr}")
-    results = [json.loads(line) for line in r.stdout.splitlines()]
+    results = [json.loads(line) for line in r.stdout.split("\n") if line]  # not splitlines(): U+2028
     if len(results) != len(cases):
         sys.exit(f"hearth returned {len(results)} results for {len(cases)} cases")
     return results

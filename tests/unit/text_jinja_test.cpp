@@ -325,6 +325,12 @@ TEST(TextJinja, LimitsInsteadOfCrashes) {
   std::string deep_ifs;
   for (int i = 0; i < 5000; ++i) deep_ifs += "{% if true %}";
   EXPECT_EQ(render_error(deep_ifs).kind(), TemplateError::Kind::Syntax);
+  // Values built by a template cannot nest without bound, nor contain themselves.
+  EXPECT_EQ(render_error("{% set ns = namespace(x=[]) %}{% for i in range(5000) %}{% set ns.x = [ns.x] %}"
+                         "{% endfor %}{{ ns.x|length }}")
+                .kind(),
+            TemplateError::Kind::Limit);
+  EXPECT_EQ(render_error("{% set ns = namespace() %}{% set ns.me = [ns] %}").kind(), TemplateError::Kind::Limit);
   std::string deep_json;
   for (int i = 0; i < 5000; ++i) deep_json += "[";
   for (int i = 0; i < 5000; ++i) deep_json += "]";
