@@ -1,0 +1,208 @@
+// Request parsing and validation for the OpenAI routes (no HTTP involved).
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace hearth::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json chat(json extra = json::object()) {
+  json body = {{"model", "m"}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
+  for (auto& [k, v] : extra.items()) body[k] = v;
+  return body;
+}
+
+// Returns the ApiError's param (and checks it is a 400).
+std::string rejected(const json& body, bool completion = false) {
+  try {
+    completion ? parse_completion_request(body) : parse_chat_request(body);
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400) << body.dump();
+    EXPECT_EQ(e.type, "invalid_request_error");
+    return e.param;
+  }
+  ADD_FAILURE() << "accepted: " << body.dump();
+  return "";
+}
+
+TEST(ServerRequest, ChatDefaultsAndFields) {
+  ApiRequest r = parse_chat_request(chat());
+  EXPECT_EQ(r.endpoint, Endpoint::Chat);
+  EXPECT_EQ(r.messages.size(), 1u);
+  EXPECT_FALSE(r.max_tokens);
+  EXPECT_FALSE(r.stream);
+  EXPECT_EQ(r.logprobs, -1);
+
+  r = parse_chat_request(chat({{"max_tokens", 5},
+                               {"temperature", 0.5},
+                               {"top_p", 0.9},
+                               {"top_k", 40},
+                               {"min_p", 0.05},
+                               {"xtc_probability", 0.5},
+                               {"xtc_threshold", 0.2},
+                               {"repetition_penalty", 1.1},
+                               {"repetition_context_size", 30},
+                               {"presence_penalty", 0.5},
+                               {"presence_context_size", 10},
+                               {"frequency_penalty", -0.5},
+                               {"frequency_context_size", 64},
+                               {"seed", 7},
+                               {"logit_bias", {{"42", -100}, {"7", 2.5}}},
+                               {"stop", "END"},
+                               {"stream", true},
+                               {"stream_options", {{"include_usage", true}}},
+                               {"logprobs", true},
+                               {"top_logprobs", 4},
+                               {"chat_template_kwargs", {{"enable_thinking", false}}},
+                               {"reasoning_effort", "high"},
+                               {"unknown_field", {1, 2, 3}}}));
+  EXPECT_EQ(*r.max_tokens, 5);
+  SamplingParams p;
+  r.sampling.apply_to(p);
+  EXPECT_FLOAT_EQ(p.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(p.top_p, 0.9f);
+  EXPECT_EQ(p.top_k, 40);
+  EXPECT_FLOAT_EQ(p.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(p.xtc_probability, 0.5f);
+  EXPECT_FLOAT_EQ(p.xtc_threshold, 0.2f);
+  EXPECT_FLOAT_EQ(p.repetition_penalty, 1.1f);
+  EXPECT_EQ(p.repetition_context_size, 30);
+  EXPECT_FLOAT_EQ(p.presence_penalty, 0.5f);
+  EXPECT_EQ(p.presence_context_size, 10);
+  EXPECT_FLOAT_EQ(p.frequency_penalty, -0.5f);
+  EXPECT_EQ(p.frequency_context_size, 64);
+  EXPECT_EQ(*p.seed, 7u);
+  ASSERT_EQ(p.logit_bias.size(), 2u);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"END"});
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.logprobs, 4);
+  EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
+  EXPECT_EQ(r.template_kwargs["reasoning_effort"], "high");
+}
+
+TEST(ServerRequest, UnsetFieldsKeepServerDefaults) {
+  SamplingParams p;
+  p.temperature = 0.3f;
+  p.top_k = 9;
+  p.repetition_penalty = 1.2f;
+  parse_chat_request(chat({{"top_p", 0.5}, {"temperature", nullptr}})).sampling.apply_to(p);
+  EXPECT_FLOAT_EQ(p.temperature, 0.3f);  // null counts as unset
+  EXPECT_EQ(p.top_k, 9);
+  EXPECT_FLOAT_EQ(p.repetition_penalty, 1.2f);
+  EXPECT_FLOAT_EQ(p.top_p, 0.5f);
+}
+
+TEST(ServerRequest, ContentPartsAreJoined) {
+  json body = chat();
+  body["messages"] = json::array({{{"role", "user"},
+                                   {"content", json::array({{{"type", "text"}, {"text", "a"}},
+                                                            {{"type", "text"}, {"text", "b"}}})}},
+                                  {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array()}}});
+  ApiRequest r = parse_chat_request(body);
+  EXPECT_EQ(r.messages[0]["content"], "ab");
+  EXPECT_EQ(r.messages[1]["content"], "");
+  EXPECT_TRUE(r.messages[1].contains("tool_calls"));
+}
+
+TEST(ServerRequest, MaxCompletionTokensWins) {
+  EXPECT_EQ(*parse_chat_request(chat({{"max_tokens", 5}, {"max_completion_tokens", 9}})).max_tokens, 9);
+  EXPECT_EQ(*parse_chat_request(chat({{"max_tokens", 5.0}})).max_tokens, 5);  // integral floats are integers
+}
+
+TEST(ServerRequest, TopPZeroIsGreedy) {
+  SamplingParams p;
+  parse_chat_request(chat({{"top_p", 0}})).sampling.apply_to(p);
+  EXPECT_EQ(p.temperature, 0.0f);
+}
+
+TEST(ServerRequest, RejectsWithTheFieldName) {
+  EXPECT_EQ(rejected(json{{"model", "m"}}), "messages");
+  EXPECT_EQ(rejected(chat({{"messages", json::array()}})), "messages");
+  EXPECT_EQ(rejected(chat({{"messages", "hi"}})), "messages");
+  EXPECT_EQ(rejected(chat({{"messages", json::array({1})}})), "messages[0]");
+  EXPECT_EQ(rejected(chat({{"messages", json::array({{{"role", "x"}, {"content", "a"}}})}})), "messages[0].role");
+  EXPECT_EQ(rejected(chat({{"messages", json::array({{{"role", "user"}}})}})), "messages[0].content");
+  EXPECT_EQ(rejected(chat({{"messages", json::array({{{"role", "user"}, {"content", 5}}})}})), "messages[0].content");
+  EXPECT_EQ(rejected(chat({{"temperature", "1"}})), "temperature");
+  EXPECT_EQ(rejected(chat({{"temperature", 2.5}})), "temperature");
+  EXPECT_EQ(rejected(chat({{"temperature", true}})), "temperature");
+  EXPECT_EQ(rejected(chat({{"top_p", 1.01}})), "top_p");
+  EXPECT_EQ(rejected(chat({{"top_k", 1.5}})), "top_k");
+  EXPECT_EQ(rejected(chat({{"top_k", -2}})), "top_k");
+  EXPECT_EQ(rejected(chat({{"min_p", 2}})), "min_p");
+  EXPECT_EQ(rejected(chat({{"xtc_probability", -1}})), "xtc_probability");
+  EXPECT_EQ(rejected(chat({{"xtc_threshold", 0.6}})), "xtc_threshold");
+  EXPECT_EQ(rejected(chat({{"repetition_penalty", -0.1}})), "repetition_penalty");
+  EXPECT_EQ(rejected(chat({{"presence_penalty", -2.5}})), "presence_penalty");
+  EXPECT_EQ(rejected(chat({{"frequency_penalty", 9}})), "frequency_penalty");
+  EXPECT_EQ(rejected(chat({{"frequency_context_size", 0}})), "frequency_context_size");
+  EXPECT_EQ(rejected(chat({{"max_tokens", 0}})), "max_tokens");
+  EXPECT_EQ(rejected(chat({{"max_completion_tokens", -1}})), "max_completion_tokens");
+  EXPECT_EQ(rejected(chat({{"n", 3}})), "n");
+  EXPECT_EQ(rejected(chat({{"seed", 1.5}})), "seed");
+  EXPECT_EQ(rejected(chat({{"stop", json::array({"a", 1})}})), "stop");
+  EXPECT_EQ(rejected(chat({{"stop", ""}})), "stop");
+  EXPECT_EQ(rejected(chat({{"stop", json::array({"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12",
+                                                 "13", "14", "15", "16", "17"})}})),
+            "stop");
+  EXPECT_EQ(rejected(chat({{"logit_bias", json::array()}})), "logit_bias");
+  EXPECT_EQ(rejected(chat({{"logit_bias", {{"-1", 1}}}})), "logit_bias");
+  EXPECT_EQ(rejected(chat({{"logit_bias", {{"5x", 1}}}})), "logit_bias");
+  EXPECT_EQ(rejected(chat({{"logit_bias", {{"5", 101}}}})), "logit_bias");
+  EXPECT_EQ(rejected(chat({{"logit_bias", {{"5", "1"}}}})), "logit_bias");
+  EXPECT_EQ(rejected(chat({{"top_logprobs", 2}})), "top_logprobs");
+  EXPECT_EQ(rejected(chat({{"logprobs", true}, {"top_logprobs", 21}})), "top_logprobs");
+  EXPECT_EQ(rejected(chat({{"logprobs", 1}})), "logprobs");
+  EXPECT_EQ(rejected(chat({{"stream", "yes"}})), "stream");
+  EXPECT_EQ(rejected(chat({{"stream_options", 1}})), "stream_options");
+  EXPECT_EQ(rejected(chat({{"model", 5}})), "model");
+  EXPECT_EQ(rejected(chat({{"reasoning_effort", "max"}})), "reasoning_effort");
+  EXPECT_EQ(rejected(chat({{"tools", "none"}})), "tools");
+}
+
+TEST(ServerRequest, CompletionPrompts) {
+  ApiRequest r = parse_completion_request(json{{"prompt", "abc"}, {"logprobs", 3}});
+  EXPECT_EQ(r.prompt_text, "abc");
+  EXPECT_FALSE(r.prompt_is_ids);
+  EXPECT_EQ(r.logprobs, 3);
+  r = parse_completion_request(json{{"prompt", json::array({"one"})}});
+  EXPECT_EQ(r.prompt_text, "one");
+  r = parse_completion_request(json{{"prompt", json::array({1, 2, 3})}});
+  EXPECT_TRUE(r.prompt_is_ids);
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  r = parse_completion_request(json{{"prompt", json::array({json::array({4, 5})})}});
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{4, 5}));
+
+  EXPECT_EQ(rejected(json::object(), true), "prompt");
+  EXPECT_EQ(rejected(json{{"prompt", 5}}, true), "prompt");
+  EXPECT_EQ(rejected(json{{"prompt", json::array()}}, true), "prompt");
+  EXPECT_EQ(rejected(json{{"prompt", json::array({"a", "b"})}}, true), "prompt");
+  EXPECT_EQ(rejected(json{{"prompt", json::array({1, -2})}}, true), "prompt");
+  EXPECT_EQ(rejected(json{{"prompt", "a"}, {"echo", true}}, true), "echo");
+  EXPECT_EQ(rejected(json{{"prompt", "a"}, {"logprobs", true}}, true), "logprobs");
+}
+
+TEST(ServerRequest, BodiesThatAreNotJsonObjects) {
+  for (const char* body : {"", "{", "[1]", "\"s\"", "{\"a\":\"\\ud800\"}", "{\"a\":\"\xff\"}", "nul"}) {
+    try {
+      parse_body(body);
+      ADD_FAILURE() << "accepted " << body;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+    }
+  }
+  EXPECT_EQ(parse_body("{\"a\": 1}")["a"], 1);
+}
+
+TEST(ServerRequest, ErrorShape) {
+  ApiError e(429, "full", "resource_admission", "", "queue_full");
+  auto b = e.body();
+  EXPECT_EQ(b.dump(), R"({"error":{"message":"full","type":"resource_admission","param":null,"code":"queue_full"}})");
+}
+
+}  // namespace
+}  // namespace hearth::server
