@@ -587,7 +587,7 @@ class Suite:
                 cfg = json.load(f)
             check(cfg["model_type"] == arch and cfg["num_hidden_layers"] == layers and cfg["vocab_size"] == vocab
                   and cfg["head_dim"] == hd, "config")
-            n, header = read_header(os.path.join(out, "model.safetensors"))
+            _, header = read_header(os.path.join(out, "model.safetensors"))
             header.pop("__metadata__")
             qmods = {k[:-7] for k in header if k.endswith(".scales")}
             check(set(header) == expected_tensors(cfg, qmods), "tensor names")
@@ -726,7 +726,7 @@ class Suite:
         def offset_oob(notes):
             d = copy("offset")
             path = os.path.join(d, "model.safetensors")
-            n, header = read_header(path)
+            _, header = read_header(path)
             b, e = header["model.norm.weight"]["data_offsets"]
             header["model.norm.weight"]["data_offsets"] = [b + 10**9, e + 10**9]
             write_header(path, header)
@@ -757,7 +757,7 @@ class Suite:
         def missing_tensor(notes):
             d = copy("missing-tensor")
             path = os.path.join(d, "model.safetensors")
-            n, header = read_header(path)
+            _, header = read_header(path)
             del header["model.layers.1.mlp.up_proj.weight"]
             write_header(path, header)
             notes.append(expect_error(d, ["model.layers.1.mlp.up_proj.weight"]))
@@ -765,7 +765,7 @@ class Suite:
         def wrong_dtype(notes):
             d = copy("dtype")
             path = os.path.join(d, "model.safetensors")
-            n, header = read_header(path)
+            _, header = read_header(path)
             header["model.norm.weight"]["dtype"] = "I64"
             header["model.norm.weight"]["shape"] = [32]
             write_header(path, header)
