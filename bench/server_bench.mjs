@@ -1,0 +1,164 @@
+#!/usr/bin/env node
+// Server benchmark: time to first token and decode speed through HTTP
+// (streaming /v1/completions), next to `hearth bench --json` in-process on the
+// same model in the same run, so the HTTP/SSE/detokenizer overhead shows.
+//
+//   node bench/server_bench.mjs [--hearth build/hearth] [--model DIR] [--prompt 64]
+//        [--decode 128] [--repeats 5] [--clients 1,8] [--threads N] [--json]
+//
+// The prompt is random token ids (as `hearth bench` uses) sent as a token-id
+// prompt; EOS is forbidden with logit_bias so every request decodes exactly
+// --decode tokens. TTFT is from sending the request to the first SSE event
+// carrying text; decode speed is (tokens - 1) / (last event - first event).
+// With several clients, the aggregate rate is all clients' tokens over the
+// wall time of the round.
+import { spawn, execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import path from 'node:path';
+
+const args = process.argv.slice(2);
+const opt = (name, fallback) => {
+  const i = args.indexOf('--' + name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const HEARTH = path.resolve(opt('hearth', path.join(root, 'build/hearth')));
+const MODEL = opt('model', null);
+const PROMPT = Number(opt('prompt', 64));
+const DECODE = Number(opt('decode', 128));
+const REPEATS = Number(opt('repeats', 5));
+const CLIENTS = opt('clients', '1,8').split(',').map(Number);
+const THREADS = opt('threads', null);
+const JSON_OUT = args.includes('--json');
+const log = (...a) => { if (!JSON_OUT) console.error(...a); };
+
+const common = [...(MODEL ? ['--model', MODEL] : []), ...(THREADS ? ['--threads', THREADS] : [])];
+
+async function inProcess() {
+  const { stdout } = await promisify(execFile)(HEARTH, ['bench', '--json', '--prefill', String(PROMPT), '--decode',
+    String(DECODE), '--repeats', String(REPEATS), ...common], { maxBuffer: 1 << 20 });
+  return JSON.parse(stdout);
+}
+
+async function startServer() {
+  const maxBatch = Math.max(...CLIENTS);
+  const proc = spawn(HEARTH, ['serve', '--port', '0', '--max-batch', String(maxBatch), ...common], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) resolve(m[1]);
+    });
+    proc.on('exit', (code) => reject(new Error('hearth serve exited ' + code)));
+  });
+  return { proc, url };
+}
+
+function randomPrompt(vocab, seed) {
+  let x = seed >>> 0;
+  const ids = [];
+  for (let i = 0; i < PROMPT; i++) {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    ids.push(3 + (x % (vocab - 3)));
+  }
+  return ids;
+}
+
+async function streamOnce(url, prompt, eosBias) {
+  const t0 = performance.now();
+  const r = await fetch(url + '/v1/completions', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt, max_tokens: DECODE, temperature: 0, stream: true, logit_bias: eosBias }),
+  });
+  if (!r.ok) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
+  const reader = r.body.getReader();
+  const dec = new TextDecoder();
+  let buf = '', first = 0, last = 0, tokens = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += dec.decode(value, { stream: true });
+    let cut;
+    while ((cut = buf.indexOf('\n\n')) >= 0) {
+      const ev = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      if (!ev.startsWith('data: ') || ev === 'data: [DONE]') continue;
+      const j = JSON.parse(ev.slice(6));
+      if (j.usage) tokens = j.usage.completion_tokens;
+      if (j.choices?.[0]?.text) {
+        const now = performance.now();
+        if (!first) first = now;
+        last = now;
+      }
+    }
+  }
+  return { ttft: (first - t0) / 1000, decodeSeconds: (last - first) / 1000, tokens, wall: (performance.now() - t0) / 1000 };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const best = (xs) => Math.min(...xs);
+
+log(`bench: in-process hearth bench (prefill ${PROMPT}, decode ${DECODE})`);
+const local = await inProcess();
+const { proc, url } = await startServer();
+const result = { model: local.model, threads: local.threads, prompt_tokens: PROMPT, decode_tokens: DECODE, in_process: {}, http: [] };
+try {
+  const models = await (await fetch(url + '/v1/models')).json();
+  const stats = await (await fetch(url + '/stats')).json();
+  const vocab = stats.model.vocab_size;
+  // Forbid the special ids 0..2 (unk, bos, eos in Llama-style vocabularies)
+  // so every request decodes the full length; a request that still stops
+  // early fails the run below.
+  const eos = {};
+  for (const id of [0, 1, 2]) eos[id] = -100;
+  result.served_model = models.data[0].id;
+
+  const prefill = local.prefill.find((p) => p.tokens === PROMPT) ?? local.prefill[0];
+  result.in_process = {
+    prefill_seconds: prefill.seconds,
+    prefill_tokens_per_second: prefill.tokens_per_second,
+    decode_tokens_per_second: local.decode.tokens_per_second,
+  };
+
+  await streamOnce(url, randomPrompt(vocab, 1), eos);  // warm-up
+  for (const clients of CLIENTS) {
+    log(`bench: HTTP streaming, ${clients} client(s), ${REPEATS} rounds`);
+    const ttfts = [], rates = [], aggregates = [];
+    for (let r = 0; r < REPEATS; r++) {
+      const t0 = performance.now();
+      const runs = await Promise.all(Array.from({ length: clients }, (_, c) => streamOnce(url, randomPrompt(vocab, 100 + r * 64 + c), eos)));
+      const wall = (performance.now() - t0) / 1000;
+      for (const x of runs) {
+        if (x.tokens !== DECODE) throw new Error(`expected ${DECODE} tokens, got ${x.tokens}`);
+        ttfts.push(x.ttft);
+        rates.push((x.tokens - 1) / x.decodeSeconds);
+      }
+      aggregates.push(runs.reduce((s, x) => s + x.tokens, 0) / wall);
+    }
+    result.http.push({
+      clients,
+      ttft_seconds_median: median(ttfts),
+      ttft_seconds_best: best(ttfts),
+      decode_tokens_per_second_median: median(rates),
+      decode_tokens_per_second_best: Math.max(...rates),
+      aggregate_tokens_per_second_median: median(aggregates),
+    });
+  }
+} finally {
+  proc.kill('SIGTERM');
+}
+
+if (JSON_OUT) {
+  console.log(JSON.stringify(result, null, 2));
+} else {
+  const ms = (s) => (s * 1000).toFixed(2) + ' ms';
+  const r = result.in_process;
+  console.log(`model ${result.served_model}, ${result.threads} threads, prompt ${PROMPT} tokens, decode ${DECODE} tokens`);
+  console.log(`in-process (hearth bench): prefill ${ms(r.prefill_seconds)} (${r.prefill_tokens_per_second.toFixed(0)} tok/s), decode ${r.decode_tokens_per_second.toFixed(0)} tok/s`);
+  console.log('| clients | TTFT median | TTFT best | decode tok/s per stream (median) | aggregate tok/s |');
+  console.log('|---:|---:|---:|---:|---:|');
+  for (const h of result.http)
+    console.log(`| ${h.clients} | ${ms(h.ttft_seconds_median)} | ${ms(h.ttft_seconds_best)} | ${h.decode_tokens_per_second_median.toFixed(0)} | ${h.aggregate_tokens_per_second_median.toFixed(0)} |`);
+}
