@@ -46,6 +46,8 @@ class GenerationStream {
   const std::string& error() const { return error_; }  // set if the engine failed the request
   int64_t prompt_tokens() const { return prompt_tokens_; }
   int64_t completion_tokens() const { return completion_tokens_; }
+  // True once the engine has closed the request (info() is valid only then).
+  bool finished() const { return finished_; }
   const FinishInfo& info() const { return handle_->finish(); }
   // Seconds from construction to the first token event (0 if none came).
   double time_to_first_token() const { return ttft_; }

@@ -220,13 +220,15 @@ void Job::record() {
   if (!stream->error().empty()) ++m.failed;
   else if (reason == "cancelled" || reason.empty()) ++m.client_cancelled;
   else ++m.completed;
-  const FinishInfo& info = handle->finish();
-  m.prompt_tokens += info.prompt_tokens;
   m.completion_tokens += stream->completion_tokens();
   if (stream->completion_tokens() > 0) m.time_to_first_token.observe(stream->time_to_first_token());
-  if (info.generated_tokens > 1 && info.decode_seconds > 0) {
-    m.decode_us += int64_t(info.decode_seconds * 1e6);
-    m.decode_tokens += info.generated_tokens - 1;
+  if (stream->finished()) {  // else the engine may still be writing it
+    const FinishInfo& info = stream->info();
+    m.prompt_tokens += info.prompt_tokens;
+    if (info.generated_tokens > 1 && info.decode_seconds > 0) {
+      m.decode_us += int64_t(info.decode_seconds * 1e6);
+      m.decode_tokens += info.generated_tokens - 1;
+    }
   }
   m.request_duration.observe(std::chrono::duration<double>(Clock::now() - t0).count());
 }
