@@ -5,10 +5,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "core/dtype.h"
 
 namespace hearth {
+
+struct Int8Packed;
 
 struct Matrix {
   int64_t rows = 0, cols = 0;
@@ -23,6 +26,8 @@ struct Matrix {
   DType scale_dtype = DType::F32;  // F32, F16 or BF16
   const void* scales = nullptr;
   const void* biases = nullptr;
+  // The same weights rearranged for the int8 kernel, when built (int8_pack).
+  std::shared_ptr<const Int8Packed> packed;
 
   bool quantized() const { return bits > 0; }
   int64_t words_per_row() const { return cols * bits / 32; }

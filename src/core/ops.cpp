@@ -4,12 +4,14 @@
 #include <cmath>
 #include <vector>
 
+#include "core/int8_matmul.h"
 #include "core/quant_matmul.h"
 #include "core/simd.h"
 
 namespace hearth {
 
 size_t Matrix::bytes() const {
+  if (packed) return packed->bytes();
   if (!quantized()) return size_t(rows * cols) * dtype_size(dtype);
   return size_t(rows * words_per_row()) * 4 + 2 * size_t(rows * groups_per_row()) * dtype_size(scale_dtype);
 }
@@ -92,21 +94,8 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
 
 void attend(const float* q, const KvView& kv, int kv_head, int64_t n_ctx, float scale, float* out,
             float* scratch) {
-  const int hd = kv.head_dim, bt = kv.block_tokens;
-  const size_t head_stride = size_t(bt) * hd;
-  thread_local std::vector<float> row;  // one BF16 key/value row widened to floats
-  row.resize(hd);
-  auto entry = [&](const void* const* blocks, int64_t j) -> const float* {
-    const size_t i = kv_head * head_stride + size_t(j % bt) * hd;
-    if (kv.dtype == DType::F32) return static_cast<const float*>(blocks[j / bt]) + i;
-    const uint16_t* p = static_cast<const uint16_t*>(blocks[j / bt]) + i;
-    for (int d = 0; d < hd; ++d) row[d] = bf16_to_f32(p[d]);
-    return row.data();
-  };
-  for (int64_t j = 0; j < n_ctx; ++j) scratch[j] = simd::dot(q, entry(kv.k_blocks, j), hd) * scale;
-  softmax(scratch, n_ctx);
-  std::fill(out, out + hd, 0.0f);
-  for (int64_t j = 0; j < n_ctx; ++j) simd::axpy(scratch[j], entry(kv.v_blocks, j), out, hd);
+  simd::attend(q, kv.k_blocks, kv.v_blocks, kv.dtype, kv.block_tokens, kv.head_dim, kv_head, n_ctx,
+               scale, out, scratch);
 }
 
 }  // namespace hearth

@@ -35,8 +35,10 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 
 // Keys and values of one sequence and one layer, in blocks of block_tokens
-// tokens; block b holds [kv_heads][block_tokens][head_dim] entries of dtype
-// (F32 or BF16).
+// tokens, entries of dtype (F32 or BF16). A key block is laid out
+// [kv_heads][head_dim][block_tokens] (transposed, so the scores of a run of
+// keys come out of one vector multiply-add per dimension); a value block
+// [kv_heads][block_tokens][head_dim].
 struct KvView {
   const void* const* k_blocks = nullptr;
   const void* const* v_blocks = nullptr;
@@ -48,7 +50,7 @@ struct KvView {
 
 // Causal attention of one query head over the first n_ctx cached positions:
 // out[head_dim] = softmax(q . K^T * scale) V, reading kv head `kv_head`.
-// scratch holds n_ctx floats.
+// scratch holds n_ctx rounded up to a whole block of floats.
 void attend(const float* q, const KvView& kv, int kv_head, int64_t n_ctx, float scale, float* out,
             float* scratch);
 

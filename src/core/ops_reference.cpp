@@ -14,8 +14,14 @@ float weight_at(const Matrix& w, int64_t r, int64_t c) {
   return scale * float(quant_code(w, r, c)) + bias;
 }
 
-float kv_at(const KvView& kv, const void* const* blocks, int64_t pos, int head, int d) {
-  const void* block = blocks[pos / kv.block_tokens];
+float key_at(const KvView& kv, int64_t pos, int head, int d) {
+  const void* block = kv.k_blocks[pos / kv.block_tokens];
+  int64_t i = (int64_t(head) * kv.head_dim + d) * kv.block_tokens + pos % kv.block_tokens;
+  return load_as_f32(kv.dtype, block, i);
+}
+
+float value_at(const KvView& kv, int64_t pos, int head, int d) {
+  const void* block = kv.v_blocks[pos / kv.block_tokens];
   int64_t i = (int64_t(head) * kv.block_tokens + pos % kv.block_tokens) * kv.head_dim + d;
   return load_as_f32(kv.dtype, block, i);
 }
@@ -78,13 +84,13 @@ void attend(const float* q, const KvView& kv, int kv_head, int64_t n_ctx, float 
   std::vector<float> p(n_ctx);
   for (int64_t j = 0; j < n_ctx; ++j) {
     double s = 0;
-    for (int d = 0; d < kv.head_dim; ++d) s += double(q[d]) * kv_at(kv, kv.k_blocks, j, kv_head, d);
+    for (int d = 0; d < kv.head_dim; ++d) s += double(q[d]) * key_at(kv, j, kv_head, d);
     p[j] = float(s * scale);
   }
   softmax(p.data(), n_ctx);
   for (int d = 0; d < kv.head_dim; ++d) {
     double acc = 0;
-    for (int64_t j = 0; j < n_ctx; ++j) acc += double(p[j]) * kv_at(kv, kv.v_blocks, j, kv_head, d);
+    for (int64_t j = 0; j < n_ctx; ++j) acc += double(p[j]) * value_at(kv, j, kv_head, d);
     out[d] = float(acc);
   }
 }

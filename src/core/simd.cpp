@@ -202,6 +202,51 @@ void Scale(float* x, float s, int64_t n) {
   for (; i < n; ++i) x[i] *= s;
 }
 
+template <typename T>
+void AttendTyped(const float* q, const void* const* k_blocks, const void* const* v_blocks, int bt,
+                 int hd, int kv_head, int64_t n_ctx, float scale, float* out, float* scores) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  const int64_t n_blocks = (n_ctx + bt - 1) / bt;
+  // Scores: keys are transposed within a block, so lanes are keys and each
+  // dimension is one multiply-add. Whole blocks are computed (their tails
+  // are allocated); only the first n_ctx scores are used.
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const T* kb = static_cast<const T*>(k_blocks[b]) + int64_t(kv_head) * hd * bt;
+    for (int64_t j0 = 0; j0 < bt; j0 += N) {
+      auto acc = hn::Zero(d);
+      if (j0 + N <= bt) {
+        for (int k = 0; k < hd; ++k) acc = hn::MulAdd(hn::Set(d, q[k]), LoadF32(d, kb + k * bt + j0), acc);
+        hn::StoreU(hn::Mul(acc, hn::Set(d, scale)), d, scores + b * bt + j0);
+      } else {
+        for (int64_t j = j0; j < bt; ++j) {
+          float s = 0;
+          for (int k = 0; k < hd; ++k) s += q[k] * ScalarF32(kb, k * bt + j);
+          scores[b * bt + j] = s * scale;
+        }
+      }
+    }
+  }
+  const float m = MaxValue(scores, n_ctx);
+  const float inv = 1.0f / ExpShiftSum(scores, m, n_ctx);
+  // out = sum_j p_j V_j
+  for (int64_t k = 0; k < hd; ++k) out[k] = 0.0f;
+  for (int64_t j = 0; j < n_ctx; ++j) {
+    const T* v = static_cast<const T*>(v_blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
+    const auto p = hn::Set(d, scores[j] * inv);
+    int64_t k = 0;
+    for (; k + N <= hd; k += N) hn::StoreU(hn::MulAdd(p, LoadF32(d, v + k), hn::LoadU(d, out + k)), d, out + k);
+    for (; k < hd; ++k) out[k] += scores[j] * inv * ScalarF32(v, k);
+  }
+}
+
+void Attend(const float* q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
+            int bt, int hd, int kv_head, int64_t n_ctx, float scale, float* out, float* scratch) {
+  if (kv_type == DType::BF16)
+    return AttendTyped<hwy::bfloat16_t>(q, k_blocks, v_blocks, bt, hd, kv_head, n_ctx, scale, out, scratch);
+  AttendTyped<float>(q, k_blocks, v_blocks, bt, hd, kv_head, n_ctx, scale, out, scratch);
+}
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace hearth::simd::HWY_NAMESPACE
@@ -220,6 +265,7 @@ HWY_EXPORT(SiluMul);
 HWY_EXPORT(MaxValue);
 HWY_EXPORT(ExpShiftSum);
 HWY_EXPORT(Scale);
+HWY_EXPORT(Attend);
 HWY_EXPORT(TargetName);
 
 float dot(const float* a, const float* b, int64_t n) { return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n); }
@@ -244,6 +290,12 @@ float exp_shift_sum(float* x, float shift, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, shift, n);
 }
 void scale(float* x, float s, int64_t n) { HWY_DYNAMIC_DISPATCH(Scale)(x, s, n); }
+void attend(const float* q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
+            int block_tokens, int head_dim, int kv_head, int64_t n_ctx, float scale, float* out,
+            float* scratch) {
+  HWY_DYNAMIC_DISPATCH(Attend)(q, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, n_ctx, scale,
+                               out, scratch);
+}
 const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 }  // namespace hearth::simd
 #endif

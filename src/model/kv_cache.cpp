@@ -61,21 +61,19 @@ bool KvCache::reserve(int seq, int64_t n_tokens) {
 void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float* v) {
   const Sequence& s = seqs_.at(seq);
   const int bt = shape_.block_tokens, hd = shape_.head_dim;
-  int32_t block = s.blocks.at(size_t(pos / bt));
-  for (int half = 0; half < 2; ++half) {
-    const float* src = half ? v : k;
-    uint8_t* base = block_data(layer, block, half == 1);
-    for (int h = 0; h < shape_.kv_heads; ++h) {
-      size_t i = (size_t(h) * bt + size_t(pos % bt)) * hd;
-      if (shape_.dtype == DType::F32) {
-        float* dst = reinterpret_cast<float*>(base) + i;
-        for (int d = 0; d < hd; ++d) dst[d] = src[h * hd + d];
-      } else {
-        uint16_t* dst = reinterpret_cast<uint16_t*>(base) + i;
-        for (int d = 0; d < hd; ++d) dst[d] = f32_to_bf16(src[h * hd + d]);
-      }
+  const int32_t block = s.blocks.at(size_t(pos / bt));
+  const size_t slot = size_t(pos % bt);
+  uint8_t* kb = block_data(layer, block, false);
+  uint8_t* vb = block_data(layer, block, true);
+  auto put = [&](uint8_t* base, size_t i, float x) {
+    if (shape_.dtype == DType::F32) reinterpret_cast<float*>(base)[i] = x;
+    else reinterpret_cast<uint16_t*>(base)[i] = f32_to_bf16(x);
+  };
+  for (int h = 0; h < shape_.kv_heads; ++h)
+    for (int d = 0; d < hd; ++d) {
+      put(kb, (size_t(h) * hd + d) * bt + slot, k[h * hd + d]);  // keys transposed
+      put(vb, (size_t(h) * bt + slot) * hd + d, v[h * hd + d]);
     }
-  }
 }
 
 KvView KvCache::view(int layer, int seq) const {

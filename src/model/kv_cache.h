@@ -1,7 +1,7 @@
 // KV memory: one pool of fixed-size blocks shared by every sequence, and a
 // block table per sequence. Block b holds, for every layer, the keys and the
-// values of block_tokens consecutive positions, laid out
-// [kv_heads][block_tokens][head_dim] so one head's run is contiguous.
+// values of block_tokens consecutive positions: keys [kv_heads][head_dim]
+// [block_tokens], values [kv_heads][block_tokens][head_dim] (see KvView).
 // The attention kernel reads a sequence through its table (core/ops.h KvView).
 #pragma once
 

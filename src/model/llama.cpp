@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/int8_matmul.h"
 #include "core/ops.h"
 
 namespace hearth {
@@ -117,6 +118,13 @@ void LlamaModel::load_weights() {
     L.up = load_matrix(p + "mlp.up_proj", inter, hidden);
     L.down = load_matrix(p + "mlp.down_proj", hidden, inter);
   }
+  // Rearrange quantized weights once for the int8 kernel where it applies.
+  // The embedding keeps only its stored form: lookups read single rows.
+  ThreadPool pool(ThreadPool::default_threads());
+  auto pack = [&](Matrix& m) { m.packed = int8_pack(m, pool); };
+  pack(lm_head_);
+  for (Layer& L : layers_)
+    for (Matrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) pack(*m);
 }
 
 KvCacheShape LlamaModel::kv_shape(DType dtype, int block_tokens) const {
@@ -173,6 +181,7 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
 
   int64_t max_ctx = 0;
   for (int64_t p : tok_pos) max_ctx = std::max(max_ctx, p + 1);
+  max_ctx = (max_ctx + kv.shape().block_tokens - 1) / kv.shape().block_tokens * kv.shape().block_tokens;
   attn_scratch_.resize(size_t(pool.size()));
   for (auto& s : attn_scratch_) s.resize(size_t(max_ctx));
 

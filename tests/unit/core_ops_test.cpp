@@ -8,6 +8,8 @@
 
 #include "core/ops.h"
 #include "core/ops_reference.h"
+#include "core/cpu_features.h"
+#include "core/int8_matmul.h"
 #include "core/quant_matmul.h"
 #include "core/simd.h"
 
@@ -98,17 +100,18 @@ TEST(Ops, QuantizedMatmulMatchesReference) {
   ThreadPool pool(2);
   for (int bits : {2, 3, 4, 6, 8})
     for (int group : {32, 64, 128})
-      for (int64_t rows : {1, 7, 33})
-        for (int64_t n : {1, 2, 5}) {
+      for (int64_t rows : {1, 7, 16, 33})
+        for (int64_t n : {1, 2, 5, 9}) {
           int64_t cols = group * 3;
           QuantMatrix w(bits, group, rows, cols, uint64_t(bits * 1000 + group + rows));
+          w.m.packed = int8_pack(w.m, pool);
           auto x = randn(size_t(n * cols), 11);
           std::vector<float> got(size_t(n * rows)), want(size_t(n * rows));
           matmul(pool, w.m, x.data(), n, got.data());
           reference::matmul(w.m, x.data(), n, want.data());
           SCOPED_TRACE("bits " + std::to_string(bits) + " group " + std::to_string(group) + " rows " +
                        std::to_string(rows) + " tokens " + std::to_string(n));
-          if (!quant_matmul_uses_int8(w.m)) {
+          if (!w.m.packed) {
             expect_close(got, want, 1e-5f);
             continue;
           }
@@ -137,9 +140,11 @@ TEST(Ops, QuantizedMatmulMatchesReference) {
 TEST(Ops, QuantizedMatmulIsExactOnRepresentableActivations) {
   ThreadPool pool(2);
   for (int bits : {4, 8})
-    for (int group : {64, 128}) {
-      const int64_t rows = 9, cols = group * 2, n = 3;
+    for (int group : {32, 64, 128}) {
+      const int64_t rows = 19, cols = group * 2, n = 3;
       QuantMatrix w(bits, group, rows, cols, uint64_t(bits + group));
+      w.m.packed = int8_pack(w.m, pool);
+      if (cpu_features().avx512vnni) ASSERT_TRUE(w.m.packed) << "the int8 kernel should be used here";
       std::mt19937_64 rng(3);
       std::vector<float> x(size_t(n * cols));
       for (size_t i = 0; i < x.size(); ++i)
@@ -199,8 +204,9 @@ TEST(Ops, RopeMatchesReference) {
 
 TEST(Ops, AttentionOverBlocksMatchesReference) {
   for (DType t : {DType::F32, DType::BF16})
-    for (int64_t n_ctx : {1, 7, 33, 70}) {
-      const int bt = 16, kv_heads = 2, hd = 8;
+    for (int64_t n_ctx : {1, 7, 33, 70})
+      for (auto [bt, hd] : {std::pair{16, 8}, std::pair{32, 64}, std::pair{8, 6}}) {
+      const int kv_heads = 2;
       int64_t n_blocks = (n_ctx + bt - 1) / bt;
       std::vector<std::vector<uint8_t>> kb, vb;
       std::vector<const void*> kp, vp;
@@ -222,8 +228,8 @@ TEST(Ops, AttentionOverBlocksMatchesReference) {
         vp.insert(vp.begin(), vb[b].data());
       }
       KvView view{kp.data(), vp.data(), bt, kv_heads, hd, t};
-      auto q = randn(hd, 9);
-      std::vector<float> got(hd), want(hd), scratch(static_cast<size_t>(n_ctx));
+      auto q = randn(size_t(hd), 9);
+      std::vector<float> got(hd), want(hd), scratch(static_cast<size_t>(n_blocks * bt));
       attend(q.data(), view, 1, n_ctx, 0.35f, got.data(), scratch.data());
       reference::attend(q.data(), view, 1, n_ctx, 0.35f, want.data());
       expect_close(got, want, 1e-5f);

@@ -1,0 +1,225 @@
+#include "core/int8_matmul.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu_features.h"
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers trip its own uninitialized-value warnings
+// (_mm512_undefined_* inside the intrinsics); they are false positives.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#endif
+
+namespace hearth {
+
+namespace {
+constexpr int kRows = 16;        // rows per tile: one per 32-bit lane
+constexpr int kMaxTokens = 8;    // tokens per kernel call (accumulators in registers)
+}  // namespace
+
+bool int8_supported(const Matrix& w) {
+#if defined(__x86_64__)
+  // HEARTH_NO_INT8=1 forces the float path, to compare the two.
+  static const bool available = cpu_features().avx512f && cpu_features().avx512bw &&
+                                cpu_features().avx512vnni && !std::getenv("HEARTH_NO_INT8");
+  return available && w.quantized() && (w.bits == 4 || w.bits == 8) && w.group_size % 8 == 0;
+#else
+  return false;
+#endif
+}
+
+std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
+  if (!int8_supported(w)) return nullptr;
+  auto p = std::make_shared<Int8Packed>();
+  p->rows = w.rows;
+  p->cols = w.cols;
+  p->bits = w.bits;
+  p->group_size = w.group_size;
+  p->scale_dtype = w.scale_dtype;
+  p->tiles = (w.rows + kRows - 1) / kRows;
+  const size_t esize = dtype_size(w.scale_dtype);
+  const size_t code_bytes = size_t(w.group_size) * kRows * w.bits / 8;
+  p->group_bytes = code_bytes + 2 * kRows * esize;
+  p->tile_bytes = p->group_bytes * size_t(w.groups_per_row());
+  const size_t total = (p->bytes() + 63) / 64 * 64;
+  p->data = {static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(total, 64))), std::free};
+  if (!p->data) throw std::bad_alloc();
+  uint8_t* base = p->data.get();
+  std::memset(base, 0, total);  // padding rows: zero codes, scales and biases
+
+  const int64_t groups = w.groups_per_row();
+  const uint32_t mask = (1u << w.bits) - 1;
+  pool.parallel_for(p->tiles, 1, [&](int64_t tb, int64_t te) {
+    for (int64_t tile = tb; tile < te; ++tile)
+      for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* blk = base + tile * p->tile_bytes + g * p->group_bytes;
+        for (int r = 0; r < kRows; ++r) {
+          const int64_t row = tile * kRows + r;
+          if (row >= w.rows) break;
+          const uint32_t* words = static_cast<const uint32_t*>(w.data) + row * w.words_per_row();
+          for (int c = 0; c < w.group_size; ++c) {
+            const int64_t col = g * w.group_size + c;
+            const uint32_t q = (words[col * w.bits / 32] >> (col * w.bits % 32)) & mask;
+            const int quad = c / 4, i = c % 4;
+            if (w.bits == 8) {
+              blk[quad * 64 + r * 4 + i] = uint8_t(q);
+            } else {  // quads 2j and 2j+1 share vector j: low and high nibble
+              blk[(quad / 2) * 64 + r * 4 + i] |= uint8_t(q << (4 * (quad % 2)));
+            }
+          }
+          const int64_t gi = row * groups + g;
+          std::memcpy(blk + code_bytes + r * esize, static_cast<const uint8_t*>(w.scales) + gi * esize, esize);
+          std::memcpy(blk + code_bytes + (kRows + r) * esize, static_cast<const uint8_t*>(w.biases) + gi * esize,
+                      esize);
+        }
+      }
+  });
+  return p;
+}
+
+#if defined(__x86_64__)
+namespace {
+
+// Activations quantized per token and weight group, in natural column order.
+struct QuantizedActivations {
+  std::vector<int8_t> q;     // [n_tokens, cols]
+  std::vector<float> step;   // [n_tokens, groups]
+  std::vector<float> sum;    // [n_tokens, groups]
+};
+
+void quantize_activations(const Int8Packed& w, const float* x, int64_t n_tokens, QuantizedActivations& a) {
+  const int64_t cols = w.cols, groups = cols / w.group_size;
+  const int gs = w.group_size;
+  a.q.resize(size_t(n_tokens * cols));
+  a.step.resize(size_t(n_tokens * groups));
+  a.sum.resize(size_t(n_tokens * groups));
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* xg = x + t * cols + g * gs;
+      float amax = 0, sum = 0;
+      for (int i = 0; i < gs; ++i) {
+        amax = std::max(amax, std::fabs(xg[i]));
+        sum += xg[i];
+      }
+      const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+      a.step[t * groups + g] = amax / 127.0f;
+      a.sum[t * groups + g] = sum;
+      int8_t* qg = a.q.data() + t * cols + g * gs;
+      for (int i = 0; i < gs; ++i) qg[i] = int8_t(std::nearbyint(xg[i] * inv));
+    }
+}
+
+__attribute__((target("avx512f,avx512bw"))) inline __m512 load16_f32(DType t, const uint8_t* p) {
+  if (t == DType::F32) return _mm512_loadu_ps(p);
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  if (t == DType::F16) return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // BF16
+}
+
+__attribute__((target("avx512f"))) inline __m512i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// One tile of 16 rows against NT tokens; writes y[t0 + t][row0 .. row0+16).
+template <int Bits, int NT>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
+    const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0, float* y) {
+  const int64_t groups = w.cols / w.group_size, gs = w.group_size;
+  const size_t code_bytes = size_t(gs) * kRows * Bits / 8, esize = dtype_size(w.scale_dtype);
+  const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const int8_t* xq[NT];
+  for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
+  __m512 acc[NT];
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+
+  for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes) {
+    _mm_prefetch(reinterpret_cast<const char*>(blk + 4 * w.group_bytes), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(blk + 4 * w.group_bytes + 64), _MM_HINT_T0);
+    // Two chains per token (even and odd quads) to hide vpdpbusd latency.
+    __m512i even[NT], odd[NT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) even[t] = odd[t] = _mm512_setzero_si512();
+    const int64_t col0 = g * gs;
+    if constexpr (Bits == 4) {
+      for (int64_t j = 0; j < gs / 8; ++j) {
+        const __m512i v = _mm512_load_si512(blk + j * 64);
+        const __m512i lo = _mm512_and_si512(v, low4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) {
+          even[t] = _mm512_dpbusd_epi32(even[t], lo, bcast4(xq[t] + col0 + 8 * j));
+          odd[t] = _mm512_dpbusd_epi32(odd[t], hi, bcast4(xq[t] + col0 + 8 * j + 4));
+        }
+      }
+    } else {
+      for (int64_t j = 0; j < gs / 8; ++j) {
+        const __m512i v0 = _mm512_load_si512(blk + j * 128);
+        const __m512i v1 = _mm512_load_si512(blk + j * 128 + 64);
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) {
+          even[t] = _mm512_dpbusd_epi32(even[t], v0, bcast4(xq[t] + col0 + 8 * j));
+          odd[t] = _mm512_dpbusd_epi32(odd[t], v1, bcast4(xq[t] + col0 + 8 * j + 4));
+        }
+      }
+    }
+    const __m512 scale = load16_f32(w.scale_dtype, blk + code_bytes);
+    const __m512 bias = load16_f32(w.scale_dtype, blk + code_bytes + kRows * esize);
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+      const int64_t gi = (t0 + t) * groups + g;
+      const __m512 isum = _mm512_cvtepi32_ps(_mm512_add_epi32(even[t], odd[t]));
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(isum, scale), _mm512_set1_ps(a.step[gi]), acc[t]);
+      acc[t] = _mm512_fmadd_ps(bias, _mm512_set1_ps(a.sum[gi]), acc[t]);
+    }
+  }
+  const int64_t row0 = tile * kRows;
+  const __mmask16 valid = w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.rows + row0, valid, acc[t]);
+}
+
+template <int Bits>
+void tile_any(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0, int nt, float* y) {
+  switch (nt) {
+    case 1: return tile_kernel<Bits, 1>(w, tile, a, t0, y);
+    case 2: return tile_kernel<Bits, 2>(w, tile, a, t0, y);
+    case 3: return tile_kernel<Bits, 3>(w, tile, a, t0, y);
+    case 4: return tile_kernel<Bits, 4>(w, tile, a, t0, y);
+    case 5: return tile_kernel<Bits, 5>(w, tile, a, t0, y);
+    case 6: return tile_kernel<Bits, 6>(w, tile, a, t0, y);
+    case 7: return tile_kernel<Bits, 7>(w, tile, a, t0, y);
+    default: return tile_kernel<Bits, 8>(w, tile, a, t0, y);
+  }
+}
+
+}  // namespace
+
+void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens, float* y) {
+  static QuantizedActivations a;  // engine-thread scratch, reused across calls
+  quantize_activations(w, x, n_tokens, a);
+  pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
+    for (int64_t tile = b; tile < e; ++tile)
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+        const int nt = int(std::min<int64_t>(kMaxTokens, n_tokens - t0));
+        if (w.bits == 4)
+          tile_any<4>(w, tile, a, t0, nt, y);
+        else
+          tile_any<8>(w, tile, a, t0, nt, y);
+      }
+  });
+}
+#else
+void int8_matmul(ThreadPool&, const Int8Packed&, const float*, int64_t, float*) {}
+#endif
+
+}  // namespace hearth

@@ -1,0 +1,45 @@
+// MLX affine-quantized weights (4- or 8-bit codes) rearranged once at load
+// for an AVX-512 VNNI kernel, and the matmul that uses them.
+//
+// Packed layout: rows in tiles of 16; per tile, per weight group, the codes of
+// the 16 rows as 64-byte vectors in which byte 4*r + i is row r's code for
+// column 4*k + i of a 4-column quad k (for 4-bit codes one vector carries two
+// quads, quad 2j in the low nibbles and quad 2j+1 in the high ones), followed
+// by the 16 rows' scales and then their biases, in the checkpoint's dtype.
+// One vpdpbusd then multiplies a quad of every row by the same 4 int8
+// activations (broadcast), leaving row r's partial sum in lane r: no
+// horizontal sums, one sequential stream per tile.
+//
+// Activations are quantized to int8 per token and weight group
+// (step = max|x| / 127); the group bias uses the exact float sum of the
+// group's activations: sum w*x = scale * sum q*x + bias * sum x.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/matrix.h"
+#include "core/thread_pool.h"
+
+namespace hearth {
+
+struct Int8Packed {
+  int64_t rows = 0, cols = 0;
+  int bits = 0, group_size = 0;
+  DType scale_dtype = DType::F32;
+  int64_t tiles = 0;
+  size_t group_bytes = 0;  // one tile's codes + scales + biases of one group
+  size_t tile_bytes = 0;
+  std::unique_ptr<uint8_t, void (*)(void*)> data{nullptr, nullptr};
+  size_t bytes() const { return size_t(tiles) * tile_bytes; }
+};
+
+// Whether this CPU and this matrix can use the packed kernel.
+bool int8_supported(const Matrix& w);
+
+std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool);
+
+// y[t, r] = sum_c x[t, c] * W[r, c], as matmul() in ops.h.
+void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens, float* y);
+
+}  // namespace hearth
