@@ -685,9 +685,12 @@ void Server::Impl::setup() {
                                      "invalid_request_error", {}, "unknown_route"));
           }
         } else if (res.status == 413) {
-          send_error(res, ApiError(413, "the request body is larger than the limit of " +
-                                            std::to_string(opt.max_body_bytes) + " bytes",
-                                   "invalid_request_error", {}, "request_too_large"));
+          // httplib caps form-encoded bodies (curl -d's default type) at 8 KiB.
+          const bool form = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded";
+          std::string why = "the request body is larger than the limit of " + std::to_string(opt.max_body_bytes) + " bytes";
+          if (form && req.get_header_value<uint64_t>("Content-Length") <= opt.max_body_bytes)
+            why = "form-encoded bodies are limited to 8192 bytes; send JSON with 'Content-Type: application/json'";
+          send_error(res, ApiError(413, why, "invalid_request_error", {}, "request_too_large"));
         } else if (res.status >= 500) {
           send_error(res, ApiError(res.status, "internal server error", "server_error"));
         } else {
