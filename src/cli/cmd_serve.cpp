@@ -114,7 +114,7 @@ int cmd_serve(int argc, char** argv) {
   sopt.max_queue = int(args.integer("max-queue", 64));
   sopt.max_batch = int(args.integer("max-batch", 8));
   if (sopt.port < 0 || sopt.port > 65535) throw std::runtime_error("--port must be in [0, 65535]");
-  if (sopt.max_queue < 0) throw std::runtime_error("--max-queue must be >= 0");
+  if (sopt.max_queue < 1) throw std::runtime_error("--max-queue must be >= 1 (requests pass through the queue)");
   if (sopt.max_batch < 1) throw std::runtime_error("--max-batch must be >= 1");
   if (sopt.http_threads < 0 || sopt.max_body_bytes < 1024) throw std::runtime_error("bad --http-threads or --max-body");
 
