@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "text/tokenizer.h"
@@ -96,4 +98,25 @@ TEST(Tokenizer, BadFileNamesTheFile) {
   }
   EXPECT_THROW(Tokenizer::load("/nonexistent/tokenizer.json"), std::runtime_error);
   EXPECT_THROW(Tokenizer::from_json("{not json", ""), std::runtime_error);
+}
+
+TEST(Tokenizer, ConcurrentEncodeAgrees) {
+  // The word cache and regex match state are shared / per-thread; results
+  // must not depend on which thread encodes.
+  const auto& tok = stories();
+  std::vector<std::string> texts;
+  for (int i = 0; i < 200; ++i)
+    texts.push_back("Once upon a time " + std::to_string(i * 7919) + " there was a cat named Tom" + std::string(i % 5, ' '));
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& t : texts) want.push_back(tok.encode(t));
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int th = 0; th < 4; ++th)
+    threads.emplace_back([&, th] {
+      for (int round = 0; round < 5; ++round)
+        for (size_t i = (th * 37) % texts.size(), n = 0; n < texts.size(); ++n, i = (i + 1) % texts.size())
+          if (tok.encode(texts[i]) != want[i]) ++mismatches;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
