@@ -102,16 +102,18 @@ void quantize_activations(const Int8Packed& w, const float* x, int64_t n_tokens,
   for (int64_t t = 0; t < n_tokens; ++t)
     for (int64_t g = 0; g < groups; ++g) {
       const float* xg = x + t * cols + g * gs;
-      float amax = 0, sum = 0;
-      for (int i = 0; i < gs; ++i) {
-        amax = std::max(amax, std::fabs(xg[i]));
-        sum += xg[i];
-      }
-      const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-      a.step[t * groups + g] = amax / 127.0f;
-      a.sum[t * groups + g] = sum;
+      float amax = 0;
+      for (int i = 0; i < gs; ++i) amax = std::max(amax, std::fabs(xg[i]));
+      const float inv = amax > 0 ? 127.0f / amax : 0.0f, step = amax / 127.0f;
       int8_t* qg = a.q.data() + t * cols + g * gs;
-      for (int i = 0; i < gs; ++i) qg[i] = int8_t(std::nearbyint(xg[i] * inv));
+      int32_t qsum = 0;
+      for (int i = 0; i < gs; ++i) qsum += qg[i] = int8_t(std::nearbyint(xg[i] * inv));
+      a.step[t * groups + g] = step;
+      // The bias term uses the same rounded activations as the code term, so
+      // the result is exactly sum w * x_rounded: its error is bounded by
+      // sum |w| * step / 2. (With the exact float sum the error would scale
+      // with |scale * q|, which MLX's edge-anchored bias makes much larger.)
+      a.sum[t * groups + g] = step * float(qsum);
     }
 }
 

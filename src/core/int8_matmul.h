@@ -11,8 +11,8 @@
 // horizontal sums, one sequential stream per tile.
 //
 // Activations are quantized to int8 per token and weight group
-// (step = max|x| / 127); the group bias uses the exact float sum of the
-// group's activations: sum w*x = scale * sum q*x + bias * sum x.
+// (step = max|x| / 127, x' = step * xq); per group,
+// sum w*x' = scale * step * sum q*xq + bias * step * sum xq.
 #pragma once
 
 #include <cstdint>

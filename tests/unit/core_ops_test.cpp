@@ -56,11 +56,16 @@ struct QuantMatrix {
     words.resize(size_t(rows * cols * bits / 32));
     for (auto& w : words) w = uint32_t(rng());
     auto s = randn(size_t(rows * cols / group), seed + 1, 0.05f);
-    // Centred like real checkpoints: bias = -scale * mid-code, plus noise.
-    auto b = randn(size_t(rows * cols / group), seed + 2, 0.01f);
+    // MLX anchors the bias at one end of the group's range (bias = min or
+    // max, the scale's sign pointing inward): |scale * q| then reaches the
+    // whole range while |w| stays within it, which a kernel must not confuse.
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
     for (size_t i = 0; i < s.size(); ++i) {
-      scales.push_back(f32_to_bf16(s[i]));
-      biases.push_back(f32_to_bf16(b[i] - s[i] * float(1 << (bits - 1))));
+      float edge = unit(rng) < 0.5f ? 0.0f : 1.0f, range = std::fabs(s[i]) * float((1 << bits) - 1);
+      float scale = edge == 0.0f ? std::fabs(s[i]) : -std::fabs(s[i]);
+      float bias = (edge == 0.0f ? -0.5f : 0.5f) * range + 0.01f * unit(rng);
+      scales.push_back(f32_to_bf16(scale));
+      biases.push_back(f32_to_bf16(bias));
     }
     m.rows = rows;
     m.cols = cols;
@@ -115,19 +120,29 @@ TEST(Ops, QuantizedMatmulMatchesReference) {
             expect_close(got, want, 1e-5f);
             continue;
           }
-          // The int8 path rounds each activation to its group's step
-          // d = max|x_group| / 127, an error of at most d/2 per element, so
-          // |error| <= sum_c |w_c| * d_group(c) / 2 (plus float rounding).
+          // The int8 path computes exactly sum w * x', where x' is x rounded
+          // to its group's int8 grid (step = max|x_group| / 127). Check that
+          // against the reference run on x' computed here, and the distance
+          // to the float result against its bound sum |w| * step / 2.
+          std::vector<float> xr(x.size());
+          for (int64_t t = 0; t < n; ++t)
+            for (int64_t g = 0; g < cols / group; ++g) {
+              const float* xg = &x[t * cols + g * group];
+              float amax = 0;
+              for (int c = 0; c < group; ++c) amax = std::max(amax, std::fabs(xg[c]));
+              const float inv = amax > 0 ? 127.0f / amax : 0.0f, step = amax / 127.0f;
+              for (int c = 0; c < group; ++c) xr[t * cols + g * group + c] = step * std::nearbyint(xg[c] * inv);
+            }
+          std::vector<float> on_grid(size_t(n * rows));
+          reference::matmul(w.m, xr.data(), n, on_grid.data());
+          expect_close(got, on_grid, 2e-5f);
           std::vector<float> row(static_cast<size_t>(cols));
           for (int64_t r = 0; r < rows; ++r) {
             dequantize_row(w.m, r, row.data());
             for (int64_t t = 0; t < n; ++t) {
               double bound = 0;
-              for (int64_t g = 0; g < cols / group; ++g) {
-                float amax = 0;
-                for (int c = 0; c < group; ++c) amax = std::max(amax, std::fabs(x[t * cols + g * group + c]));
-                for (int c = 0; c < group; ++c) bound += std::fabs(row[g * group + c]) * amax / 254.0;
-              }
+              for (int64_t c = 0; c < cols; ++c)
+                bound += std::fabs(row[c]) * std::fabs(xr[t * cols + c] - x[t * cols + c]);
               ASSERT_NEAR(got[t * rows + r], want[t * rows + r], bound * 1.001 + 1e-4) << "row " << r;
             }
           }
