@@ -36,11 +36,13 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::work_on_current_job(int thread) {
+void ThreadPool::work_on_job(uint64_t id, int thread) {
   for (;;) {
-    int task = next_task_.fetch_add(1, std::memory_order_acq_rel);
-    if (task >= job_tasks_) break;
-    (*job_)(task, thread);
+    uint64_t v = next_.load(std::memory_order_acquire);
+    do {
+      if ((v >> 32) != (id & 0xffffffffu) || int(v & 0xffffffffu) >= job_tasks_.load(std::memory_order_relaxed)) return;
+    } while (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel));
+    (*job_)(int(v & 0xffffffffu), thread);
     tasks_done_.fetch_add(1, std::memory_order_acq_rel);
   }
 }
@@ -59,7 +61,7 @@ void ThreadPool::worker(int thread) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_) return;
-    work_on_current_job(thread);
+    work_on_job(seen, thread);
   }
 }
 
@@ -69,18 +71,20 @@ void ThreadPool::run(int n_tasks, const std::function<void(int, int)>& fn) {
     for (int t = 0; t < n_tasks; ++t) fn(t, 0);
     return;
   }
+  // Every task of the previous job has finished (we waited for it), so no
+  // worker reads these until the new id is published below.
+  const uint64_t id = generation_.load(std::memory_order_relaxed) + 1;
   job_ = &fn;
-  job_tasks_ = n_tasks;
+  job_tasks_.store(n_tasks, std::memory_order_relaxed);
   tasks_done_.store(0, std::memory_order_relaxed);
-  next_task_.store(0, std::memory_order_relaxed);
+  next_.store((id & 0xffffffffu) << 32, std::memory_order_relaxed);
   {
     std::lock_guard lock(mutex_);  // pairs with the sleepers' predicate check
-    generation_.fetch_add(1, std::memory_order_acq_rel);
+    generation_.store(id, std::memory_order_release);
   }
   wake_.notify_all();
-  work_on_current_job(0);
+  work_on_job(id, 0);
   while (tasks_done_.load(std::memory_order_acquire) < n_tasks) HEARTH_PAUSE();
-  job_ = nullptr;
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,

@@ -36,15 +36,19 @@ class ThreadPool {
 
  private:
   void worker(int thread);
-  void work_on_current_job(int thread);
+  void work_on_job(uint64_t id, int thread);
 
   int n_threads_;
   std::vector<std::thread> workers_;
+  // The current job. `next_` packs the job's id (high 32 bits) with the next
+  // task index; tasks are claimed by compare-and-swap only while the id
+  // matches, so a worker still finishing an old job can never claim or skip
+  // a task of the next one.
   const std::function<void(int, int)>* job_ = nullptr;
-  int job_tasks_ = 0;
-  std::atomic<int> next_task_{0};
+  std::atomic<int> job_tasks_{0};
+  std::atomic<uint64_t> next_{0};
   std::atomic<int> tasks_done_{0};
-  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> generation_{0};  // id of the latest job
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -258,6 +258,14 @@ TEST(ThreadPool, RunsEveryTaskOnce) {
     pool.run(97, [&](int task, int) { hits[task]++; });
     for (auto& h : hits) ASSERT_EQ(h.load(), 1);
   }
+  // Many tiny jobs back to back: a worker finishing one job late must never
+  // claim, skip or double-run a task of the next.
+  std::vector<int> out(8);
+  for (int round = 0; round < 20000; ++round) {
+    const int n = 2 + round % 7;
+    pool.run(n, [&](int task, int) { out[task] = round; });
+    for (int t = 0; t < n; ++t) ASSERT_EQ(out[t], round) << "task " << t << " of round " << round;
+  }
   std::atomic<int64_t> sum{0};
   pool.parallel_for(1000, 7, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) sum += i;
