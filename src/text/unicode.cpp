@@ -139,16 +139,23 @@ size_t count_code_points(std::string_view s) {
   return count;
 }
 
-std::string normalize(std::string_view s, Form form) {
-  if (s.empty()) return {};
-  // Fast path: ASCII is invariant under every normalization form.
-  bool ascii = true;
-  for (char c : s)
-    if (static_cast<unsigned char>(c) >= 0x80) {
-      ascii = false;
-      break;
-    }
-  if (ascii) return std::string(s);
+namespace {
+
+// Code points that are unchanged by `form` and never compose with a
+// neighbour: text made only of them is already normalized.
+bool stable(char32_t cp, Form form) {
+  const bool compat = form == Form::NFKC || form == Form::NFKD;
+  if (cp < (compat ? 0xA0u : 0x300u)) return cp < 0xC0 || form == Form::NFC;
+  if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF)) return true;  // CJK ideographs
+  if (cp >= 0xAC00 && cp <= 0xD7A3) return form == Form::NFC || form == Form::NFKC;  // Hangul syllables
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
+std::string normalize_slow(std::string_view s, Form form) {
   int options = UTF8PROC_STABLE;
   switch (form) {
     case Form::NFC: options |= UTF8PROC_COMPOSE; break;
@@ -156,16 +163,61 @@ std::string normalize(std::string_view s, Form form) {
     case Form::NFKC: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
     case Form::NFKD: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
   }
-  const std::string clean = sanitize(s);
   utf8proc_uint8_t* out = nullptr;
   const utf8proc_ssize_t len =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(clean.data()),
-                   static_cast<utf8proc_ssize_t>(clean.size()), &out,
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()), &out,
                    static_cast<utf8proc_option_t>(options));
   if (len < 0) throw std::runtime_error(std::string("unicode normalization failed: ") + utf8proc_errmsg(len));
   std::string result(reinterpret_cast<char*>(out), static_cast<size_t>(len));
   std::free(out);
   return result;
+}
+
+}  // namespace
+
+std::string normalize(std::string_view input, Form form) {
+  if (input.empty()) return {};
+  std::string clean;
+  if (!is_valid(input)) {
+    clean = sanitize(input);
+    input = clean;
+  }
+  // Runs of stable characters are copied; the rest goes through utf8proc in
+  // pieces cut before a stable character that a stable character follows
+  // (nothing composes across such a cut).
+  std::string out;
+  out.reserve(input.size());
+  size_t pending = 0;  // start of the not-yet-normalized region
+  size_t i = 0;
+  bool cur_stable = false;
+  size_t cur_start = 0;
+  auto read = [&](size_t& pos, bool& st) {
+    const auto b = static_cast<unsigned char>(input[pos]);
+    if (b < 0x80) {
+      ++pos;
+      st = true;
+    } else {
+      st = stable(next(input, pos), form);
+    }
+  };
+  if (i < input.size()) {
+    cur_start = i;
+    read(i, cur_stable);
+  }
+  while (cur_start < input.size()) {
+    const size_t next_start = i;
+    bool next_stable = true;
+    if (i < input.size()) read(i, next_stable);
+    if (cur_stable && next_stable) {
+      if (pending < cur_start) out += normalize_slow(input.substr(pending, cur_start - pending), form);
+      out.append(input, cur_start, next_start - cur_start);
+      pending = next_start;
+    }
+    cur_start = next_start;
+    cur_stable = next_stable;
+  }
+  if (pending < input.size()) out += normalize_slow(input.substr(pending), form);
+  return out;
 }
 
 namespace {

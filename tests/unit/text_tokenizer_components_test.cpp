@@ -111,6 +111,12 @@ TEST(Normalizer, UnicodeForms) {
   EXPECT_EQ(norm({{"type", "NFC"}}, "e\u0301"), "é");
   EXPECT_EQ(norm({{"type", "NFKC"}}, "ﬁ①"), "fi1");
   EXPECT_EQ(norm({{"type", "NFKD"}}, "é½"), "e\u03011\u20442");
+  // Stable runs are copied, but a stable character still composes with a
+  // following mark, and Hangul syllables with trailing jamo.
+  EXPECT_EQ(norm({{"type", "NFC"}}, "abc e\u0301 中文 \u1100\u1161\u11A8 \uAC00\u11A8 x"), "abc é 中文 각 각 x");
+  EXPECT_EQ(norm({{"type", "NFD"}}, "각 é"), "\u1100\u1161\u11A8 e\u0301");
+  EXPECT_EQ(norm({{"type", "NFKC"}}, "a\u00A0b ｱ"), "a b ア");
+  EXPECT_EQ(norm({{"type", "NFC"}}, "\u0041\u030A\u0301 \u212B"), "\u01FA \u00C5");
 }
 
 TEST(Normalizer, CaseAccentsStripReplacePrepend) {
