@@ -5,14 +5,24 @@
 #include "text/jinja_json.h"
 #include "text/jinja_lexer.h"
 #include "text/jinja_parser.h"
+#include "text/jinja_scope.h"
 
 // GCC 12 reports false -Wrestrict positives on "literal" + std::string (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
 
 namespace hearth::text::jinja {
 
-Template::Template(const std::string& source)
-    : body_(std::make_shared<const Body>(parse(tokenize(source)))) {}
+struct ParsedTemplate {
+  Body body;
+  std::vector<std::string> root_locals;
+};
+
+Template::Template(const std::string& source) {
+  auto p = std::make_shared<ParsedTemplate>();
+  p->body = parse(tokenize(source));
+  p->root_locals = analyze_frames(p->body);
+  parsed_ = std::move(p);
+}
 
 std::string Template::render(const Value& vars) const {
   auto globals = std::make_shared<DictData>();
@@ -20,7 +30,7 @@ std::string Template::render(const Value& vars) const {
   if (vars.is_dict())
     for (const auto& [k, v] : vars.dict_data().items) globals->set(k, v);
   Interpreter in(globals);
-  return in.render(*body_);
+  return in.render(parsed_->body, parsed_->root_locals);
 }
 
 std::string Template::render(const nlohmann::ordered_json& vars) const { return render(from_json(vars)); }

@@ -21,7 +21,7 @@
 
 namespace hearth::text::jinja {
 
-struct Stmt;
+struct ParsedTemplate;
 
 class Template {
  public:
@@ -35,7 +35,7 @@ class Template {
   std::string render(const nlohmann::ordered_json& vars) const;
 
  private:
-  std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> body_;
+  std::shared_ptr<const ParsedTemplate> parsed_;
 };
 
 }  // namespace hearth::text::jinja

@@ -81,6 +81,9 @@ struct Stmt {
   bool recursive = false;
   std::vector<std::string> params;  // Macro / CallBlock parameters; With targets
   std::vector<ExprPtr> defaults;    // defaults of the last params; With values (all)
+  // Names that start undefined in this statement's body frame (and in a for
+  // loop's else frame); see jinja_scope.h.
+  std::vector<std::string> frame_locals, else_locals;
 
   Stmt(StmtKind k, int l) : kind(k), line(l) {}
 };

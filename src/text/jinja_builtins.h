@@ -22,6 +22,8 @@ using FilterFn = Value (*)(Interpreter&, const Value&, CallArgs&);
 using TestFn = bool (*)(Interpreter&, const Value&, CallArgs&);
 FilterFn find_filter(const std::string& name);
 TestFn find_test(const std::string& name);
+// Throws if a test got the wrong number of arguments (as Python would).
+void check_test_args(const std::string& name, const CallArgs& args);
 
 // A Python attribute of a str / dict / list: a bound method, or an Undefined
 // that raises a sandbox SecurityError when used (list.append...). nullopt if

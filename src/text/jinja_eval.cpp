@@ -227,6 +227,12 @@ bool Namespace::setattr(const std::string& name, const Value& v) {
 
 // ---- lookups ----
 
+ScopePtr Interpreter::enter_frame(const ScopePtr& parent, const std::vector<std::string>& locals) {
+  auto scope = std::make_shared<Scope>(parent);
+  for (const auto& name : locals) scope->vars[name] = Value::undefined("'" + name + "' is undefined");
+  return scope;
+}
+
 Value Interpreter::lookup(const std::string& name, const ScopePtr& scope) const {
   for (const Scope* s = scope.get(); s; s = s->parent.get()) {
     auto it = s->vars.find(name);
@@ -298,6 +304,7 @@ Value Interpreter::call_filter(const std::string& name, const Value& v, CallArgs
 bool Interpreter::call_test(const std::string& name, const Value& v, CallArgs& args) {
   TestFn t = find_test(name);
   if (!t) throw TemplateError(TemplateError::Kind::Syntax, "No test named '" + name + "'.");
+  check_test_args(name, args);
   return t(*this, v, args);
 }
 
@@ -535,17 +542,14 @@ Flow Interpreter::run_for(const Stmt& s, const Value& iterable, const ScopePtr& 
     items = std::move(kept);
   }
   if (items.empty()) {
-    if (!s.else_body.empty()) {
-      auto else_scope = std::make_shared<Scope>(scope);
-      return exec(s.else_body, else_scope, out);
-    }
+    if (!s.else_body.empty()) return exec(s.else_body, enter_frame(scope, s.else_locals), out);
     return Flow::Normal;
   }
   auto loop = std::make_shared<LoopObject>(items, depth, &s, scope);
   Value loop_value = Value::object(loop);
   for (size_t i = 0; i < items.size(); ++i) {
     loop->index0 = i;
-    auto iter_scope = std::make_shared<Scope>(scope);
+    auto iter_scope = enter_frame(scope, s.frame_locals);
     assign(*s.target, items[i], iter_scope);
     iter_scope->vars["loop"] = loop_value;
     if (exec(s.body, iter_scope, out) == Flow::Break) break;
@@ -557,7 +561,7 @@ Value Interpreter::call_macro(const Stmt& def, const ScopePtr& parent, CallArgs&
   const std::string name = def.kind == StmtKind::Macro ? def.text : "caller";
   if (call_depth_ >= kMaxCallDepth)
     throw TemplateError(TemplateError::Kind::Limit, "maximum macro recursion depth exceeded");
-  auto scope = std::make_shared<Scope>(parent);
+  auto scope = enter_frame(parent, def.frame_locals);
   size_t n = def.params.size();
   size_t first_default = n - def.defaults.size();
   std::vector<bool> bound(n, false);
@@ -624,7 +628,7 @@ void Interpreter::exec_stmt(const Stmt& s, const ScopePtr& scope, std::string& o
     case StmtKind::Set: assign(*s.target, eval(*s.expr, scope), scope); return;
     case StmtKind::SetBlock: {
       std::string buf;
-      exec(s.body, std::make_shared<Scope>(scope), buf);
+      exec(s.body, enter_frame(scope, s.frame_locals), buf);
       assign(*s.target, apply_filter_chain(s.filter.get(), Value(std::move(buf)), scope), scope);
       return;
     }
@@ -643,24 +647,24 @@ void Interpreter::exec_stmt(const Stmt& s, const ScopePtr& scope, std::string& o
     }
     case StmtKind::FilterBlock: {
       std::string buf;
-      exec(s.body, std::make_shared<Scope>(scope), buf);
+      exec(s.body, enter_frame(scope, s.frame_locals), buf);
       out += apply_filter_chain(s.filter.get(), Value(std::move(buf)), scope).to_str();
       return;
     }
     case StmtKind::With: {
-      auto inner = std::make_shared<Scope>(scope);
+      auto inner = enter_frame(scope, s.frame_locals);
       for (size_t i = 0; i < s.params.size(); ++i) inner->vars[s.params[i]] = eval(*s.defaults[i], scope);
       flow = exec(s.body, inner, out);
       return;
     }
-    case StmtKind::Generation: flow = exec(s.body, std::make_shared<Scope>(scope), out); return;
+    case StmtKind::Generation: flow = exec(s.body, enter_frame(scope, s.frame_locals), out); return;
     case StmtKind::Break: flow = Flow::Break; return;
     case StmtKind::Continue: flow = Flow::Continue; return;
   }
 }
 
-std::string Interpreter::render(const Body& body) {
-  auto root = std::make_shared<Scope>();
+std::string Interpreter::render(const Body& body, const std::vector<std::string>& root_locals) {
+  auto root = enter_frame(nullptr, root_locals);
   macro_scopes_.push_back(root);
   std::string out;
   exec(body, root, out);

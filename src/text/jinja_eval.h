@@ -31,7 +31,8 @@ class Interpreter {
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
 
-  std::string render(const Body& body);
+  // root_locals: the names that start undefined in the template's frame.
+  std::string render(const Body& body, const std::vector<std::string>& root_locals);
 
   Value eval(const Expr& e, const ScopePtr& scope);
   Flow exec(const Body& body, const ScopePtr& scope, std::string& out);
@@ -58,6 +59,8 @@ class Interpreter {
   Value eval_slice(const Value& obj, const Expr& slice, const ScopePtr& scope);
   Value apply_filter_chain(const Expr* f, Value subject, const ScopePtr& scope);
   void exec_stmt(const Stmt& s, const ScopePtr& scope, std::string& out, Flow& flow);
+  // A new scope for a frame, with its statically-undefined names bound.
+  static ScopePtr enter_frame(const ScopePtr& parent, const std::vector<std::string>& locals);
 
   std::shared_ptr<const DictData> globals_;
   int call_depth_ = 0;

@@ -290,6 +290,7 @@ std::optional<int64_t> parse_py_int(const std::string& raw, int base) {
 Value f_int(Interpreter&, const Value& v, CallArgs& a) {
   Value dflt = a.get_or(0, "default", Value(0));
   auto base = to_int(a.get_or(1, "base", Value(10)));
+  if (v.is_undefined()) v.fail_undefined();  // int(Undefined) raises
   if (v.is_string()) {
     if (auto i = parse_py_int(v.str(), base ? static_cast<int>(*base) : 10)) return Value(*i);
     if (auto d = parse_py_float(v.str())) {
@@ -306,6 +307,7 @@ Value f_int(Interpreter&, const Value& v, CallArgs& a) {
 
 Value f_float(Interpreter&, const Value& v, CallArgs& a) {
   Value dflt = a.get_or(0, "default", Value(0.0));
+  if (v.is_undefined()) v.fail_undefined();  // float(Undefined) raises
   if (v.is_number()) return Value(v.as_float());
   if (v.is_string())
     if (auto d = parse_py_float(v.str())) return Value(*d);
@@ -356,7 +358,10 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& a) {
     if (!w) throw_type_error("indent width must be an integer or a string");
     if (*w > 0) indention = std::string(*w, ' ');
   }
-  std::string s = soft_str(v) + "\n";
+  // do_indent appends "\n" to the value itself: anything but a string fails.
+  if (v.is_undefined()) v.fail_undefined();
+  if (!v.is_string()) throw_type_error("unsupported operand type(s) for +=: '" + v.type_name() + "' and 'str'");
+  std::string s = v.str() + "\n";
   auto lines = py::splitlines(s, false);
   std::string rv;
   if (blank) {
@@ -394,8 +399,9 @@ Value f_length(Interpreter&, const Value& v, CallArgs&) { return Value(length(v)
 Value f_list(Interpreter&, const Value& v, CallArgs&) { return Value::list(iterate(v)); }
 
 Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
-  auto items = iterate(v);
   std::vector<Value> out;
+  if (!v.truthy()) return Value::sequence(Seq::Generator, {});  // jinja2: `if value:` first
+  auto items = iterate(v);
   if (a.args.empty()) {
     auto attr = a.get(CallArgs::npos, "attribute");
     if (!attr) throw_type_error("map requires a filter argument");

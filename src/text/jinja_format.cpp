@@ -294,7 +294,9 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         throw_type_error(std::string("unsupported format character '") + conv + "'");
     }
   }
-  if (!used_mapping && !mapping && next < list.size())
+  // Python treats any non-tuple argument with __getitem__ (list, dict) as a
+  // mapping, and then does not complain about unused arguments.
+  if (!used_mapping && !mapping && !args.is_list() && next < list.size())
     throw_type_error("not all arguments converted during string formatting");
   return out;
 }

@@ -82,28 +82,43 @@ bool t_test(Interpreter&, const Value& v, CallArgs&) { return v.is_string() && f
 struct Entry {
   const char* name;
   TestFn fn;
+  int params;  // arguments after the value
 };
 
 const Entry kTests[] = {
-    {"defined", t_defined}, {"undefined", t_undefined}, {"none", t_none},
-    {"boolean", t_boolean}, {"true", t_true}, {"false", t_false},
-    {"integer", t_integer}, {"float", t_float}, {"number", t_number},
-    {"string", t_string}, {"mapping", t_mapping}, {"iterable", t_iterable},
-    {"sequence", t_sequence}, {"callable", t_callable}, {"sameas", t_sameas},
-    {"escaped", t_escaped}, {"in", t_in}, {"odd", t_odd}, {"even", t_even},
-    {"divisibleby", t_divisibleby}, {"lower", t_lower}, {"upper", t_upper},
-    {"eq", t_eq}, {"equalto", t_eq}, {"==", t_eq}, {"ne", t_ne}, {"!=", t_ne},
-    {"lt", t_lt}, {"lessthan", t_lt}, {"<", t_lt}, {"gt", t_gt}, {"greaterthan", t_gt},
-    {">", t_gt}, {"le", t_le}, {"<=", t_le}, {"ge", t_ge}, {">=", t_ge},
-    {"filter", t_filter}, {"test", t_test},
+    {"defined", t_defined, 0}, {"undefined", t_undefined, 0}, {"none", t_none, 0},
+    {"boolean", t_boolean, 0}, {"true", t_true, 0}, {"false", t_false, 0},
+    {"integer", t_integer, 0}, {"float", t_float, 0}, {"number", t_number, 0},
+    {"string", t_string, 0}, {"mapping", t_mapping, 0}, {"iterable", t_iterable, 0},
+    {"sequence", t_sequence, 0}, {"callable", t_callable, 0}, {"sameas", t_sameas, 1},
+    {"escaped", t_escaped, 0}, {"in", t_in, 1}, {"odd", t_odd, 0}, {"even", t_even, 0},
+    {"divisibleby", t_divisibleby, 1}, {"lower", t_lower, 0}, {"upper", t_upper, 0},
+    {"eq", t_eq, 1}, {"equalto", t_eq, 1}, {"==", t_eq, 1}, {"ne", t_ne, 1}, {"!=", t_ne, 1},
+    {"lt", t_lt, 1}, {"lessthan", t_lt, 1}, {"<", t_lt, 1}, {"gt", t_gt, 1}, {"greaterthan", t_gt, 1},
+    {">", t_gt, 1}, {"le", t_le, 1}, {"<=", t_le, 1}, {"ge", t_ge, 1}, {">=", t_ge, 1},
+    {"filter", t_filter, 0}, {"test", t_test, 0},
 };
+
+const Entry* find_entry(const std::string& name) {
+  for (const auto& e : kTests)
+    if (name == e.name) return &e;
+  return nullptr;
+}
 
 }  // namespace
 
 TestFn find_test(const std::string& name) {
-  for (const auto& e : kTests)
-    if (name == e.name) return e.fn;
-  return nullptr;
+  const Entry* e = find_entry(name);
+  return e ? e->fn : nullptr;
+}
+
+void check_test_args(const std::string& name, const CallArgs& args) {
+  const Entry* e = find_entry(name);
+  if (!e) return;
+  size_t given = args.args.size() + args.kwargs.size();
+  if (given != static_cast<size_t>(e->params))
+    throw_type_error("test '" + name + "' takes " + std::to_string(e->params + 1) + " positional argument(s) but " +
+                     std::to_string(given + 1) + " were given");
 }
 
 }  // namespace hearth::text::jinja

@@ -231,10 +231,19 @@ c)J"},
      R"J({{ range(5)|list }}{{ range(1, 10, 3)|list }}{{ range(3) }}{{ dict(a=1, b=2) }}{{ range(3)|length }})J",
      R"J({})J",
      R"J([0, 1, 2, 3, 4][1, 4, 7]range(0, 3){'a': 1, 'b': 2}3)J"},
+    {"frame_undefined_before_set",
+     R"J({{ x }}{% set x = 5 %}{{ x }}|{% for i in [1] %}[{{ y }}]{% endfor %}{% set y = 5 %}{{ y }}|{% macro m() %}[{{ z }}]{% endmacro %}{{ m() }}{% set z = 6 %}{{ m() }})J",
+     R"J({"x": 3, "y": 4, "z": 5})J",
+     R"J(35|[]5|[][6])J"},
+    {"frame_conditional_set_resolves",
+     R"J({% for i in [1] %}{{ x }}{% endfor %}{% if false %}{% set x = 5 %}{% endif %}{{ x }})J",
+     R"J({"x": 3})J",
+     R"J(33)J"},
     {"strings_unicode",
      R"J({{ 'Été 中文'|upper }}|{{ 'ÉTÉ'|lower }}|{{ 'été'|length }}|{{ '😀x'[1] }})J",
      R"J({})J",
      R"J(ÉTÉ 中文|été|3|x)J"},
+
 };
 
 std::string render(const std::string& source, const std::string& vars = "{}") {
