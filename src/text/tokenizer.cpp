@@ -115,7 +115,7 @@ struct Tokenizer::Impl {
   std::vector<char> special;             // by id
   std::unordered_set<std::string> special_contents;
 
-  std::string bos, eos;
+  std::string bos, eos, unk, pad;
   bool add_bos = false, add_eos = false;
   bool clean_up = true;
 
@@ -336,6 +336,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json,
         if (auto c = token_content(t); !c.empty()) impl->special_contents.insert(c);
     impl->bos = config.contains("bos_token") ? token_content(config["bos_token"]) : "";
     impl->eos = config.contains("eos_token") ? token_content(config["eos_token"]) : "";
+    impl->unk = config.contains("unk_token") ? token_content(config["unk_token"]) : "";
+    impl->pad = config.contains("pad_token") ? token_content(config["pad_token"]) : "";
     impl->add_bos = config.value("add_bos_token", false) == true;
     impl->add_eos = config.value("add_eos_token", false) == true;
     if (auto it = config.find("clean_up_tokenization_spaces"); it != config.end() && it->is_boolean())
@@ -453,6 +455,13 @@ std::optional<int32_t> Tokenizer::bos_id() const {
 }
 std::optional<int32_t> Tokenizer::eos_id() const {
   return impl_->eos.empty() ? std::nullopt : impl_->lookup(impl_->eos);
+}
+std::optional<int32_t> Tokenizer::unk_id() const {
+  if (!impl_->unk.empty()) return impl_->lookup(impl_->unk);
+  return impl_->model->unk_id;
+}
+std::optional<int32_t> Tokenizer::pad_id() const {
+  return impl_->pad.empty() ? std::nullopt : impl_->lookup(impl_->pad);
 }
 std::string Tokenizer::bos_token() const { return impl_->bos; }
 std::string Tokenizer::eos_token() const { return impl_->eos; }

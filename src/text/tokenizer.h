@@ -49,6 +49,8 @@ class Tokenizer {
   std::optional<int32_t> eos_id() const;
   std::string bos_token() const;
   std::string eos_token() const;
+  std::optional<int32_t> unk_id() const;  // tokenizer_config.json's unk_token, else the model's
+  std::optional<int32_t> pad_id() const;  // tokenizer_config.json's pad_token
 
   // True for added tokens marked special (and additional_special_tokens).
   bool is_special(int32_t id) const;

@@ -394,6 +394,34 @@ class WordPiece final : public Model {
   size_t max_chars_ = 100;
 };
 
+// ------------------------------------------------------------------ WordLevel
+
+class WordLevel final : public Model {
+ public:
+  WordLevel(const json& j, ModelData& data) {
+    if (!data.has_vocab_object) bad("WordLevel vocab must be an object");
+    int64_t max_id = -1;
+    vocab.reserve(data.vocab_object.size());
+    for (const auto& [tok, id] : data.vocab_object) {
+      if (id < 0 || id > INT32_MAX) bad("bad token id for \"" + tok + "\"");
+      vocab.set(tok, static_cast<int32_t>(id));
+      max_id = std::max(max_id, id);
+    }
+    id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
+    for (auto& [tok, id] : data.vocab_object) id_to_token[static_cast<size_t>(id)] = std::move(tok);
+    if (auto it = j.find("unk_token"); it != j.end() && it->is_string())
+      if (const int32_t id = vocab.find(it->get<std::string>()); id >= 0) unk_id = id;
+  }
+  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
+    for (const auto& w : words) {
+      if (const int32_t id = vocab.find(w); id >= 0)
+        ids.push_back(id);
+      else if (unk_id)
+        ids.push_back(*unk_id);
+    }
+  }
+};
+
 // -------------------------------------------------------------------- Unigram
 
 class Unigram final : public Model {
@@ -626,6 +654,7 @@ std::unique_ptr<Model> make_model(const json& j, ModelData& data) {
   if (type == "BPE") return std::make_unique<BPE>(j, data);
   if (type == "WordPiece") return std::make_unique<WordPiece>(j, data);
   if (type == "Unigram") return std::make_unique<Unigram>(j, data);
+  if (type == "WordLevel") return std::make_unique<WordLevel>(j, data);
   bad("unknown model type \"" + type + "\"");
 }
 

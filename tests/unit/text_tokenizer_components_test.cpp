@@ -229,6 +229,17 @@ TEST(Model, Unigram) {
   EXPECT_EQ(tok->encode("axxb"), (std::vector<int32_t>{1, 0, 2}));  // unknowns fused
 }
 
+TEST(Model, WordLevel) {
+  auto tok = Tokenizer::from_json(R"({"added_tokens":[],"normalizer":{"type":"Lowercase"},
+    "pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,
+    "model":{"type":"WordLevel","unk_token":"<unk>","vocab":{"<unk>":0,"hello":1,"world":2,"!":3}}})",
+                                  R"({"unk_token":{"content":"<unk>"},"pad_token":"<unk>"})");
+  EXPECT_EQ(tok->encode("Hello, World!"), (std::vector<int32_t>{1, 0, 2, 3}));
+  EXPECT_EQ(tok->unk_id(), 0);
+  EXPECT_EQ(tok->pad_id(), 0);
+  EXPECT_EQ(tok->bos_id(), std::nullopt);
+}
+
 TEST(PostProcessor, RobertaAndBert) {
   auto make = [](const std::string& post) {
     return Tokenizer::from_json(R"({"added_tokens":[],"normalizer":null,"pre_tokenizer":null,"decoder":null,
