@@ -174,6 +174,28 @@ for (const t of TOKENIZERS) {
     if (joined === dec[i] && !stream[i].some((piece) => piece.includes("\uFFFD") && !want.includes("\uFFFD"))) p++;
     else fail("stream", s, stream[i], dec[i]);
   });
+  // Random id sequences (what a sampler may produce): decode and stream.
+  let seed = 99;
+  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+  let vocabSize = Array.isArray(json.model.vocab) ? json.model.vocab.length : 0;
+  if (!Array.isArray(json.model.vocab)) for (const v of Object.values(json.model.vocab)) vocabSize = Math.max(vocabSize, v + 1);
+  for (const a of json.added_tokens) vocabSize = Math.max(vocabSize, a.id + 1);
+  const randomIds = [];
+  for (let k = 0; k < 300; ++k) {
+    const n = 1 + Math.floor(rand() * 30);
+    const seq = [];
+    for (let i = 0; i < n; ++i) seq.push(Math.floor(rand() * vocabSize));
+    randomIds.push(seq);
+  }
+  const rdec = runHearth(source, ["--decode"], randomIds);
+  const rstream = runHearth(source, ["--decode", "--stream"], randomIds);
+  randomIds.forEach((seq, i) => {
+    const want = refDecode(seq, false);
+    if (rdec[i] === want) p++;
+    else fail("decode random ids", JSON.stringify(seq), rdec[i], want);
+    if (rstream[i].join("") === rdec[i]) p++;
+    else fail("stream random ids", JSON.stringify(seq), rstream[i], rdec[i]);
+  });
   const note = skipped ? `, ${skipped} skipped where the reference port departs from Rust tokenizers` : "";
   console.log(`${t.name}: ${p} passed, ${f} failed (${strings.length} strings${note}; reference ${t1 - t0} ms)`);
   passed += p;
