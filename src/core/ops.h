@@ -48,10 +48,10 @@ struct KvView {
   DType dtype = DType::F32;
 };
 
-// Causal attention of one query head over the first n_ctx cached positions:
+// Attention of one query head over cached positions [first, n_ctx):
 // out[head_dim] = softmax(q . K^T * scale) V, reading kv head `kv_head`.
-// scratch holds n_ctx rounded up to a whole block of floats.
-void attend(const float* q, const KvView& kv, int kv_head, int64_t n_ctx, float scale, float* out,
-            float* scratch);
+// first > 0 is a sliding window. scratch holds n_ctx rounded up to a block.
+void attend(const float* q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx, float scale,
+            float* out, float* scratch);
 
 }  // namespace hearth

@@ -79,18 +79,18 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
-void attend(const float* q, const KvView& kv, int kv_head, int64_t n_ctx, float scale,
+void attend(const float* q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx, float scale,
             float* out) {
-  std::vector<float> p(n_ctx);
-  for (int64_t j = 0; j < n_ctx; ++j) {
+  std::vector<float> p(static_cast<size_t>(n_ctx - first));
+  for (int64_t j = first; j < n_ctx; ++j) {
     double s = 0;
     for (int d = 0; d < kv.head_dim; ++d) s += double(q[d]) * key_at(kv, j, kv_head, d);
-    p[j] = float(s * scale);
+    p[j - first] = float(s * scale);
   }
-  softmax(p.data(), n_ctx);
+  softmax(p.data(), n_ctx - first);
   for (int d = 0; d < kv.head_dim; ++d) {
     double acc = 0;
-    for (int64_t j = 0; j < n_ctx; ++j) acc += double(p[j]) * value_at(kv, j, kv_head, d);
+    for (int64_t j = first; j < n_ctx; ++j) acc += double(p[j - first]) * value_at(kv, j, kv_head, d);
     out[d] = float(acc);
   }
 }

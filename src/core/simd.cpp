@@ -204,14 +204,15 @@ void Scale(float* x, float s, int64_t n) {
 
 template <typename T>
 void AttendTyped(const float* q, const void* const* k_blocks, const void* const* v_blocks, int bt,
-                 int hd, int kv_head, int64_t n_ctx, float scale, float* out, float* scores) {
+                 int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out,
+                 float* scores) {
   const DF d;
   const int64_t N = hn::Lanes(d);
   const int64_t n_blocks = (n_ctx + bt - 1) / bt;
   // Scores: keys are transposed within a block, so lanes are keys and each
   // dimension is one multiply-add. Whole blocks are computed (their tails
   // are allocated); only the first n_ctx scores are used.
-  for (int64_t b = 0; b < n_blocks; ++b) {
+  for (int64_t b = first / bt; b < n_blocks; ++b) {
     const T* kb = static_cast<const T*>(k_blocks[b]) + int64_t(kv_head) * hd * bt;
     for (int64_t j0 = 0; j0 < bt; j0 += N) {
       auto acc = hn::Zero(d);
@@ -227,11 +228,11 @@ void AttendTyped(const float* q, const void* const* k_blocks, const void* const*
       }
     }
   }
-  const float m = MaxValue(scores, n_ctx);
-  const float inv = 1.0f / ExpShiftSum(scores, m, n_ctx);
+  const float m = MaxValue(scores + first, n_ctx - first);
+  const float inv = 1.0f / ExpShiftSum(scores + first, m, n_ctx - first);
   // out = sum_j p_j V_j
   for (int64_t k = 0; k < hd; ++k) out[k] = 0.0f;
-  for (int64_t j = 0; j < n_ctx; ++j) {
+  for (int64_t j = first; j < n_ctx; ++j) {
     const T* v = static_cast<const T*>(v_blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
     const auto p = hn::Set(d, scores[j] * inv);
     int64_t k = 0;
@@ -241,10 +242,12 @@ void AttendTyped(const float* q, const void* const* k_blocks, const void* const*
 }
 
 void Attend(const float* q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
-            int bt, int hd, int kv_head, int64_t n_ctx, float scale, float* out, float* scratch) {
+            int bt, int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out,
+            float* scratch) {
   if (kv_type == DType::BF16)
-    return AttendTyped<hwy::bfloat16_t>(q, k_blocks, v_blocks, bt, hd, kv_head, n_ctx, scale, out, scratch);
-  AttendTyped<float>(q, k_blocks, v_blocks, bt, hd, kv_head, n_ctx, scale, out, scratch);
+    return AttendTyped<hwy::bfloat16_t>(q, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale, out,
+                                        scratch);
+  AttendTyped<float>(q, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale, out, scratch);
 }
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
@@ -291,10 +294,10 @@ float exp_shift_sum(float* x, float shift, int64_t n) {
 }
 void scale(float* x, float s, int64_t n) { HWY_DYNAMIC_DISPATCH(Scale)(x, s, n); }
 void attend(const float* q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
-            int block_tokens, int head_dim, int kv_head, int64_t n_ctx, float scale, float* out,
-            float* scratch) {
-  HWY_DYNAMIC_DISPATCH(Attend)(q, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, n_ctx, scale,
-                               out, scratch);
+            int block_tokens, int head_dim, int kv_head, int64_t first, int64_t n_ctx, float scale,
+            float* out, float* scratch) {
+  HWY_DYNAMIC_DISPATCH(Attend)(q, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, first, n_ctx,
+                               scale, out, scratch);
 }
 const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 }  // namespace hearth::simd

@@ -33,11 +33,12 @@ float max_value(const float* x, int64_t n);
 float exp_shift_sum(float* x, float shift, int64_t n);
 void scale(float* x, float s, int64_t n);
 
-// One query head against n_ctx cached positions (layouts as in ops.h KvView):
-// out = softmax(q . K^T * scale) V. scratch: n_ctx rounded up to a block.
+// One query head against cached positions [first, n_ctx) (layouts as in
+// ops.h KvView): out = softmax(q . K^T * scale) V. scratch: n_ctx rounded up
+// to a block.
 void attend(const float* q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
-            int block_tokens, int head_dim, int kv_head, int64_t n_ctx, float scale, float* out,
-            float* scratch);
+            int block_tokens, int head_dim, int kv_head, int64_t first, int64_t n_ctx, float scale,
+            float* out, float* scratch);
 
 // Name of the target chosen for this CPU, e.g. "AVX3".
 const char* target_name();

@@ -124,9 +124,13 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
   if (r.has("hidden_act")) c.hidden_act = j["hidden_act"].get<std::string>();
   if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
     r.fail("hidden_act", "is " + c.hidden_act + "; supported: silu, gelu_pytorch_tanh");
-  if (r.has("sliding_window") && j["sliding_window"].is_number_integer() &&
-      r.boolean("use_sliding_window", c.arch == Arch::Mistral))
-    c.sliding_window = j["sliding_window"].get<int>();
+  if (r.has("sliding_window") && c.arch != Arch::Llama) {
+    const bool qwen = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3;
+    if (!qwen || r.boolean("use_sliding_window", false)) {
+      c.sliding_window = r.positive_int("sliding_window");
+      if (qwen) c.sliding_window_from_layer = int(r.number("max_window_layers", 28));
+    }
+  }
 
   if (r.has("rope_scaling")) {
     const json& s = j["rope_scaling"];

@@ -40,7 +40,11 @@ struct ModelConfig {
   bool attention_bias = false;  // q/k/v biases (Qwen2 always)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
   std::string hidden_act = "silu";
+  // Sliding-window attention: layers >= sliding_window_from_layer attend to
+  // the last sliding_window positions only (Mistral: every layer; Qwen2/3:
+  // when use_sliding_window, from max_window_layers on).
   std::optional<int> sliding_window;
+  int sliding_window_from_layer = 0;
 
   // MLX quantization: defaults and per-module overrides (module path -> spec;
   // bits 0 means "not quantized").

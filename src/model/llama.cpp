@@ -206,13 +206,16 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
       rope(k, c.num_kv_heads, int(hd), tok_pos[i], rope_.inv_freq.data(), rope_.attention_scaling);
       kv.store(l, rows[tok_row[i]].seq, tok_pos[i], k, v);
     }
-    // Every new token attends to its own sequence's cache up to its position.
+    // Every new token attends to its own sequence's cache up to its position
+    // (within the sliding window, where the layer has one).
+    const int64_t window = c.sliding_window && l >= c.sliding_window_from_layer ? *c.sliding_window : INT64_MAX;
     pool.run(int(T * c.num_heads), [&](int task, int thread) {
       int64_t i = task / c.num_heads;
       int h = task % c.num_heads;
       KvView view = kv.view(l, rows[tok_row[i]].seq);
-      int64_t n_ctx = tok_pos[i] + 1;
-      attend(&q_[i * q_dim + h * hd], view, h / group, n_ctx, attn_scale, &attn_[i * q_dim + h * hd],
+      const int64_t n_ctx = tok_pos[i] + 1;
+      attend(&q_[i * q_dim + h * hd], view, h / group, std::max<int64_t>(0, n_ctx - window), n_ctx, attn_scale,
+             &attn_[i * q_dim + h * hd],
              attn_scratch_[thread].data());
     });
     matmul(pool, L.o, attn_.data(), T, h_.data());

@@ -245,9 +245,11 @@ TEST(Ops, AttentionOverBlocksMatchesReference) {
       KvView view{kp.data(), vp.data(), bt, kv_heads, hd, t};
       auto q = randn(size_t(hd), 9);
       std::vector<float> got(hd), want(hd), scratch(static_cast<size_t>(n_blocks * bt));
-      attend(q.data(), view, 1, n_ctx, 0.35f, got.data(), scratch.data());
-      reference::attend(q.data(), view, 1, n_ctx, 0.35f, want.data());
-      expect_close(got, want, 1e-5f);
+      for (int64_t first : {int64_t(0), n_ctx / 2, n_ctx - 1}) {  // full, and sliding windows
+        attend(q.data(), view, 1, first, n_ctx, 0.35f, got.data(), scratch.data());
+        reference::attend(q.data(), view, 1, first, n_ctx, 0.35f, want.data());
+        expect_close(got, want, 1e-5f);
+      }
     }
 }
 
