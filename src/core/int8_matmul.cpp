@@ -93,14 +93,16 @@ struct QuantizedActivations {
   std::vector<float> sum;    // [n_tokens, groups]
 };
 
-void quantize_activations(const Int8Packed& w, const float* x, int64_t n_tokens, QuantizedActivations& a) {
+void quantize_activations(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
+                          QuantizedActivations& a) {
   const int64_t cols = w.cols, groups = cols / w.group_size;
   const int gs = w.group_size;
   a.q.resize(size_t(n_tokens * cols));
   a.step.resize(size_t(n_tokens * groups));
   a.sum.resize(size_t(n_tokens * groups));
-  for (int64_t t = 0; t < n_tokens; ++t)
-    for (int64_t g = 0; g < groups; ++g) {
+  pool.parallel_for(n_tokens * groups, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / groups, g = i % groups;
       const float* xg = x + t * cols + g * gs;
       float amax = 0;
       for (int i = 0; i < gs; ++i) amax = std::max(amax, std::fabs(xg[i]));
@@ -115,6 +117,7 @@ void quantize_activations(const Int8Packed& w, const float* x, int64_t n_tokens,
       // with |scale * q|, which MLX's edge-anchored bias makes much larger.)
       a.sum[t * groups + g] = step * float(qsum);
     }
+  });
 }
 
 __attribute__((target("avx512f,avx512bw"))) inline __m512 load16_f32(DType t, const uint8_t* p) {
@@ -208,7 +211,7 @@ void tile_any(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, 
 
 void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens, float* y) {
   static QuantizedActivations a;  // engine-thread scratch, reused across calls
-  quantize_activations(w, x, n_tokens, a);
+  quantize_activations(pool, w, x, n_tokens, a);
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
     for (int64_t tile = b; tile < e; ++tile)
       for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {

@@ -230,14 +230,35 @@ void AttendTyped(const float* q, const void* const* k_blocks, const void* const*
   }
   const float m = MaxValue(scores + first, n_ctx - first);
   const float inv = 1.0f / ExpShiftSum(scores + first, m, n_ctx - first);
-  // out = sum_j p_j V_j
-  for (int64_t k = 0; k < hd; ++k) out[k] = 0.0f;
-  for (int64_t j = first; j < n_ctx; ++j) {
-    const T* v = static_cast<const T*>(v_blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
-    const auto p = hn::Set(d, scores[j] * inv);
-    int64_t k = 0;
-    for (; k + N <= hd; k += N) hn::StoreU(hn::MulAdd(p, LoadF32(d, v + k), hn::LoadU(d, out + k)), d, out + k);
-    for (; k < hd; ++k) out[k] += scores[j] * inv * ScalarF32(v, k);
+  // out = sum_j p_j V_j, four vectors of out held in registers per pass.
+  auto value = [&](int64_t j) {
+    return static_cast<const T*>(v_blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
+  };
+  int64_t k0 = 0;
+  for (; k0 + 4 * N <= hd; k0 += 4 * N) {
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    for (int64_t j = first; j < n_ctx; ++j) {
+      const T* v = value(j) + k0;
+      const auto p = hn::Set(d, scores[j] * inv);
+      a0 = hn::MulAdd(p, LoadF32(d, v), a0);
+      a1 = hn::MulAdd(p, LoadF32(d, v + N), a1);
+      a2 = hn::MulAdd(p, LoadF32(d, v + 2 * N), a2);
+      a3 = hn::MulAdd(p, LoadF32(d, v + 3 * N), a3);
+    }
+    hn::StoreU(a0, d, out + k0);
+    hn::StoreU(a1, d, out + k0 + N);
+    hn::StoreU(a2, d, out + k0 + 2 * N);
+    hn::StoreU(a3, d, out + k0 + 3 * N);
+  }
+  for (; k0 + N <= hd; k0 += N) {
+    auto a = hn::Zero(d);
+    for (int64_t j = first; j < n_ctx; ++j) a = hn::MulAdd(hn::Set(d, scores[j] * inv), LoadF32(d, value(j) + k0), a);
+    hn::StoreU(a, d, out + k0);
+  }
+  for (; k0 < hd; ++k0) {
+    float a = 0;
+    for (int64_t j = first; j < n_ctx; ++j) a += scores[j] * inv * ScalarF32(value(j), k0);
+    out[k0] = a;
   }
 }
 

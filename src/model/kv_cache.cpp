@@ -1,5 +1,8 @@
 #include "model/kv_cache.h"
 
+#include <sys/mman.h>
+
+#include <new>
 #include <stdexcept>
 
 namespace hearth {
@@ -16,14 +19,24 @@ KvCache::KvCache(const KvCacheShape& shape, int64_t n_blocks) : shape_(shape), n
   if (shape.dtype != DType::F32 && shape.dtype != DType::BF16)
     throw std::invalid_argument("KV cache entries must be F32 or BF16");
   layer_block_bytes_ = size_t(shape.kv_heads) * shape.block_tokens * shape.head_dim * dtype_size(shape.dtype);
-  storage_.resize(size_t(n_blocks) * block_bytes(shape));
+  storage_bytes_ = size_t(n_blocks) * block_bytes(shape);
+  if (storage_bytes_ > 0) {
+    void* p = ::mmap(nullptr, storage_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                     -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    storage_ = static_cast<uint8_t*>(p);
+  }
   free_.reserve(size_t(n_blocks));
   for (int64_t b = n_blocks - 1; b >= 0; --b) free_.push_back(int32_t(b));
 }
 
+KvCache::~KvCache() {
+  if (storage_) ::munmap(storage_, storage_bytes_);
+}
+
 uint8_t* KvCache::block_data(int layer, int32_t block, bool value) const {
   size_t offset = (size_t(block) * shape_.layers + layer) * 2 + (value ? 1 : 0);
-  return const_cast<uint8_t*>(storage_.data()) + offset * layer_block_bytes_;
+  return storage_ + offset * layer_block_bytes_;
 }
 
 int KvCache::create_sequence() {

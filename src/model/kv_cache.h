@@ -22,7 +22,12 @@ struct KvCacheShape {
 
 class KvCache {
  public:
+  // The pool's memory is reserved at once but only becomes resident as
+  // blocks are first written, so a generous pool costs nothing until used.
   KvCache(const KvCacheShape& shape, int64_t n_blocks);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
 
   int create_sequence();
   // Frees the sequence's blocks. Unknown ids are ignored.
@@ -40,7 +45,7 @@ class KvCache {
   int64_t blocks_total() const { return n_blocks_; }
   int64_t blocks_free() const { return int64_t(free_.size()); }
   int64_t sequences() const { return int64_t(seqs_.size()); }
-  size_t bytes() const { return storage_.size(); }
+  size_t bytes() const { return storage_bytes_; }
   const KvCacheShape& shape() const { return shape_; }
 
   // Blocks needed for a byte budget, for sizing the pool.
@@ -58,7 +63,8 @@ class KvCache {
   KvCacheShape shape_;
   int64_t n_blocks_;
   size_t layer_block_bytes_;  // one layer's K (or V) of one block
-  std::vector<uint8_t> storage_;
+  uint8_t* storage_ = nullptr;
+  size_t storage_bytes_ = 0;
   std::vector<int32_t> free_;
   std::map<int, Sequence> seqs_;
   int next_seq_ = 0;
