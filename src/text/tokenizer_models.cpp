@@ -233,6 +233,19 @@ class BPE final : public Model {
       std::snprintf(name, sizeof name, "<0x%02X>", b);
       byte_ids_[b] = vocab.find(name);
     }
+    // SentencePiece-style vocabularies: a word is the whole text, so cut it
+    // before each "▁" that follows another character. No merge can cross such
+    // a cut unless a token contains "X▁" (X ≠ ▁); the few that do are checked
+    // at each cut.
+    if (!ignore_merges_ && vocab.find(kMeta) >= 0) {
+      for (const auto& t : id_to_token)
+        for (size_t p = t.find(kMeta, 1); p != std::string::npos; p = t.find(kMeta, p + 1))
+          if (p < 3 || t.compare(p - 3, 3, kMeta) != 0) {
+            spanning_.emplace_back(t, p);
+            break;
+          }
+      split_meta_ = spanning_.size() <= 64;
+    }
   }
 
   void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
@@ -254,6 +267,21 @@ class BPE final : public Model {
     return !prefix_.empty() && b.compare(0, prefix_.size(), prefix_) == 0 ? prefix_.size() : 0;
   }
 
+  static constexpr std::string_view kMeta = "\xE2\x96\x81";  // ▁
+
+  // Whether a token of `spanning_` covers the cut before word[p].
+  bool spans(std::string_view word, size_t p) const {
+    for (const auto& [t, at] : spanning_) {
+      // t has "X▁" with the ▁ at byte `at`; any occurrence of t whose ▁ at `at` is a later
+      // ▁ of t than the first one is also caught, since we test every "X▁" of t.
+      for (size_t q = t.find(kMeta, 1); q != std::string::npos; q = t.find(kMeta, q + 1)) {
+        if (q >= 3 && t.compare(q - 3, 3, kMeta) == 0) continue;
+        if (p >= q && p - q + t.size() <= word.size() && word.compare(p - q, t.size(), t) == 0) return true;
+      }
+    }
+    return false;
+  }
+
   void encode_word(std::string_view word, std::vector<int32_t>& ids) const {
     if (word.empty()) return;
     if (ignore_merges_) {
@@ -262,6 +290,22 @@ class BPE final : public Model {
         return;
       }
     }
+    if (split_meta_ && word.size() > 24) {
+      size_t start = 0;
+      for (size_t p = word.find(kMeta, 1); p != std::string_view::npos; p = word.find(kMeta, p + 3)) {
+        if (p >= 3 && word.compare(p - 3, 3, kMeta) == 0) continue;  // inside a run of ▁
+        if (!spanning_.empty() && spans(word, p)) continue;
+        encode_piece(word.substr(start, p - start), ids);
+        start = p;
+      }
+      encode_piece(word.substr(start), ids);
+      return;
+    }
+    encode_piece(word, ids);
+  }
+
+  void encode_piece(std::string_view word, std::vector<int32_t>& ids) const {
+    if (word.empty()) return;
     const bool cacheable = word.size() < 256;
     if (cacheable && cache_.get(word, ids)) return;
     const size_t start = ids.size();
@@ -316,6 +360,8 @@ class BPE final : public Model {
   }
 
   MergeMap merges_;
+  bool split_meta_ = false;
+  std::vector<std::pair<std::string, size_t>> spanning_;  // tokens with "X▁" inside
   std::string unk_token_;
   bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
   std::string prefix_;

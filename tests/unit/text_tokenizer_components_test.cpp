@@ -197,6 +197,18 @@ TEST(Model, BpeMergesUnknownsAndFuse) {
   EXPECT_EQ(tok->decode(std::vector<int32_t>{1, 2}), "h e");          // no decoder: joined by spaces
 }
 
+TEST(Model, BpeMetaspaceCutsRespectSpanningTokens) {
+  // Long SentencePiece-style words are cut before "▁"; a token holding "a▁"
+  // must still be found across such a cut.
+  auto tok = Tokenizer::from_json(R"({"added_tokens":[],"normalizer":null,"pre_tokenizer":null,"post_processor":null,
+    "decoder":null,"model":{"type":"BPE","vocab":{"▁":0,"a":1,"b":2,"x":3,"a▁":4,"a▁b":5,"▁b":6,"xx":7,"▁x":8},
+    "merges":["a ▁","a▁ b","▁ b","x x","▁ x"]}})");
+  EXPECT_EQ(tok->encode("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxa▁bxxxx▁xx"),
+            (std::vector<int32_t>{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 5, 7, 7, 0, 7}));  // "x x" outranks "▁ x"
+  EXPECT_EQ(tok->encode("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxb▁bxxxx"),
+            (std::vector<int32_t>{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 2, 6, 7, 7}));
+}
+
 TEST(AddedTokens, SingleWordAndStrip) {
   auto sw = Tokenizer::from_json(tiny_bpe(
       R"({"id":9,"content":"<x>","single_word":true,"lstrip":false,"rstrip":false,"normalized":false,"special":true})"));
