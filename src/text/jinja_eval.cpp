@@ -523,6 +523,8 @@ Flow Interpreter::exec(const Body& body, const ScopePtr& scope, std::string& out
       throw;
     } catch (const std::bad_alloc&) {
       throw TemplateError(TemplateError::Kind::Limit, "out of memory", s->line);
+    } catch (const std::exception& e) {  // e.g. std::out_of_range from a numeric conversion
+      throw TemplateError(TemplateError::Kind::Type, e.what(), s->line);
     }
     if (flow != Flow::Normal) return flow;
   }

@@ -259,6 +259,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         break;
       }
       case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': {
+        if (v.is_undefined()) v.fail_undefined();
         if (!v.is_number()) throw_type_error(std::string("%") + conv + " format: a real number is required, not " + v.type_name());
         if (v.is_float() && (conv == 'x' || conv == 'X' || conv == 'o'))
           throw_type_error(std::string("%") + conv + " format: an integer is required, not float");
@@ -276,6 +277,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         break;
       }
       case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': {
+        if (v.is_undefined()) v.fail_undefined();
         if (!v.is_number()) throw_type_error("must be real number, not " + v.type_name());
         sp.type = conv;
         if (sp.precision < 0) sp.precision = 6;
@@ -296,7 +298,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
   }
   // Python treats any non-tuple argument with __getitem__ (list, dict) as a
   // mapping, and then does not complain about unused arguments.
-  if (!used_mapping && !mapping && !args.is_list() && next < list.size())
+  if (!used_mapping && !mapping && !args.is_list() && !args.is_undefined() && next < list.size())
     throw_type_error("not all arguments converted during string formatting");
   return out;
 }

@@ -20,11 +20,6 @@ namespace {
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-         static_cast<unsigned char>(c) >= 0x80;
-}
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 // Python's `\s` at s[i]; returns the byte length of the space or 0.
 size_t space_at(const std::string& s, size_t i) {
@@ -296,7 +291,11 @@ class Lexer {
           op = o;
           break;
         }
-      if (!op) syntax_error(std::string("unexpected char '") + s_[pos_] + "'", tok_line);
+      if (!op) {
+        size_t end = pos_;
+        py::decode(s_, end);
+        syntax_error("unexpected char '" + s_.substr(pos_, end - pos_) + "'", tok_line);
+      }
       char c = op[0];
       if (!op[1] && (c == '(' || c == '[' || c == '{')) {
         balance.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
@@ -402,11 +401,9 @@ class Lexer {
     t.line = line;
     errno = 0;
     unsigned long long v = std::strtoull(text.c_str(), nullptr, base);
-    if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX)) {
-      // Python ints are unbounded; hearth's are 64-bit and fall back to float.
-      t.type = Tok::Float;
-      t.fval = base == 10 ? std::strtod(text.c_str(), nullptr) : static_cast<double>(v);
-    }
+    // Python ints are unbounded; hearth's are 64-bit, so larger literals are
+    // clamped (which keeps them right as slice bounds and in comparisons).
+    if (errno == ERANGE || v > static_cast<unsigned long long>(INT64_MAX)) v = INT64_MAX;
     t.ival = static_cast<int64_t>(v);
     out_.push_back(t);
     advance_to(i);
@@ -414,9 +411,13 @@ class Lexer {
   }
 
   bool lex_name(int line) {
-    if (!is_name_start(s_[pos_])) return false;
     size_t j = pos_;
-    while (j < s_.size() && is_name_char(s_[j])) ++j;
+    if (!py::is_identifier_start(py::decode(s_, j))) return false;
+    while (j < s_.size()) {
+      size_t k = j;
+      if (!py::is_identifier_continue(py::decode(s_, k))) break;
+      j = k;
+    }
     push(Tok::Name, s_.substr(pos_, j - pos_), line);
     advance_to(j);
     return true;

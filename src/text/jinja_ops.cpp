@@ -73,6 +73,9 @@ std::string object_type_repr(const Value& v) {
 }
 
 Value binary_op(const std::string& op, const Value& a, const Value& b) {
+  // str % x formats without touching an undefined x unless a %d-style
+  // conversion needs its value (Python's str.__mod__ takes the Undefined).
+  if (op == "%" && a.is_string()) return Value(percent_format(a.str(), b));
   if (a.is_undefined()) a.fail_undefined();
   if (b.is_undefined()) b.fail_undefined();
   bool ints = is_intlike(a) && is_intlike(b);
@@ -142,7 +145,6 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     return Value(std::floor(a.as_float() / b.as_float()));
   }
   if (op == "%") {
-    if (a.is_string()) return Value(percent_format(a.str(), b));
     if (!nums) unsupported(op, a, b);
     if (ints) {
       if (b.as_int() == 0) throw_type_error("integer division or modulo by zero");

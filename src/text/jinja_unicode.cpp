@@ -120,6 +120,18 @@ bool islinebreak(char32_t cp) {
   }
 }
 
+bool is_identifier_start(char32_t cp) {
+  if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
+  return isalpha(cp) || category(cp) == UTF8PROC_CATEGORY_NL;
+}
+
+bool is_identifier_continue(char32_t cp) {
+  if (cp < 0x80) return is_identifier_start(cp) || (cp >= '0' && cp <= '9');
+  auto c = category(cp);
+  return is_identifier_start(cp) || c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC ||
+         c == UTF8PROC_CATEGORY_ND || c == UTF8PROC_CATEGORY_PC;
+}
+
 char32_t upper(char32_t cp) {
   if (cp < 0x80) return (cp >= 'a' && cp <= 'z') ? cp - 32 : cp;
   return static_cast<char32_t>(utf8proc_toupper(static_cast<utf8proc_int32_t>(cp)));

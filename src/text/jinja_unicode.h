@@ -27,6 +27,10 @@ bool isdigit(char32_t cp);      // str.isdigit (approximated by category Nd)
 bool isalnum(char32_t cp);
 bool isword(char32_t cp);       // Python re `\w`
 bool islinebreak(char32_t cp);  // str.splitlines boundaries
+// Python identifiers (what jinja2's lexer accepts as names), approximated by
+// general category: letters and Nl (and _) start, plus Mn Mc Nd Pc continue.
+bool is_identifier_start(char32_t cp);
+bool is_identifier_continue(char32_t cp);
 char32_t upper(char32_t cp);
 char32_t lower(char32_t cp);
 bool iscased_upper(char32_t cp);
