@@ -22,8 +22,8 @@ bool is_dunder(const std::string& n) {
 }
 
 Value unsafe_attr(const Value& obj, const std::string& name) {
-  return Value::undefined("access to attribute '" + name + "' of '" + obj.type_name() +
-                          "' object is unsafe.");
+  return Value::unsafe_undefined("access to attribute '" + name + "' of '" + obj.type_name() +
+                                 "' object is unsafe.");
 }
 
 Value missing_attr(const Value& obj, const std::string& name) {

@@ -38,11 +38,9 @@ Value g_range(Interpreter&, CallArgs& a) {
   std::vector<Value> out;
   out.reserve(count);
   for (int64_t i = 0; i < count; ++i) out.emplace_back(start + i * step);
-  Value r = Value::sequence(Seq::Range, std::move(out));
   std::string repr = "range(" + std::to_string(start) + ", " + std::to_string(stop);
   if (step != 1) repr += ", " + std::to_string(step);
-  const_cast<ListData&>(r.list_data()).range_repr = repr + ")";
-  return r;
+  return Value::range(std::move(out), repr + ")");
 }
 
 void fill_dict(DictData& d, const CallArgs& a, const char* what) {

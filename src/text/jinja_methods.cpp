@@ -326,8 +326,8 @@ std::optional<Value> method_attr(const Value& self, const std::string& name) {
     unsafe = !self.is_tuple() && in(kListUnsafe, name);
   }
   if (unsafe)
-    return Value::undefined("access to attribute '" + name + "' of '" + self.type_name() +
-                            "' object is unsafe.");
+    return Value::unsafe_undefined("access to attribute '" + name + "' of '" + self.type_name() +
+                                   "' object is unsafe.");
   if (!known) return std::nullopt;
   return Value::object(std::make_shared<BoundMethod>(self, name));
 }

@@ -64,6 +64,18 @@ Value Value::undefined(std::string hint) {
   return v;
 }
 
+Value Value::unsafe_undefined(std::string hint) {
+  Value v = undefined(std::move(hint));
+  v.markup_ = true;
+  return v;
+}
+
+Value Value::range(std::vector<Value> numbers, std::string repr) {
+  Value v = sequence(Seq::Range, std::move(numbers));
+  v.list_->range_repr = std::move(repr);
+  return v;
+}
+
 Value Value::list(std::vector<Value> items) {
   int d = 0;
   for (const auto& x : items) d = std::max(d, x.depth());
@@ -116,7 +128,8 @@ Value Value::markup(std::string s) {
 }
 
 void Value::fail_undefined() const {
-  throw TemplateError(TemplateError::Kind::Undefined, s_.empty() ? "value is undefined" : s_);
+  throw TemplateError(markup_ ? TemplateError::Kind::Security : TemplateError::Kind::Undefined,
+                      s_.empty() ? "value is undefined" : s_);
 }
 
 // ---- Python protocol ----

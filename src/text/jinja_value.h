@@ -68,9 +68,14 @@ class Value {
   static Value none();
   // `hint` is the message raised when the value is used: "'x' is undefined".
   static Value undefined(std::string hint);
+  // The sandbox's answer to a forbidden attribute (list.append, __class__):
+  // undefined, and using it raises a TemplateError of kind Security.
+  static Value unsafe_undefined(std::string hint);
   static Value list(std::vector<Value> items = {});
   static Value tuple(std::vector<Value> items);
   static Value sequence(Seq seq, std::vector<Value> items);
+  // Python's range object: the numbers, and its repr ("range(0, 5)").
+  static Value range(std::vector<Value> numbers, std::string repr);
   static Value dict();
   static Value dict(std::shared_ptr<DictData> d);
   static Value object(std::shared_ptr<Object> o);
@@ -123,7 +128,7 @@ class Value {
 
  private:
   Kind kind_ = Kind::Undefined;
-  bool markup_ = false;
+  bool markup_ = false;  // String: a Markup. Undefined: an unsafe attribute.
   union {
     int64_t i_;
     double f_;

@@ -318,6 +318,7 @@ TEST(TextJinja, SyntaxErrorsHaveLines) {
 
 TEST(TextJinja, SandboxRefusesMutation) {
   auto e = render_error("{% set xs = [] %}{{ xs.append(1) }}");
+  EXPECT_EQ(e.kind(), TemplateError::Kind::Security);
   EXPECT_NE(e.message().find("unsafe"), std::string::npos);
   EXPECT_NE(render_error("{{ d.update({'a': 1}) }}", R"({"d": {}})").message().find("unsafe"), std::string::npos);
   // Printing the attribute itself is allowed (it is an undefined value).
