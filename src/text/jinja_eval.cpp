@@ -639,6 +639,7 @@ void Interpreter::exec_stmt(const Stmt& s, const ScopePtr& scope, std::string& o
       scope->vars[s.text] = Value::object(std::make_shared<Macro>(&s, scope, s.text));
       return;
     case StmtKind::CallBlock: {
+      macro_scopes_.push_back(scope);
       Value caller = Value::object(std::make_shared<Macro>(&s, scope, "caller"));
       const Expr& call_expr = *s.expr;
       Value callee = eval(*call_expr.a, scope);
