@@ -148,8 +148,10 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
 
   for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes) {
-    _mm_prefetch(reinterpret_cast<const char*>(blk + 4 * w.group_bytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(blk + 4 * w.group_bytes + 64), _MM_HINT_T0);
+    // Decode is bound by memory: keep a few groups' lines in flight.
+    static const int ahead = std::getenv("HEARTH_PF") ? std::atoi(std::getenv("HEARTH_PF")) : 4;
+    for (size_t off = 0; off < w.group_bytes; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(blk + ahead * w.group_bytes + off), _MM_HINT_T0);
     // Two chains per token (even and odd quads) to hide vpdpbusd latency.
     __m512i even[NT], odd[NT];
 #pragma GCC unroll 8

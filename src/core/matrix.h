@@ -12,6 +12,7 @@
 namespace hearth {
 
 struct Int8Packed;
+struct Bf16Packed;
 
 struct Matrix {
   int64_t rows = 0, cols = 0;
@@ -28,6 +29,8 @@ struct Matrix {
   const void* biases = nullptr;
   // The same weights rearranged for the int8 kernel, when built (int8_pack).
   std::shared_ptr<const Int8Packed> packed;
+  // BF16 weights rearranged for the BF16 dot-product kernel (bf16_pack).
+  std::shared_ptr<const Bf16Packed> packed_bf16;
 
   bool quantized() const { return bits > 0; }
   int64_t words_per_row() const { return cols * bits / 32; }

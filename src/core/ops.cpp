@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/bf16_matmul.h"
 #include "core/int8_matmul.h"
 #include "core/quant_matmul.h"
 #include "core/simd.h"
@@ -12,6 +13,7 @@ namespace hearth {
 
 size_t Matrix::bytes() const {
   if (packed) return packed->bytes();
+  if (packed_bf16) return packed_bf16->bytes();
   if (!quantized()) return size_t(rows * cols) * dtype_size(dtype);
   return size_t(rows * words_per_row()) * 4 + 2 * size_t(rows * groups_per_row()) * dtype_size(scale_dtype);
 }
@@ -23,6 +25,7 @@ constexpr int kTileTokens = 4;
 
 void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y) {
   if (w.quantized()) return quant_matmul(pool, w, x, n_tokens, y);
+  if (w.packed_bf16) return bf16_matmul(pool, *w.packed_bf16, x, n_tokens, y);
   const size_t esize = dtype_size(w.dtype);
   const auto* base = static_cast<const uint8_t*>(w.data);
   int64_t row_tiles = (w.rows + kTileRows - 1) / kTileRows;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/bf16_matmul.h"
 #include "core/int8_matmul.h"
 #include "core/ops.h"
 
@@ -118,10 +119,13 @@ void LlamaModel::load_weights() {
     L.up = load_matrix(p + "mlp.up_proj", inter, hidden);
     L.down = load_matrix(p + "mlp.down_proj", hidden, inter);
   }
-  // Rearrange quantized weights once for the int8 kernel where it applies.
+  // Rearrange weights once for the int8 / BF16 dot-product kernels where they apply.
   // The embedding keeps only its stored form: lookups read single rows.
   ThreadPool pool(ThreadPool::default_threads());
-  auto pack = [&](Matrix& m) { m.packed = int8_pack(m, pool); };
+  auto pack = [&](Matrix& m) {
+    m.packed = int8_pack(m, pool);
+    m.packed_bf16 = bf16_pack(m, pool);
+  };
   pack(lm_head_);
   for (Layer& L : layers_)
     for (Matrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) pack(*m);

@@ -58,7 +58,11 @@ TIMEOUT_S = 120
 # is rounded to int8 per token and weight group (scale max|x|/127). Random
 # tiny models amplify activation rounding (sharp attention), so a fixed
 # fraction of the logit range would be either too tight for a correct int8
-# kernel or too loose elsewhere. The same tolerance decides a "near tie": a
+# kernel or too loose elsewhere. BF16 checkpoints get the same treatment with a
+# "bf16 noise floor": on CPUs with AVX-512 BF16, hearth multiplies BF16
+# weights by activations rounded to BF16 (as llama.cpp does with F16), so the
+# floor is how far the reference moves when every matmul input is rounded to
+# BF16. The same tolerance decides a "near tie": a
 # greedy step where hearth's token is not the reference's argmax is accepted
 # only if the reference's own logits for the two are within it.
 REL = {"f32": 1e-3, "bf16": 1e-2, "f16": 1e-2, "mlx": 2e-2}
@@ -265,6 +269,28 @@ class Int8Input:
         return (xq @ self.w.T).reshape(*x.shape[:-1], -1)
 
 
+class Bf16Input:
+    """Stands in for a weight matrix in the reference: its input is rounded to
+    BF16 (nearest even), as the BF16 dot-product kernel rounds it."""
+
+    __array_ufunc__ = None
+
+    def __init__(self, w):
+        self.w, self.T = w, self
+
+    def __rmatmul__(self, x):
+        return bf16_round(np.asarray(x, dtype=np.float32)).astype(np.float64) @ self.w.T
+
+
+def bf16_noise_floor(model_dir, ids, ref_logits):
+    m = reference.Model.load(model_dir)
+    for L in m.layers:
+        for key in ("q", "k", "v", "o", "gate", "up", "down"):
+            L[key] = Bf16Input(L[key])
+    m.lm_head = Bf16Input(m.lm_head)
+    return float(np.abs(m.logits_for(ids) - ref_logits).max())
+
+
 def int8_noise_floor(model_dir, ids, ref_logits):
     m = reference.Model.load(model_dir)
     if not m.quantized:
@@ -309,6 +335,10 @@ def compare(hearth, model_dir, kind, notes, ids=None, max_tokens=GEN_TOKENS, mod
         floor = int8_noise_floor(model_dir, ids, ref_logits)
         tol = max(tol, INT8_FLOOR * floor)
         notes.append(f"int8 noise floor {floor:.3g}")
+    if kind == "bf16":
+        floor = bf16_noise_floor(model_dir, ids, ref_logits)
+        tol = max(tol, INT8_FLOOR * floor)
+        notes.append(f"bf16 noise floor {floor:.3g}")
 
     steps, raw = hearth.generate(model_dir, ids, max_tokens)
     # (1) prompt logits

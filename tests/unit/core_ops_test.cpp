@@ -8,6 +8,7 @@
 
 #include "core/ops.h"
 #include "core/ops_reference.h"
+#include "core/bf16_matmul.h"
 #include "core/cpu_features.h"
 #include "core/int8_matmul.h"
 #include "core/quant_matmul.h"
@@ -99,6 +100,26 @@ TEST(Ops, DenseMatmulMatchesReference) {
           SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
           expect_close(got, want, 1e-5f);
         }
+}
+
+// The BF16 dot-product kernel rounds activations to BF16: it must equal the
+// reference run on the rounded activations.
+TEST(Ops, Bf16PackedMatmulMatchesReferenceOnRoundedActivations) {
+  ThreadPool pool(2);
+  for (int64_t rows : {1, 7, 16, 33})
+    for (int64_t cols : {1, 7, 64, 129})
+      for (int64_t n : {1, 2, 5, 9}) {
+        DenseMatrix w(DType::BF16, rows, cols, rows * 7 + cols);
+        w.m.packed_bf16 = bf16_pack(w.m, pool);
+        if (cpu_features().avx512bf16) ASSERT_TRUE(w.m.packed_bf16);
+        auto x = randn(size_t(n * cols), 3);
+        std::vector<float> xr(x.size()), got(size_t(n * rows)), want(size_t(n * rows));
+        for (size_t i = 0; i < x.size(); ++i) xr[i] = bf16_to_f32(f32_to_bf16(x[i]));
+        matmul(pool, w.m, x.data(), n, got.data());
+        reference::matmul(w.m, w.m.packed_bf16 ? xr.data() : x.data(), n, want.data());
+        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " tokens " + std::to_string(n));
+        expect_close(got, want, 1e-5f);
+      }
 }
 
 TEST(Ops, QuantizedMatmulMatchesReference) {

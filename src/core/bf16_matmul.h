@@ -1,0 +1,31 @@
+// BF16 weights rearranged once at load for the AVX-512 BF16 dot product
+// (vdpbf16ps), and the matmul that uses them.
+//
+// Packed layout: rows in tiles of 16; per tile, one 64-byte vector per pair
+// of columns, holding rows 0..15's two BF16 weights (lane r = row r). One
+// vdpbf16ps multiplies a column pair of all 16 rows by the same two BF16
+// activations (broadcast) and accumulates into lane r: 32 multiply-adds per
+// instruction, no horizontal sums, one sequential stream per tile.
+// Activations are rounded to BF16 (nearest even) once per call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/matrix.h"
+#include "core/thread_pool.h"
+
+namespace hearth {
+
+struct Bf16Packed {
+  int64_t rows = 0, cols = 0;
+  int64_t tiles = 0, pairs = 0;  // pairs = ceil(cols / 2)
+  std::unique_ptr<uint16_t, void (*)(void*)> data{nullptr, nullptr};
+  size_t bytes() const { return size_t(tiles) * size_t(pairs) * 64; }
+};
+
+bool bf16_supported(const Matrix& w);
+std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool);
+void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens, float* y);
+
+}  // namespace hearth
