@@ -6,18 +6,13 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/packed.h"
 
-#if defined(__x86_64__)
-// GCC 12's AVX-512 headers trip its own uninitialized-value warnings; false positives.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#endif
 
 namespace hearth {
 
 namespace {
-constexpr int kRows = 16;
+constexpr int kRows = kPackedRows;
 constexpr int kMaxTokens = 8;
 }  // namespace
 
@@ -38,9 +33,8 @@ std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool) {
   p->cols = w.cols;
   p->tiles = (w.rows + kRows - 1) / kRows;
   p->pairs = (w.cols + 1) / 2;
-  p->data = {static_cast<uint16_t*>(std::aligned_alloc(64, std::max<size_t>(p->bytes(), 64))), std::free};
-  if (!p->data) throw std::bad_alloc();
-  uint16_t* base = p->data.get();
+  p->data = aligned_bytes(p->bytes());
+  uint16_t* base = reinterpret_cast<uint16_t*>(p->data.get());
   const uint16_t* src = static_cast<const uint16_t*>(w.data);
   pool.parallel_for(p->tiles, 1, [&](int64_t tb, int64_t te) {
     for (int64_t tile = tb; tile < te; ++tile) {
@@ -59,18 +53,12 @@ std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool) {
 #if defined(__x86_64__)
 namespace {
 
-__attribute__((target("avx512f"))) inline __m512i bcast_pair(const uint16_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
 // NT tokens, A independent accumulators per token to hide vdpbf16ps latency.
 template <int NT, int A>
 __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed& w, int64_t tile,
                                                                 const uint16_t* xb, int64_t x_stride,
                                                                 int64_t t0, float* y) {
-  const uint16_t* blk = w.data.get() + tile * w.pairs * 32;
+  const uint16_t* blk = reinterpret_cast<const uint16_t*>(w.data.get()) + tile * w.pairs * 32;
   __m512 acc[NT][A];
   for (int t = 0; t < NT; ++t)
     for (int a = 0; a < A; ++a) acc[t][a] = _mm512_setzero_ps();
@@ -82,13 +70,13 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed&
       const __m512bh wv = (__m512bh)_mm512_load_si512(blk + (p + a) * 32);
 #pragma GCC unroll 8
       for (int t = 0; t < NT; ++t)
-        acc[t][a] = _mm512_dpbf16_ps(acc[t][a], wv, (__m512bh)bcast_pair(xb + (t0 + t) * x_stride + 2 * (p + a)));
+        acc[t][a] = _mm512_dpbf16_ps(acc[t][a], wv, (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * (p + a)));
     }
   }
   for (; p < w.pairs; ++p) {
     const __m512bh wv = (__m512bh)_mm512_load_si512(blk + p * 32);
     for (int t = 0; t < NT; ++t)
-      acc[t][0] = _mm512_dpbf16_ps(acc[t][0], wv, (__m512bh)bcast_pair(xb + (t0 + t) * x_stride + 2 * p));
+      acc[t][0] = _mm512_dpbf16_ps(acc[t][0], wv, (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * p));
   }
   const int64_t row0 = tile * kRows;
   const __mmask16 valid = w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);

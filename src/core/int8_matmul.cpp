@@ -7,19 +7,13 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/packed.h"
 
-#if defined(__x86_64__)
-// GCC 12's AVX-512 headers trip its own uninitialized-value warnings
-// (_mm512_undefined_* inside the intrinsics); they are false positives.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#endif
 
 namespace hearth {
 
 namespace {
-constexpr int kRows = 16;        // rows per tile: one per 32-bit lane
+constexpr int kRows = kPackedRows;
 constexpr int kMaxTokens = 8;    // tokens per kernel call (accumulators in registers)
 }  // namespace
 
@@ -47,11 +41,8 @@ std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
   const size_t code_bytes = size_t(w.group_size) * kRows * w.bits / 8;
   p->group_bytes = code_bytes + 2 * kRows * esize;
   p->tile_bytes = p->group_bytes * size_t(w.groups_per_row());
-  const size_t total = (p->bytes() + 63) / 64 * 64;
-  p->data = {static_cast<uint8_t*>(std::aligned_alloc(64, std::max<size_t>(total, 64))), std::free};
-  if (!p->data) throw std::bad_alloc();
+  p->data = aligned_bytes(p->bytes());  // zeroed: padding rows get zero codes, scales and biases
   uint8_t* base = p->data.get();
-  std::memset(base, 0, total);  // padding rows: zero codes, scales and biases
 
   const int64_t groups = w.groups_per_row();
   const uint32_t mask = (1u << w.bits) - 1;
@@ -127,12 +118,6 @@ __attribute__((target("avx512f,avx512bw"))) inline __m512 load16_f32(DType t, co
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // BF16
 }
 
-__attribute__((target("avx512f"))) inline __m512i bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-
 // One tile of 16 rows against NT tokens; writes y[t0 + t][row0 .. row0+16).
 template <int Bits, int NT>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
@@ -164,8 +149,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
 #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) {
-          even[t] = _mm512_dpbusd_epi32(even[t], lo, bcast4(xq[t] + col0 + 8 * j));
-          odd[t] = _mm512_dpbusd_epi32(odd[t], hi, bcast4(xq[t] + col0 + 8 * j + 4));
+          even[t] = _mm512_dpbusd_epi32(even[t], lo, broadcast4(xq[t] + col0 + 8 * j));
+          odd[t] = _mm512_dpbusd_epi32(odd[t], hi, broadcast4(xq[t] + col0 + 8 * j + 4));
         }
       }
     } else {
@@ -174,8 +159,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
         const __m512i v1 = _mm512_load_si512(blk + j * 128 + 64);
 #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) {
-          even[t] = _mm512_dpbusd_epi32(even[t], v0, bcast4(xq[t] + col0 + 8 * j));
-          odd[t] = _mm512_dpbusd_epi32(odd[t], v1, bcast4(xq[t] + col0 + 8 * j + 4));
+          even[t] = _mm512_dpbusd_epi32(even[t], v0, broadcast4(xq[t] + col0 + 8 * j));
+          odd[t] = _mm512_dpbusd_epi32(odd[t], v1, broadcast4(xq[t] + col0 + 8 * j + 4));
         }
       }
     }

@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "core/matrix.h"
+#include "core/packed.h"
 #include "core/thread_pool.h"
 
 namespace hearth {
@@ -30,7 +31,7 @@ struct Int8Packed {
   int64_t tiles = 0;
   size_t group_bytes = 0;  // one tile's codes + scales + biases of one group
   size_t tile_bytes = 0;
-  std::unique_ptr<uint8_t, void (*)(void*)> data{nullptr, nullptr};
+  AlignedBytes data{nullptr, nullptr};
   size_t bytes() const { return size_t(tiles) * tile_bytes; }
 };
 

@@ -1,0 +1,44 @@
+// What the repacked-weight kernels (int8_matmul, bf16_matmul) share: the
+// tile height, 64-byte aligned storage, and the x86 intrinsics header.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers trip its own uninitialized-value warnings
+// (_mm512_undefined_* inside the intrinsics); they are false positives.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#endif
+
+namespace hearth {
+
+// Rows per packed tile: one per 32-bit lane of a 512-bit register.
+constexpr int kPackedRows = 16;
+
+using AlignedBytes = std::unique_ptr<uint8_t, void (*)(void*)>;
+
+// Zeroed storage aligned for 512-bit loads.
+inline AlignedBytes aligned_bytes(size_t n) {
+  const size_t size = (std::max<size_t>(n, 1) + 63) / 64 * 64;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, size));
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, size);
+  return AlignedBytes(p, std::free);
+}
+
+#if defined(__x86_64__)
+// Four bytes (4 int8 activations, or 2 BF16 ones) broadcast to every lane.
+__attribute__((target("avx512f"))) inline __m512i broadcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+#endif
+
+}  // namespace hearth
