@@ -32,6 +32,11 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 constexpr const char* kFingerprint = "hearth-0.1.0";
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;  // ASan keeps freed memory in quarantine: RSS says little
+#else
+constexpr bool kSanitized = false;
+#endif
 
 // Generated text may hold invalid UTF-8 in per-token strings (a byte-fallback
 // token alone); it is written with U+FFFD rather than failing the response.

@@ -138,9 +138,13 @@ describe('concurrency', () => {
 
       const rss = await idleRss(srv);
       const slack = Math.max(4 << 20, baseline * 0.1);
-      assert.ok(rss <= baseline + slack,
-        `RSS back to baseline: ${(rss / 2 ** 20).toFixed(1)} MiB after vs ${(baseline / 2 ** 20).toFixed(1)} MiB before`);
       console.log(`# rss baseline ${(baseline / 2 ** 20).toFixed(1)} MiB, after 3 storms ${(rss / 2 ** 20).toFixed(1)} MiB`);
+      // An AddressSanitizer build holds freed memory in quarantine; there the
+      // leak checker at exit (the server must exit 0) stands in for RSS.
+      if (!after.server.sanitized) {
+        assert.ok(rss <= baseline + slack,
+          `RSS back to baseline: ${(rss / 2 ** 20).toFixed(1)} MiB after vs ${(baseline / 2 ** 20).toFixed(1)} MiB before`);
+      }
     } finally {
       assert.equal((await srv.stop()).code, 0, srv.stderr());
     }
