@@ -162,10 +162,10 @@ struct Server::Impl {
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep);
   void respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res);
   void respond_stream(const std::shared_ptr<Job>& job, httplib::Response& res);
-  ojson chunk(const Job& job, const Piece* piece, const std::string* finish_reason, bool first) ;
+  ojson chunk(Job& job, const Piece* piece, const std::string* finish_reason, bool first);
   ojson usage(const GenerationStream& g) const;
   ojson chat_logprobs(const std::vector<TokenLogprob>& lps) const;
-  ojson completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps, const std::string& text) const;
+  ojson completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const;
   // A token's text as it reads after other text (decoders drop a leading
   // space at the start of a sequence): decode(anchor, id) - decode(anchor).
   std::string token_text(int32_t id) const {
@@ -350,7 +350,7 @@ ojson Server::Impl::chat_logprobs(const std::vector<TokenLogprob>& lps) const {
   return {{"content", content}, {"refusal", nullptr}};
 }
 
-ojson Server::Impl::completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps, const std::string& text) const {
+ojson Server::Impl::completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const {
   ojson tokens = ojson::array(), values = ojson::array(), tops = ojson::array(), offsets = ojson::array();
   for (const auto& t : lps) {
     tokens.push_back(t.text);
@@ -361,7 +361,6 @@ ojson Server::Impl::completion_logprobs(Job& job, const std::vector<TokenLogprob
     offsets.push_back(job.text_offset);
     job.text_offset += utf8_length(t.text);
   }
-  (void)text;
   return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
@@ -390,7 +389,7 @@ void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, httplib::Respo
   } else {
     choice = {{"index", 0},
               {"text", text},
-              {"logprobs", job->api.logprobs >= 0 ? completion_logprobs(*job, lps, text) : ojson(nullptr)},
+              {"logprobs", job->api.logprobs >= 0 ? completion_logprobs(*job, lps) : ojson(nullptr)},
               {"finish_reason", g.finish_reason()}};
   }
   ojson out = {{"id", job->id},
@@ -404,7 +403,7 @@ void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, httplib::Respo
   res.set_content(dump(out), "application/json");
 }
 
-ojson Server::Impl::chunk(const Job& job, const Piece* piece, const std::string* finish_reason, bool first) {
+ojson Server::Impl::chunk(Job& job, const Piece* piece, const std::string* finish_reason, bool first) {
   const bool chat = job.api.endpoint == Endpoint::Chat;
   ojson choice = {{"index", 0}};
   const bool lp = job.api.logprobs >= 0 && piece && !piece->logprobs.empty();
@@ -417,7 +416,7 @@ ojson Server::Impl::chunk(const Job& job, const Piece* piece, const std::string*
     choice["logprobs"] = lp ? chat_logprobs(piece->logprobs) : ojson(nullptr);
   } else {
     choice["text"] = piece ? piece->text : "";
-    choice["logprobs"] = lp ? completion_logprobs(const_cast<Job&>(job), piece->logprobs, piece->text) : ojson(nullptr);
+    choice["logprobs"] = lp ? completion_logprobs(job, piece->logprobs) : ojson(nullptr);
   }
   choice["finish_reason"] = finish_reason ? ojson(*finish_reason) : ojson(nullptr);
   return {{"id", job.id},
