@@ -31,6 +31,7 @@ suite "unit tests (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 ctest --test-dir
 
 # Debian's python3 carries numpy and jinja2; a python3 earlier on PATH may not.
 PY=/usr/bin/python3
+suite "command line" bash tests/cli/test_cli.sh build/hearth
 [ -f tests/numerics/test_numerics.py ] && suite "numerics vs NumPy" $PY tests/numerics/test_numerics.py --hearth build/hearth
 [ -f tests/text/compare_tokenizers.mjs ] && suite "tokenizers vs reference" node tests/text/compare_tokenizers.mjs --hearth build/hearth
 [ -f tests/text/test_templates.py ] && suite "chat templates vs Jinja2" $PY tests/text/test_templates.py --hearth build/hearth

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "engine/generator.h"
+#include "text/chat_prompt.h"
 #include "text/tokenizer.h"
 
 namespace hearth::cli {
@@ -20,6 +21,8 @@ const char* kHelp = R"(usage: hearth generate [--model DIR] [--prompt TEXT | --p
   --model DIR          model directory (default: the bundled stories260k)
   --prompt TEXT        prompt text, tokenized with the model's tokenizer (BOS added as it says)
   --prompt-ids LIST    comma-separated token ids, used verbatim
+  --chat               treat --prompt as a user message and render it with the model's
+                       chat template (--system TEXT adds a system message)
   --max-tokens N       stop after N tokens (default: until EOS or the context is full)
   --temperature T      0 is greedy (default: generation_config.json, else 0)
   --top-p P --top-k K --min-p M --seed S
@@ -59,13 +62,13 @@ nlohmann::json top_logits(std::span<const float> logits, int k) {
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
-  Args args(argc, argv, {"help"});
+  Args args(argc, argv, {"help", "chat"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   std::vector<std::string> known = {"model", "prompt", "prompt-ids", "max-tokens", "threads",
-                                    "logits", "dump-logits", "ctx-size"};
+                                    "logits", "dump-logits", "ctx-size", "chat", "system"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   args.allow_only(known);
 
@@ -80,6 +83,13 @@ int cmd_generate(int argc, char** argv) {
   std::vector<int32_t> prompt;
   if (args.has("prompt-ids")) {
     prompt = parse_ids(args.str("prompt-ids"));
+  } else if (args.has("chat")) {
+    const auto chat_template = text::ChatTemplate::load(dir);
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (args.has("system")) messages.push_back({{"role", "system"}, {"content", args.str("system")}});
+    messages.push_back({{"role", "user"}, {"content", args.str("prompt")}});
+    text::ChatPrompt chat(chat_template, *tokenizer);
+    prompt = chat.tokenize(chat.render(messages, nullptr, true));
   } else if (args.has("prompt")) {
     prompt = tokenizer->encode(args.str("prompt"), true);
   } else {

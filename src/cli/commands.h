@@ -5,6 +5,7 @@ namespace hearth::cli {
 
 // Each takes the arguments after the subcommand name and returns the exit code.
 int cmd_generate(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 int cmd_mkmodel(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);

@@ -1,0 +1,24 @@
+#include "text/chat_prompt.h"
+
+namespace hearth::text {
+
+ChatPrompt::ChatPrompt(const ChatTemplate& chat_template, const Tokenizer& tokenizer)
+    : template_(chat_template), tokenizer_(tokenizer) {
+  // Does encoding plain text add a BOS? Compare with and without specials.
+  if (auto bos = tokenizer_.bos_id()) {
+    auto with = tokenizer_.encode("a", true), without = tokenizer_.encode("a", false);
+    if (!with.empty() && with.front() == *bos && (without.empty() || without.front() != *bos)) {
+      bos_ = *bos;
+      bos_text_ = tokenizer_.bos_token();
+      if (bos_text_.empty()) bos_text_ = tokenizer_.id_to_token(*bos);
+    }
+  }
+}
+
+std::vector<int32_t> ChatPrompt::tokenize(const std::string& rendered) const {
+  std::vector<int32_t> ids = tokenizer_.encode(rendered, false);
+  if (bos_ && rendered.compare(0, bos_text_.size(), bos_text_) != 0) ids.insert(ids.begin(), *bos_);
+  return ids;
+}
+
+}  // namespace hearth::text

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The command line as a person uses it, on the bundled model: each check runs
+# a real command and looks at its output and exit status.
+# Usage: tests/cli/test_cli.sh build/hearth
+set -u
+hearth=${1:-build/hearth}
+passed=0 failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {  # check NAME CONDITION-COMMAND...
+  local name=$1; shift
+  if "$@"; then passed=$((passed + 1)); echo "ok   $name"; else failed=$((failed + 1)); echo "FAIL $name"; fi
+}
+contains() { grep -qF -- "$2" "$1"; }
+# Exit status of a failing command: 1 or 2 (a clean error), not a signal.
+clean_error() { local rc=$1; [ "$rc" -eq 1 ] || [ "$rc" -eq 2 ]; }
+
+"$hearth" generate --max-tokens 40 >"$tmp/story" 2>"$tmp/err"
+check "generate: the bundled model tells its story from BOS" \
+  contains "$tmp/story" "Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
+check "generate: a summary line on stderr" contains "$tmp/err" "finish: length"
+
+"$hearth" generate --prompt "Once upon a time" --max-tokens 12 >"$tmp/cont" 2>/dev/null
+check "generate --prompt continues the prompt" contains "$tmp/cont" ", there was a little girl named Lily"
+
+"$hearth" generate --prompt "Once upon a time" --max-tokens 30 --temperature 1 --seed 42 >"$tmp/s1" 2>/dev/null
+"$hearth" generate --prompt "Once upon a time" --max-tokens 30 --temperature 1 --seed 42 >"$tmp/s2" 2>/dev/null
+check "generate: the same seed gives the same text" cmp -s "$tmp/s1" "$tmp/s2"
+
+"$hearth" generate --chat --prompt "Tell me a story" --max-tokens 20 >"$tmp/chat1" 2>/dev/null
+check "generate --chat renders the template and answers" test -s "$tmp/chat1"
+
+printf 'Tell me about a cat\n/reset\nAnd a dog\n/exit\n' | "$hearth" chat --max-tokens 15 >"$tmp/chat2" 2>"$tmp/chat2.err"
+rc=$?
+check "chat: exits 0 at /exit" test "$rc" -eq 0
+check "chat: one reply line per message" test "$(grep -c . "$tmp/chat2")" -eq 2
+
+"$hearth" generate --model "$tmp/nope" >/dev/null 2>"$tmp/e1"; rc=$?
+check "generate: a missing model directory is a clean error" clean_error $rc
+check "generate: ... naming the directory" contains "$tmp/e1" "$tmp/nope"
+
+"$hearth" generate --max-tokenz 5 >/dev/null 2>"$tmp/e2"; rc=$?
+check "generate: an unknown option is refused" clean_error $rc
+check "generate: ... by name" contains "$tmp/e2" "--max-tokenz"
+
+"$hearth" generate --temperature hot >/dev/null 2>"$tmp/e3"; rc=$?
+check "generate: a malformed number is refused" clean_error $rc
+
+"$hearth" bench --prefill 8 --decode 8 --repeats 1 --json >"$tmp/bench.json" 2>/dev/null
+check "bench --json prints the measurements" \
+  node -e 'const b=JSON.parse(require("fs").readFileSync(process.argv[1]));
+           if(!(b.decode.tokens_per_second>0 && b.prefill[0].tokens_per_second>0 && b.memory_read_bandwidth_gbps>0)) process.exit(1)' \
+  "$tmp/bench.json"
+
+"$hearth" nonsense >/dev/null 2>&1; rc=$?
+check "an unknown command is refused" clean_error $rc
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
