@@ -5,6 +5,7 @@
 // the same seed gives the same underlying values in every dtype and layout.
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -22,6 +24,7 @@
 #include "cli/commands.h"
 #include "core/dtype.h"
 #include "core/quantize.h"
+#include "io/gguf_writer.h"
 #include "io/safetensors_writer.h"
 
 namespace hearth::cli {
@@ -47,7 +50,9 @@ constexpr const char* kUsage =
     "  --seed S          weight seed (default 0)\n"
     "  --tokenizer DIR   where tokenizer.json/tokenizer_config.json come from (default: the\n"
     "                    bundled stories260k model); its vocab is padded with <unused_N>\n"
-    "                    entries up to the preset's vocab_size\n";
+    "                    entries up to the preset's vocab_size\n"
+    "  --gguf T          also write model.gguf (llama.cpp's layout and names, the same weights):\n"
+    "                    T = f16 | q8_0 | q4_0 | bf16 | f32 for the matrices (norms stay f32)\n";
 
 // ---------------------------------------------------------------------------
 // shapes
@@ -234,6 +239,44 @@ QuantConfig parse_quant(const std::string& q, int group_size) {
   return c;
 }
 
+// Every weight of the checkpoint under its Hugging Face name, in order:
+// vector(name, n, mean, std) for 1-D tensors, matrix(module, rows, cols, std)
+// for Linear and embedding weights (values named module + ".weight"; std
+// includes the gains). The safetensors and GGUF writers both walk this list,
+// so the same seed gives the same values in both.
+template <class Vector, class Matrix>
+void for_each_weight(const Spec& s, Vector&& vector, Matrix&& matrix) {
+  int64_t H = s.hidden, D = s.head_dim, I = s.intermediate;
+  auto linear = [&](const std::string& module, int64_t rows, int64_t cols, float std, float gain = 1) {
+    if (std <= 0) std = 1.0f / std::sqrt(float(cols));
+    matrix(module, rows, cols, std * gain);
+  };
+  linear("model.embed_tokens", s.vocab, H, s.embed_std);
+  for (int64_t l = 0; l < s.layers; ++l) {
+    std::string p = "model.layers." + std::to_string(l) + ".";
+    vector(p + "input_layernorm.weight", H, 1.0f, s.norm_noise);
+    vector(p + "post_attention_layernorm.weight", H, 1.0f, s.norm_noise);
+    linear(p + "self_attn.q_proj", s.heads * D, H, s.linear_std, s.qk_gain);
+    linear(p + "self_attn.k_proj", s.kv_heads * D, H, s.linear_std, s.qk_gain);
+    linear(p + "self_attn.v_proj", s.kv_heads * D, H, s.linear_std);
+    linear(p + "self_attn.o_proj", H, s.heads * D, s.linear_std, s.o_gain);
+    if (s.arch == "qwen2") {
+      vector(p + "self_attn.q_proj.bias", s.heads * D, 0.0f, s.bias_std);
+      vector(p + "self_attn.k_proj.bias", s.kv_heads * D, 0.0f, s.bias_std);
+      vector(p + "self_attn.v_proj.bias", s.kv_heads * D, 0.0f, s.bias_std);
+    }
+    if (s.arch == "qwen3") {
+      vector(p + "self_attn.q_norm.weight", D, s.qk_norm_mean, s.norm_noise);
+      vector(p + "self_attn.k_norm.weight", D, s.qk_norm_mean, s.norm_noise);
+    }
+    linear(p + "mlp.gate_proj", I, H, s.linear_std);
+    linear(p + "mlp.up_proj", I, H, s.linear_std);
+    linear(p + "mlp.down_proj", H, I, s.linear_std);
+  }
+  vector("model.norm.weight", H, 1.0f, s.norm_noise);
+  if (!s.tied) linear("lm_head", s.vocab, H, s.linear_std > 0 ? s.linear_std : s.embed_std);
+}
+
 class Builder {
  public:
   Builder(const Spec& spec, DType dtype, QuantConfig quant, uint64_t seed)
@@ -242,32 +285,11 @@ class Builder {
   json quantization = json::object();  // per-module entries (mixed recipes)
 
   void build() {
-    const Spec& s = spec_;
-    int64_t H = s.hidden, D = s.head_dim, I = s.intermediate;
-    matrix("model.embed_tokens", s.vocab, H, s.embed_std);
-    for (int64_t l = 0; l < s.layers; ++l) {
-      std::string p = "model.layers." + std::to_string(l) + ".";
-      vector(p + "input_layernorm.weight", H, 1.0f, s.norm_noise);
-      vector(p + "post_attention_layernorm.weight", H, 1.0f, s.norm_noise);
-      matrix(p + "self_attn.q_proj", s.heads * D, H, s.linear_std, s.qk_gain);
-      matrix(p + "self_attn.k_proj", s.kv_heads * D, H, s.linear_std, s.qk_gain);
-      matrix(p + "self_attn.v_proj", s.kv_heads * D, H, s.linear_std);
-      matrix(p + "self_attn.o_proj", H, s.heads * D, s.linear_std, s.o_gain);
-      if (s.arch == "qwen2") {
-        vector(p + "self_attn.q_proj.bias", s.heads * D, 0.0f, s.bias_std);
-        vector(p + "self_attn.k_proj.bias", s.kv_heads * D, 0.0f, s.bias_std);
-        vector(p + "self_attn.v_proj.bias", s.kv_heads * D, 0.0f, s.bias_std);
-      }
-      if (s.arch == "qwen3") {
-        vector(p + "self_attn.q_norm.weight", D, s.qk_norm_mean, s.norm_noise);
-        vector(p + "self_attn.k_norm.weight", D, s.qk_norm_mean, s.norm_noise);
-      }
-      matrix(p + "mlp.gate_proj", I, H, s.linear_std);
-      matrix(p + "mlp.up_proj", I, H, s.linear_std);
-      matrix(p + "mlp.down_proj", H, I, s.linear_std);
-    }
-    vector("model.norm.weight", H, 1.0f, s.norm_noise);
-    if (!s.tied) matrix("lm_head", s.vocab, H, s.linear_std > 0 ? s.linear_std : s.embed_std);
+    for_each_weight(
+        spec_, [&](const std::string& name, int64_t n, float mean, float std) { vector(name, n, mean, std); },
+        [&](const std::string& module, int64_t rows, int64_t cols, float std) {
+          matrix(module, rows, cols, std);
+        });
   }
 
   io::SafetensorsWriter writer;
@@ -293,9 +315,7 @@ class Builder {
     return more ? quant_.high_bits : quant_.low_bits;
   }
 
-  void matrix(const std::string& module, int64_t rows, int64_t cols, float std, float gain = 1) {
-    if (std <= 0) std = 1.0f / std::sqrt(float(cols));
-    std *= gain;
+  void matrix(const std::string& module, int64_t rows, int64_t cols, float std) {
     const std::string name = module + ".weight";
     DType t = dtype_;
     uint64_t seed = seed_;
@@ -446,6 +466,239 @@ void write_tokenizer(const fs::path& from, const fs::path& to, int64_t vocab_siz
       fs::copy_file(from / f, to / f, fs::copy_options::overwrite_existing);
 }
 
+// ---------------------------------------------------------------------------
+// GGUF (llama.cpp): the same weights under llama.cpp's names and layout, as
+// convert_hf_to_gguf.py writes them: 1-D tensors in F32, matrices in the
+// chosen type (F16 where a row is not whole quantization blocks), q/k rows of
+// the llama architecture permuted for its interleaved rotary pairs.
+
+struct GgufOptions {
+  io::GgmlType type = io::GgmlType::F16;
+  io::GgufFileType file_type = io::GgufFileType::MOSTLY_F16;
+};
+
+GgufOptions parse_gguf(const std::string& v) {
+  if (v == "f32") return {io::GgmlType::F32, io::GgufFileType::ALL_F32};
+  if (v == "f16") return {io::GgmlType::F16, io::GgufFileType::MOSTLY_F16};
+  if (v == "bf16") return {io::GgmlType::BF16, io::GgufFileType::MOSTLY_BF16};
+  if (v == "q8_0") return {io::GgmlType::Q8_0, io::GgufFileType::MOSTLY_Q8_0};
+  if (v == "q4_0") return {io::GgmlType::Q4_0, io::GgufFileType::MOSTLY_Q4_0};
+  throw std::runtime_error("unknown --gguf '" + v + "' (expected f16, q8_0, q4_0, bf16 or f32)");
+}
+
+// llama.cpp's architecture name: Mistral converts as llama.
+std::string gguf_arch(const std::string& arch) { return arch == "mistral" ? "llama" : arch; }
+
+// "model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight".
+std::string gguf_name(const std::string& hf) {
+  static const std::pair<const char*, const char*> kParts[] = {
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"self_attn.q_proj.", "attn_q."},
+      {"self_attn.k_proj.", "attn_k."},
+      {"self_attn.v_proj.", "attn_v."},
+      {"self_attn.o_proj.", "attn_output."},
+      {"self_attn.q_norm.", "attn_q_norm."},
+      {"self_attn.k_norm.", "attn_k_norm."},
+      {"mlp.gate_proj.", "ffn_gate."},
+      {"mlp.up_proj.", "ffn_up."},
+      {"mlp.down_proj.", "ffn_down."},
+  };
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  const std::string layers = "model.layers.";
+  if (hf.rfind(layers, 0) == 0) {
+    size_t dot = hf.find('.', layers.size());
+    std::string rest = hf.substr(dot + 1);
+    for (const auto& [from, to] : kParts)
+      if (rest.rfind(from, 0) == 0)
+        return "blk." + hf.substr(layers.size(), dot - layers.size()) + "." + to +
+               rest.substr(std::strlen(from));
+  }
+  throw std::logic_error("no GGUF name for " + hf);
+}
+
+// Encodes rows x cols floats as `type` (cols a multiple of its block size).
+void encode_rows(io::GgmlType type, const float* src, int64_t rows, int64_t cols, uint8_t* dst) {
+  const int64_t row_bytes = cols / io::ggml_block_elems(type) * io::ggml_block_bytes(type);
+  constexpr int64_t kRows = 64;
+  parallel_for((rows + kRows - 1) / kRows, [&](int64_t b) {
+    for (int64_t r = b * kRows; r < std::min(rows, (b + 1) * kRows); ++r) {
+      const float* x = src + r * cols;
+      uint8_t* out = dst + r * row_bytes;
+      switch (type) {
+        case io::GgmlType::F32: std::memcpy(out, x, size_t(cols) * 4); break;
+        case io::GgmlType::F16: for (int64_t i = 0; i < cols; ++i) store(DType::F16, out, i, x[i]); break;
+        case io::GgmlType::BF16: for (int64_t i = 0; i < cols; ++i) store(DType::BF16, out, i, x[i]); break;
+        case io::GgmlType::Q8_0: io::quantize_q8_0(x, cols, out); break;
+        case io::GgmlType::Q4_0: io::quantize_q4_0(x, cols, out); break;
+      }
+    }
+  });
+}
+
+// llama3 rope scaling as a per-frequency divisor (convert_hf_to_gguf.py's
+// rope_freqs tensor; llama.cpp divides each rotary frequency by it).
+std::vector<float> llama3_rope_factors(const Spec& s) {
+  const json& r = s.rope_scaling;
+  double factor = r.value("factor", 8.0), low = r.value("low_freq_factor", 1.0),
+         high = r.value("high_freq_factor", 4.0);
+  double old_ctx = r.value("original_max_position_embeddings", 8192.0);
+  double low_wavelen = old_ctx / low, high_wavelen = old_ctx / high;
+  std::vector<float> out;
+  for (int64_t i = 0; i < s.head_dim; i += 2) {
+    float freq = 1.0f / std::pow(float(s.rope_theta), float(i) / float(s.head_dim));
+    double wavelen = 2 * M_PI / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(float(factor));
+    } else {
+      double smooth = (old_ctx / wavelen - low) / (high - low);
+      out.push_back(float(1 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+// Token list, scores and types (llama.cpp's llama_token_type) from a
+// tokenizer.json whose vocab already has vocab_size entries.
+void add_gguf_tokenizer(io::GgufWriter& w, const fs::path& tokenizer_json, int64_t vocab_size) {
+  json tok;
+  {
+    std::ifstream in(tokenizer_json);
+    if (!in) throw std::runtime_error("cannot read " + tokenizer_json.string());
+    tok = json::parse(in);
+  }
+  const json& model = tok["model"];
+  enum : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUnused = 5, kByte = 6 };
+  std::vector<std::string> tokens(static_cast<size_t>(vocab_size));
+  std::vector<int32_t> types(size_t(vocab_size), 0);
+  auto set = [&](int64_t id, const std::string& piece) {
+    if (id < 0 || id >= vocab_size)
+      throw std::runtime_error(tokenizer_json.string() + ": token id " + std::to_string(id) +
+                               " outside the vocabulary of " + std::to_string(vocab_size));
+    tokens[size_t(id)] = piece;
+    types[size_t(id)] = kNormal;
+  };
+  const bool spm = model.value("type", "") == "BPE" && model.value("byte_fallback", false);
+  if (!model["vocab"].is_object())
+    throw std::runtime_error("--gguf: " + tokenizer_json.string() +
+                             " has no BPE vocab (model.vocab object)");
+  for (const auto& [piece, id] : model["vocab"].items()) set(id.get<int64_t>(), piece);
+  std::string unk = model.value("unk_token", json()).is_string() ? model["unk_token"].get<std::string>() : "";
+  for (const auto& t : tok["added_tokens"]) {
+    int64_t id = t["id"].get<int64_t>();
+    std::string content = t["content"].get<std::string>();
+    set(id, content);
+    if (t.value("special", false)) types[size_t(id)] = content == unk ? kUnknown : kControl;
+  }
+  std::vector<float> scores(size_t(vocab_size), 0.0f);
+  for (int64_t id = 0; id < vocab_size; ++id) {
+    std::string& piece = tokens[size_t(id)];
+    int32_t& type = types[size_t(id)];
+    if (type == 0) {  // an id the tokenizer does not use
+      piece = "[PAD" + std::to_string(id) + "]", type = kUnused;
+    } else if (type == kNormal && piece.rfind("<unused_", 0) == 0) {
+      type = kUnused;  // write_tokenizer's padding
+    } else if (type == kNormal && spm && piece.size() == 6 && piece.rfind("<0x", 0) == 0 &&
+               piece[5] == '>' && std::isxdigit(uint8_t(piece[3])) && std::isxdigit(uint8_t(piece[4]))) {
+      type = kByte;
+    }
+    // SentencePiece merges the pair of highest score first; a BPE vocab lists
+    // merge results in merge order, so -id keeps that order.
+    if (type == kNormal) scores[size_t(id)] = -float(id);
+  }
+  if (spm) {
+    w.add_string("tokenizer.ggml.model", "llama");
+  } else {
+    w.add_string("tokenizer.ggml.model", "gpt2");
+    w.add_string("tokenizer.ggml.pre", "default");
+  }
+  w.add_array("tokenizer.ggml.tokens", tokens);
+  if (spm) w.add_array("tokenizer.ggml.scores", scores);
+  w.add_array("tokenizer.ggml.token_type", types);
+  if (!spm) {
+    std::vector<std::string> merges;
+    for (const auto& m : model["merges"])
+      merges.push_back(m.is_string() ? m.get<std::string>()
+                                     : m[0].get<std::string>() + " " + m[1].get<std::string>());
+    w.add_array("tokenizer.ggml.merges", merges);
+  }
+  w.add_u32("tokenizer.ggml.bos_token_id", 1);
+  w.add_u32("tokenizer.ggml.eos_token_id", 2);
+  auto unk_it = model["vocab"].find(unk);
+  if (!unk.empty() && unk_it != model["vocab"].end())
+    w.add_u32("tokenizer.ggml.unknown_token_id", unk_it->get<uint32_t>());
+  w.add_bool("tokenizer.ggml.add_bos_token", spm);
+  w.add_bool("tokenizer.ggml.add_eos_token", false);
+}
+
+void write_gguf(const Spec& s, GgufOptions opt, uint64_t seed, const std::string& label,
+                const fs::path& tokenizer_json, const fs::path& path) {
+  io::GgufWriter w;
+  const std::string a = gguf_arch(s.arch);
+  w.add_string("general.architecture", a);
+  w.add_string("general.name", label);
+  w.add_u32("general.file_type", uint32_t(opt.file_type));
+  w.add_u32("general.quantization_version", 2);
+  w.add_u32(a + ".vocab_size", uint32_t(s.vocab));
+  w.add_u32(a + ".context_length", uint32_t(s.max_positions));
+  w.add_u32(a + ".embedding_length", uint32_t(s.hidden));
+  w.add_u32(a + ".block_count", uint32_t(s.layers));
+  w.add_u32(a + ".feed_forward_length", uint32_t(s.intermediate));
+  w.add_u32(a + ".attention.head_count", uint32_t(s.heads));
+  w.add_u32(a + ".attention.head_count_kv", uint32_t(s.kv_heads));
+  w.add_u32(a + ".attention.key_length", uint32_t(s.head_dim));
+  w.add_u32(a + ".attention.value_length", uint32_t(s.head_dim));
+  w.add_u32(a + ".rope.dimension_count", uint32_t(s.head_dim));
+  w.add_f32(a + ".rope.freq_base", float(s.rope_theta));
+  w.add_f32(a + ".attention.layer_norm_rms_epsilon", float(s.rms_eps));
+  add_gguf_tokenizer(w, tokenizer_json, s.vocab);
+
+  if (s.rope_scaling.is_object() && s.rope_scaling.value("rope_type", "") == "llama3") {
+    auto factors = llama3_rope_factors(s);
+    w.add_tensor("rope_freqs.weight", io::GgmlType::F32, {int64_t(factors.size())},
+                 [factors](uint8_t* dst) { std::memcpy(dst, factors.data(), factors.size() * 4); });
+  } else if (!s.rope_scaling.is_null()) {
+    throw std::runtime_error("--gguf: rope_scaling other than llama3 is not written");
+  }
+
+  const bool permute = a == "llama";
+  for_each_weight(
+      s,
+      [&](const std::string& name, int64_t n, float mean, float std) {
+        w.add_tensor(gguf_name(name), io::GgmlType::F32, {n}, [=](uint8_t* dst) {
+          generate(seed, name, n, mean, std, [&](int64_t i, float v) { store(DType::F32, dst, i, v); });
+        });
+      },
+      [&](const std::string& module, int64_t rows, int64_t cols, float std) {
+        const std::string name = module + ".weight";
+        io::GgmlType type = cols % io::ggml_block_elems(opt.type) ? io::GgmlType::F16 : opt.type;
+        // convert_hf_to_gguf.py's LlamaModel.permute: within each head, rows
+        // (half, j) -> (j, half), so rotary pairs become adjacent rows.
+        int64_t heads = 0;
+        if (permute && module.ends_with("q_proj")) heads = s.heads;
+        if (permute && module.ends_with("k_proj")) heads = s.kv_heads;
+        w.add_tensor(gguf_name(name), type, {rows, cols}, [=](uint8_t* dst) {
+          std::vector<float> m(size_t(rows * cols));
+          if (heads) {
+            const int64_t D = rows / heads, half = D / 2;
+            generate(seed, name, rows * cols, 0.0f, std, [&](int64_t i, float v) {
+              int64_t r = i / cols, h = r / D, k = r % D;
+              int64_t to = h * D + (k % half) * 2 + k / half;
+              m[size_t(to * cols + i % cols)] = v;
+            });
+          } else {
+            generate(seed, name, rows * cols, 0.0f, std, [&](int64_t i, float v) { m[size_t(i)] = v; });
+          }
+          encode_rows(type, m.data(), rows, cols, dst);
+        });
+      });
+  w.write(path.string());
+}
+
 }  // namespace
 
 int cmd_mkmodel(int argc, char** argv) {
@@ -454,7 +707,8 @@ int cmd_mkmodel(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  args.allow_only({"arch", "dtype", "quant", "group-size", "preset", "seed", "out", "tokenizer"});
+  args.allow_only(
+      {"arch", "dtype", "quant", "group-size", "preset", "seed", "out", "tokenizer", "gguf"});
   if (!args.positional().empty())
     throw std::runtime_error("unexpected argument '" + args.positional()[0] + "'");
   if (!args.has("out")) throw std::runtime_error("--out DIR is required");
@@ -475,6 +729,8 @@ int cmd_mkmodel(int argc, char** argv) {
   long long group = args.integer("group-size", 64);
   QuantConfig quant = parse_quant(args.str("quant"), int(group));
   uint64_t seed = uint64_t(args.integer("seed", 0));
+  std::optional<GgufOptions> gguf;
+  if (args.has("gguf")) gguf = parse_gguf(args.str("gguf"));
 
 #ifdef HEARTH_DEFAULT_MODEL
   fs::path tokenizer_dir = args.str("tokenizer", HEARTH_DEFAULT_MODEL);
@@ -498,6 +754,11 @@ int cmd_mkmodel(int argc, char** argv) {
   write_text(out / "generation_config.json",
              json{{"bos_token_id", 1}, {"eos_token_id", 2}}.dump(2) + "\n");
   builder.writer.write((out / "model.safetensors").string());
+  if (gguf)
+    write_gguf(spec, *gguf, seed,
+               "hearth mkmodel " + args.str("preset", "tiny") + " " + spec.arch + " seed " +
+                   std::to_string(seed),
+               out / "tokenizer.json", out / "model.gguf");
   return 0;
 }
 
