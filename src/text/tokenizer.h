@@ -19,6 +19,8 @@
 
 namespace hearth::text {
 
+class StreamDecoder;
+
 class Tokenizer {
  public:
   // Loads tokenizer.json; if tokenizer_config.json sits beside it, reads it
@@ -56,9 +58,10 @@ class Tokenizer {
   bool is_special(int32_t id) const;
 
   struct Impl;
-  const Impl& impl() const { return *impl_; }
 
  private:
+  friend class StreamDecoder;
+  const Impl& impl() const { return *impl_; }
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
