@@ -21,6 +21,7 @@ const char* kHelp = R"(usage: hearth bench [--model DIR] [options]
 
   --model DIR        model directory (default: the bundled stories260k)
   --threads N        kernel threads (default: physical cores)
+  --kv-type T        KV cache entries: f32 (default) or bf16
   --prefill LIST     prompt lengths to time (default: 64,512)
   --decode N         tokens to decode (default: 128)
   --repeats N        timed runs per measurement; the best is reported (default: 3)
@@ -39,7 +40,7 @@ int cmd_bench(int argc, char** argv) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  args.allow_only({"model", "threads", "prefill", "decode", "repeats", "json"});
+  args.allow_only({"model", "threads", "prefill", "decode", "repeats", "json", "kv-type"});
   const bool json_out = args.has("json");
   const int repeats = int(args.integer("repeats", 3));
   const int64_t decode_tokens = args.integer("decode", 128);
@@ -66,7 +67,7 @@ int cmd_bench(int argc, char** argv) {
   int64_t max_prompt = 1;
   for (int64_t n : prefill_lengths) max_prompt = std::max(max_prompt, n);
   const int64_t ctx = std::min<int64_t>(cfg.max_position_embeddings, std::max(max_prompt, decode_tokens + 1));
-  auto kv = make_kv_cache(*model, ctx);
+  auto kv = make_kv_cache(args, *model, ctx);
   std::mt19937 rng(1234);
   std::vector<int32_t> tokens(static_cast<size_t>(max_prompt));
   for (auto& t : tokens) t = int32_t(rng() % uint32_t(cfg.vocab_size));

@@ -24,6 +24,7 @@ Commands: /reset forgets the conversation, /exit (or end of input) quits.
   --max-tokens N       limit per reply (default: until EOS or the context is full)
   --temperature T --top-p P --top-k K --min-p M --seed S
   --threads N          kernel threads (default: physical cores)
+  --kv-type T          KV cache entries: f32 (default) or bf16
   --ctx-size N         context length (default: the model's max_position_embeddings)
 )";
 }  // namespace
@@ -34,7 +35,7 @@ int cmd_chat(int argc, char** argv) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  std::vector<std::string> known = {"model", "system", "max-tokens", "threads", "ctx-size"};
+  std::vector<std::string> known = {"model", "system", "max-tokens", "threads", "ctx-size", "kv-type"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   args.allow_only(known);
 
@@ -51,7 +52,7 @@ int cmd_chat(int argc, char** argv) {
   opt.eos_ids.assign(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
   const int64_t ctx = args.integer("ctx-size", model->config().max_position_embeddings);
   ThreadPool pool(thread_count(args));
-  auto kv = make_kv_cache(*model, ctx);
+  auto kv = make_kv_cache(args, *model, ctx);
   Generator generator(*model, pool, *kv);
 
   auto start = [&] {

@@ -27,6 +27,7 @@ const char* kHelp = R"(usage: hearth generate [--model DIR] [--prompt TEXT | --p
   --temperature T      0 is greedy (default: generation_config.json, else 0)
   --top-p P --top-k K --min-p M --seed S
   --threads N          kernel threads (default: physical cores)
+  --kv-type T          KV cache entries: f32 (default) or bf16 (half the memory)
   --logits K           print one JSON line per step: the token and the top-K (id, logit)
   --dump-logits FILE   write the prompt's logits, float32 [n_prompt, vocab], to FILE
   --ctx-size N         context length (default: the model's max_position_embeddings)
@@ -68,7 +69,7 @@ int cmd_generate(int argc, char** argv) {
     return 0;
   }
   std::vector<std::string> known = {"model", "prompt", "prompt-ids", "max-tokens", "threads",
-                                    "logits", "dump-logits", "ctx-size", "chat", "system"};
+                                    "logits", "dump-logits", "ctx-size", "chat", "system", "kv-type"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   args.allow_only(known);
 
@@ -108,7 +109,7 @@ int cmd_generate(int argc, char** argv) {
 
   const int64_t ctx = args.integer("ctx-size", model->config().max_position_embeddings);
   ThreadPool pool(thread_count(args));
-  auto kv = make_kv_cache(*model, ctx);
+  auto kv = make_kv_cache(args, *model, ctx);
   Generator generator(*model, pool, *kv);
   std::optional<text::StreamDecoder> stream;
   if (tokenizer) stream.emplace(*tokenizer);

@@ -25,7 +25,10 @@ int thread_count(const Args& args);  // --threads, else physical cores
 SamplingParams sampling_params(const Args& args, const io::GenerationConfig& gen);
 extern const std::vector<std::string> kSamplingOptions;
 
-// KV pool for `sequences` sequences of the whole context (or ctx_tokens).
-std::unique_ptr<KvCache> make_kv_cache(const LlamaModel& model, int64_t ctx_tokens, int sequences = 1);
+// KV pool for `sequences` sequences of ctx_tokens each; --kv-type f32|bf16
+// picks the entry type (default f32).
+std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model, int64_t ctx_tokens,
+                                       int sequences = 1);
+DType kv_type(const Args& args);
 
 }  // namespace hearth::cli

@@ -82,6 +82,28 @@ TEST(Llama, RaggedBatchEqualsSeparateRuns) {
   }
 }
 
+TEST(Llama, Bf16KvCacheStaysCloseToF32) {
+  Fixture f;
+  KvCache kv16(f.model->kv_shape(DType::BF16), 8);
+  std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 29, 300, 100, 7, 50, 60, 70};
+  auto want = f.run(f.kv.create_sequence(), prompt, true);
+  int seq = kv16.create_sequence();
+  BatchRow row{seq, prompt, true};
+  std::vector<float> got;
+  f.model->forward(f.pool, kv16, std::span(&row, 1), got);
+  ASSERT_EQ(got.size(), want.size());
+  float worst = 0, range = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::fabs(got[i] - want[i]));
+    range = std::max(range, std::fabs(want[i]));
+  }
+  EXPECT_GT(worst, 0.0f);          // BF16 entries really are used...
+  EXPECT_LT(worst, 0.01f * range);  // ...and round keys/values only to ~3 significant digits
+  // The greedy choice at every position is the same.
+  for (size_t p = 0; p < prompt.size(); ++p)
+    EXPECT_EQ(argmax(&got[p * 512], 512), argmax(&want[p * 512], 512)) << "position " << p;
+}
+
 TEST(Llama, KvBlocksReturnToThePool) {
   Fixture f;
   int64_t before = f.kv.blocks_free();
