@@ -30,6 +30,8 @@ build build-asan -DCMAKE_BUILD_TYPE=Debug -DHEARTH_SANITIZE=ON || { echo "saniti
 suite "unit tests (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"
 
 # Debian's python3 carries numpy and jinja2; a python3 earlier on PATH may not.
+suite "Arm (aarch64) build of the portable layers" bash scripts/check_arm_build.sh
+
 PY=/usr/bin/python3
 suite "command line" bash tests/cli/test_cli.sh build/hearth
 [ -f tests/numerics/test_numerics.py ] && suite "numerics vs NumPy" $PY tests/numerics/test_numerics.py --hearth build/hearth

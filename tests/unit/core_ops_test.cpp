@@ -298,3 +298,34 @@ TEST(ThreadPool, RunsEveryTaskOnce) {
 
 }  // namespace
 }  // namespace hearth
+
+namespace hearth {
+namespace {
+
+// The scalar half-precision conversions against the compiler's own _Float16
+// where it has one (x86), over every half value and many floats.
+#if defined(__x86_64__)
+TEST(DType, HalfConversionsMatchTheHardware) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float want = float(std::bit_cast<_Float16>(uint16_t(h)));
+    const float got = f16_to_f32(uint16_t(h));
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << h;
+    } else {
+      ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << h;
+    }
+  }
+  std::mt19937 rng(1);
+  for (int i = 0; i < 2000000; ++i) {
+    // Random bit patterns cover normals, subnormals, ties and overflow alike.
+    const float f = std::bit_cast<float>(uint32_t(rng()));
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(f32_to_f16(f), std::bit_cast<uint16_t>(static_cast<_Float16>(f))) << f;
+  }
+  for (float f : {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f, 6.1e-5f})
+    ASSERT_EQ(f32_to_f16(f), std::bit_cast<uint16_t>(static_cast<_Float16>(f))) << f;
+}
+#endif
+
+}  // namespace
+}  // namespace hearth
