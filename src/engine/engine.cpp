@@ -200,9 +200,13 @@ void Engine::loop() {
 
 void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
   const int64_t vocab = model_->config().vocab_size;
-  std::vector<BatchRow> rows;
-  std::vector<Active*> owners;
-  std::vector<int32_t> single(running.size());
+  // Step scratch lives in the engine so a warm step allocates nothing.
+  std::vector<BatchRow>& rows = step_rows_;
+  std::vector<Active*>& owners = step_owners_;
+  std::vector<int32_t>& single = step_single_;
+  rows.clear();
+  owners.clear();
+  single.resize(running.size());
   for (size_t i = 0; i < running.size(); ++i) {
     Active& a = *running[i];
     std::span<const int32_t> tokens;
@@ -224,7 +228,7 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
   }
   if (rows.empty()) return;
 
-  std::vector<float> logits;
+  std::vector<float>& logits = step_logits_;
   model_->forward(pool_, *kv_, rows, logits);
   {
     std::lock_guard lock(mutex_);
@@ -233,7 +237,7 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
     }
   }
 
-  std::vector<float> scratch;
+  std::vector<float>& scratch = step_scratch_;
   for (size_t r = 0; r < rows.size(); ++r) {
     Active& a = *owners[r];
     if (a.prefilling()) {
@@ -243,7 +247,7 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
     const float* row_logits = logits.data() + r * size_t(vocab);
     scratch.assign(row_logits, row_logits + vocab);
     TokenEvent ev;
-    ev.token = a.sampler.sample(scratch);
+    ev.token = a.sampler.sample(scratch, a.history);
     if (a.request.top_logprobs >= 0) {
       float m = *std::max_element(row_logits, row_logits + vocab);
       double sum = 0;
@@ -251,7 +255,8 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
       const float lse = m + float(std::log(sum));
       ev.logprob = row_logits[ev.token] - lse;
       int k = std::min<int>(a.request.top_logprobs, int(vocab));
-      std::vector<int32_t> order(static_cast<size_t>(vocab));
+      std::vector<int32_t>& order = step_order_;
+      order.resize(static_cast<size_t>(vocab));
       for (int64_t v = 0; v < vocab; ++v) order[v] = int32_t(v);
       std::partial_sort(order.begin(), order.begin() + k, order.end(),
                         [&](int32_t x, int32_t y) { return row_logits[x] > row_logits[y]; });

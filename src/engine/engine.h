@@ -123,6 +123,11 @@ class Engine {
   std::deque<std::unique_ptr<Active>> queue_;
   bool stopping_ = false;
   EngineStats stats_;
+  // Engine-thread scratch for step(), reused so a warm step allocates nothing.
+  std::vector<BatchRow> step_rows_;
+  std::vector<Active*> step_owners_;
+  std::vector<int32_t> step_single_, step_order_;
+  std::vector<float> step_logits_, step_scratch_;
   std::thread thread_;
 };
 

@@ -51,10 +51,12 @@ FinishReason Generator::run(std::span<const int32_t> prompt, const GenerateOptio
   t0 = std::chrono::steady_clock::now();
   FinishReason reason = FinishReason::Length;
   int32_t token = 0;
+  history_.assign(prompt.begin(), prompt.end());  // the penalties look at prompt + output
   for (int64_t n = 0; options.max_tokens < 0 || n < options.max_tokens; ++n) {
     std::span<const float> last(logits_.data() + logits_.size() - size_t(vocab), size_t(vocab));
     scratch_.assign(last.begin(), last.end());
-    token = sampler.sample(scratch_);
+    token = sampler.sample(scratch_, history_);
+    history_.push_back(token);
     ++st.generated_tokens;
     if (!on_token(token, last)) {
       reason = FinishReason::Cancelled;

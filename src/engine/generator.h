@@ -44,6 +44,7 @@ class Generator {
   ThreadPool& pool_;
   KvCache& kv_;
   std::vector<float> logits_, scratch_;
+  std::vector<int32_t> history_;
 };
 
 }  // namespace hearth

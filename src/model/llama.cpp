@@ -153,8 +153,10 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
   const float attn_scale = 1.0f / std::sqrt(float(hd));
 
   // Flatten the ragged batch: token i belongs to row tok_row[i] at tok_pos[i].
-  std::vector<int> tok_row;
-  std::vector<int64_t> tok_pos;
+  std::vector<int>& tok_row = tok_row_;
+  std::vector<int64_t>& tok_pos = tok_pos_;
+  tok_row.clear();
+  tok_pos.clear();
   for (size_t r = 0; r < rows.size(); ++r) {
     int64_t start = kv.length(rows[r].seq);
     if (!kv.reserve(rows[r].seq, start + int64_t(rows[r].tokens.size())))
@@ -240,7 +242,8 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
   for (const BatchRow& row : rows) kv.set_length(row.seq, kv.length(row.seq) + int64_t(row.tokens.size()));
 
   // Final norm and output head only where logits are wanted.
-  std::vector<int64_t> wanted;
+  std::vector<int64_t>& wanted = wanted_;
+  wanted.clear();
   t = 0;
   for (const BatchRow& row : rows) {
     int64_t n = int64_t(row.tokens.size());

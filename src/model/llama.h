@@ -66,6 +66,8 @@ class LlamaModel {
   // Scratch, grown as needed and reused across steps.
   std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_, rows_for_logits_;
   std::vector<std::vector<float>> attn_scratch_;
+  std::vector<int> tok_row_;
+  std::vector<int64_t> tok_pos_, wanted_;
 };
 
 }  // namespace hearth

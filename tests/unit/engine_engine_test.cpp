@@ -3,6 +3,7 @@
 // completion return every KV block; admission limits hold.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
 
 #include "engine/engine.h"
@@ -63,6 +64,22 @@ TEST(Engine, StopTokensEndWithStop) {
   auto got = collect(*h);
   EXPECT_EQ(got, std::vector<int32_t>(expected.begin(), expected.begin() + 4));
   EXPECT_EQ(h->finish().reason, FinishReason::Stop);
+}
+
+// The penalties see the prompt and the tokens generated so far.
+TEST(Engine, PenaltiesSeeTheWholeHistory) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1});
+  auto req = greedy({1, 403, 407, 261, 378}, 25);
+  req.sampling.presence_penalty = 1000.0f;
+  req.sampling.presence_context_size = 100;
+  auto h = engine.submit(req);
+  auto got = collect(*h);
+  ASSERT_EQ(got.size(), 25u);
+  std::set<int32_t> seen(req.prompt.begin(), req.prompt.end());
+  for (int32_t t : got) EXPECT_TRUE(seen.insert(t).second) << "token " << t << " repeated";
+  // Without the penalty the story repeats tokens (" a", ",", ...).
+  auto plain = collect(*engine.submit(greedy({1, 403, 407, 261, 378}, 25)));
+  EXPECT_LT(std::set<int32_t>(plain.begin(), plain.end()).size(), plain.size());
 }
 
 TEST(Engine, CancelReleasesKv) {
