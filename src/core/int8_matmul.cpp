@@ -45,7 +45,9 @@ std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
   uint8_t* base = p->data.get();
 
   const int64_t groups = w.groups_per_row();
-  const uint32_t mask = (1u << w.bits) - 1;
+  // Codes read byte-wise: little-endian words make the row one byte stream
+  // (4-bit: column c in the low nibble of byte c/2 when c is even, else the high).
+  const int64_t row_bytes = w.cols * w.bits / 8, group_src_bytes = int64_t(w.group_size) * w.bits / 8;
   pool.parallel_for(p->tiles, 1, [&](int64_t tb, int64_t te) {
     for (int64_t tile = tb; tile < te; ++tile)
       for (int64_t g = 0; g < groups; ++g) {
@@ -53,16 +55,19 @@ std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
         for (int r = 0; r < kRows; ++r) {
           const int64_t row = tile * kRows + r;
           if (row >= w.rows) break;
-          const uint32_t* words = static_cast<const uint32_t*>(w.data) + row * w.words_per_row();
-          for (int c = 0; c < w.group_size; ++c) {
-            const int64_t col = g * w.group_size + c;
-            const uint32_t q = (words[col * w.bits / 32] >> (col * w.bits % 32)) & mask;
-            const int quad = c / 4, i = c % 4;
-            if (w.bits == 8) {
-              blk[quad * 64 + r * 4 + i] = uint8_t(q);
-            } else {  // quads 2j and 2j+1 share vector j: low and high nibble
-              blk[(quad / 2) * 64 + r * 4 + i] |= uint8_t(q << (4 * (quad % 2)));
-            }
+          const uint8_t* src = static_cast<const uint8_t*>(w.data) + row * row_bytes + g * group_src_bytes;
+          if (w.bits == 8) {
+            for (int quad = 0; quad < w.group_size / 4; ++quad) std::memcpy(blk + quad * 64 + r * 4, src + quad * 4, 4);
+          } else {
+            // Vector j takes quad 2j (columns 8j..8j+3) in its low nibbles and
+            // quad 2j+1 (8j+4..8j+7) in its high ones.
+            for (int j = 0; j < w.group_size / 8; ++j)
+              for (int i = 0; i < 4; ++i) {
+                const int lo = 8 * j + i, hi = 8 * j + 4 + i;
+                const uint8_t qlo = (src[lo / 2] >> (4 * (lo % 2))) & 0xf;
+                const uint8_t qhi = (src[hi / 2] >> (4 * (hi % 2))) & 0xf;
+                blk[j * 64 + r * 4 + i] = uint8_t(qlo | (qhi << 4));
+              }
           }
           const int64_t gi = row * groups + g;
           std::memcpy(blk + code_bytes + r * esize, static_cast<const uint8_t*>(w.scales) + gi * esize, esize);

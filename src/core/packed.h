@@ -34,10 +34,11 @@ inline AlignedBytes aligned_bytes(size_t n) {
 
 #if defined(__x86_64__)
 // Four bytes (4 int8 activations, or 2 BF16 ones) broadcast to every lane.
+// Read through a may_alias type so the compiler can fold the load into the
+// consuming instruction as an embedded broadcast ({1to16}).
+typedef int32_t __attribute__((may_alias, aligned(1))) AliasedInt32;
 __attribute__((target("avx512f"))) inline __m512i broadcast4(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
+  return _mm512_set1_epi32(*static_cast<const AliasedInt32*>(p));
 }
 #endif
 
