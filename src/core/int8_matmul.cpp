@@ -22,7 +22,8 @@ bool int8_supported(const Matrix& w) {
   // HEARTH_NO_INT8=1 forces the float path, to compare the two.
   static const bool available = cpu_features().avx512f && cpu_features().avx512bw &&
                                 cpu_features().avx512vnni && !std::getenv("HEARTH_NO_INT8");
-  return available && w.quantized() && (w.bits == 4 || w.bits == 8) && w.group_size % 8 == 0;
+  return available && w.quantized() && (w.bits == 4 || w.bits == 8) &&
+         (w.group_size == 32 || w.group_size == 64 || w.group_size == 128);
 #else
   return false;
 #endif
@@ -124,11 +125,21 @@ __attribute__((target("avx512f,avx512bw"))) inline __m512 load16_f32(DType t, co
 }
 
 // One tile of 16 rows against NT tokens; writes y[t0 + t][row0 .. row0+16).
-template <int Bits, int NT>
+// How many groups ahead of use the kernel prefetches: decode is bound by
+// memory and needs lines in flight beyond what the hardware prefetcher keeps.
+constexpr int kPrefetchGroups = 4;
+
+// One tile of 16 rows against NT tokens, group size GS (a compile-time
+// constant, so the inner loops unroll fully and the accumulators stay in
+// registers). Chains per token: with few tokens, two (even and odd quads) to
+// hide vpdpbusd's latency; with more, the tokens' chains already overlap.
+template <int Bits, int NT, int GS>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
     const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0, float* y) {
-  const int64_t groups = w.cols / w.group_size, gs = w.group_size;
-  const size_t code_bytes = size_t(gs) * kRows * Bits / 8, esize = dtype_size(w.scale_dtype);
+  constexpr int kChains = NT >= 4 ? 1 : 2;
+  constexpr size_t kCodeBytes = size_t(GS) * kRows * Bits / 8;
+  const int64_t groups = w.cols / GS;
+  const size_t esize = dtype_size(w.scale_dtype);
   const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const int8_t* xq[NT];
@@ -138,44 +149,39 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
 
   for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes) {
-    // Decode is bound by memory: keep a few groups' lines in flight.
-    static const int ahead = std::getenv("HEARTH_PF") ? std::atoi(std::getenv("HEARTH_PF")) : 4;
     for (size_t off = 0; off < w.group_bytes; off += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(blk + ahead * w.group_bytes + off), _MM_HINT_T0);
-    // Two chains per token (even and odd quads) to hide vpdpbusd latency.
-    __m512i even[NT], odd[NT];
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchGroups * w.group_bytes + off), _MM_HINT_T0);
+    __m512i isum[NT][kChains];
 #pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) even[t] = odd[t] = _mm512_setzero_si512();
-    const int64_t col0 = g * gs;
-    if constexpr (Bits == 4) {
-      for (int64_t j = 0; j < gs / 8; ++j) {
+    for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+      for (int c = 0; c < kChains; ++c) isum[t][c] = _mm512_setzero_si512();
+    const int64_t col0 = g * GS;
+#pragma GCC unroll 16
+    for (int j = 0; j < GS / 8; ++j) {
+      __m512i first, second;  // the codes of quads 2j and 2j+1 of all 16 rows
+      if constexpr (Bits == 4) {
         const __m512i v = _mm512_load_si512(blk + j * 64);
-        const __m512i lo = _mm512_and_si512(v, low4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-#pragma GCC unroll 8
-        for (int t = 0; t < NT; ++t) {
-          even[t] = _mm512_dpbusd_epi32(even[t], lo, broadcast4(xq[t] + col0 + 8 * j));
-          odd[t] = _mm512_dpbusd_epi32(odd[t], hi, broadcast4(xq[t] + col0 + 8 * j + 4));
-        }
+        first = _mm512_and_si512(v, low4);
+        second = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      } else {
+        first = _mm512_load_si512(blk + j * 128);
+        second = _mm512_load_si512(blk + j * 128 + 64);
       }
-    } else {
-      for (int64_t j = 0; j < gs / 8; ++j) {
-        const __m512i v0 = _mm512_load_si512(blk + j * 128);
-        const __m512i v1 = _mm512_load_si512(blk + j * 128 + 64);
 #pragma GCC unroll 8
-        for (int t = 0; t < NT; ++t) {
-          even[t] = _mm512_dpbusd_epi32(even[t], v0, broadcast4(xq[t] + col0 + 8 * j));
-          odd[t] = _mm512_dpbusd_epi32(odd[t], v1, broadcast4(xq[t] + col0 + 8 * j + 4));
-        }
+      for (int t = 0; t < NT; ++t) {
+        isum[t][0] = _mm512_dpbusd_epi32(isum[t][0], first, broadcast4(xq[t] + col0 + 8 * j));
+        isum[t][kChains - 1] = _mm512_dpbusd_epi32(isum[t][kChains - 1], second, broadcast4(xq[t] + col0 + 8 * j + 4));
       }
     }
-    const __m512 scale = load16_f32(w.scale_dtype, blk + code_bytes);
-    const __m512 bias = load16_f32(w.scale_dtype, blk + code_bytes + kRows * esize);
+    const __m512 scale = load16_f32(w.scale_dtype, blk + kCodeBytes);
+    const __m512 bias = load16_f32(w.scale_dtype, blk + kCodeBytes + kRows * esize);
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
       const int64_t gi = (t0 + t) * groups + g;
-      const __m512 isum = _mm512_cvtepi32_ps(_mm512_add_epi32(even[t], odd[t]));
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(isum, scale), _mm512_set1_ps(a.step[gi]), acc[t]);
+      __m512i sum = isum[t][0];
+      if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, isum[t][1]);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), scale), _mm512_set1_ps(a.step[gi]), acc[t]);
       acc[t] = _mm512_fmadd_ps(bias, _mm512_set1_ps(a.sum[gi]), acc[t]);
     }
   }
@@ -185,17 +191,27 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
   for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.rows + row0, valid, acc[t]);
 }
 
+template <int Bits, int GS>
+void tile_for_tokens(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0, int nt,
+                     float* y) {
+  switch (nt) {
+    case 1: return tile_kernel<Bits, 1, GS>(w, tile, a, t0, y);
+    case 2: return tile_kernel<Bits, 2, GS>(w, tile, a, t0, y);
+    case 3: return tile_kernel<Bits, 3, GS>(w, tile, a, t0, y);
+    case 4: return tile_kernel<Bits, 4, GS>(w, tile, a, t0, y);
+    case 5: return tile_kernel<Bits, 5, GS>(w, tile, a, t0, y);
+    case 6: return tile_kernel<Bits, 6, GS>(w, tile, a, t0, y);
+    case 7: return tile_kernel<Bits, 7, GS>(w, tile, a, t0, y);
+    default: return tile_kernel<Bits, 8, GS>(w, tile, a, t0, y);
+  }
+}
+
 template <int Bits>
 void tile_any(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0, int nt, float* y) {
-  switch (nt) {
-    case 1: return tile_kernel<Bits, 1>(w, tile, a, t0, y);
-    case 2: return tile_kernel<Bits, 2>(w, tile, a, t0, y);
-    case 3: return tile_kernel<Bits, 3>(w, tile, a, t0, y);
-    case 4: return tile_kernel<Bits, 4>(w, tile, a, t0, y);
-    case 5: return tile_kernel<Bits, 5>(w, tile, a, t0, y);
-    case 6: return tile_kernel<Bits, 6>(w, tile, a, t0, y);
-    case 7: return tile_kernel<Bits, 7>(w, tile, a, t0, y);
-    default: return tile_kernel<Bits, 8>(w, tile, a, t0, y);
+  switch (w.group_size) {
+    case 32: return tile_for_tokens<Bits, 32>(w, tile, a, t0, nt, y);
+    case 64: return tile_for_tokens<Bits, 64>(w, tile, a, t0, nt, y);
+    default: return tile_for_tokens<Bits, 128>(w, tile, a, t0, nt, y);
   }
 }
 
