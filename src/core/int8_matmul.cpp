@@ -90,6 +90,27 @@ struct QuantizedActivations {
   std::vector<float> sum;    // [n_tokens, groups]
 };
 
+// One group: q = round_half_even(x * 127 / max|x|), returns sum q. Group
+// sizes are multiples of 16 (32, 64, 128).
+__attribute__((target("avx512f,avx512bw"))) int32_t quantize_group(const float* x, int n, float inv,
+                                                                      int8_t* q) {
+  const __m512 vinv = _mm512_set1_ps(inv);
+  __m512i sum = _mm512_setzero_si512();
+  for (int i = 0; i < n; i += 16) {
+    // cvtps rounds to nearest even under the default rounding mode.
+    const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtsepi32_epi8(v));
+    sum = _mm512_add_epi32(sum, v);
+  }
+  return _mm512_reduce_add_epi32(sum);
+}
+
+__attribute__((target("avx512f,avx512bw"))) float group_amax(const float* x, int n) {
+  __m512 m = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
+  return _mm512_reduce_max_ps(m);
+}
+
 void quantize_activations(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
                           QuantizedActivations& a) {
   const int64_t cols = w.cols, groups = cols / w.group_size;
@@ -99,20 +120,16 @@ void quantize_activations(ThreadPool& pool, const Int8Packed& w, const float* x,
   a.sum.resize(size_t(n_tokens * groups));
   pool.parallel_for(n_tokens * groups, 64, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t t = i / groups, g = i % groups;
-      const float* xg = x + t * cols + g * gs;
-      float amax = 0;
-      for (int i = 0; i < gs; ++i) amax = std::max(amax, std::fabs(xg[i]));
+      const float* xg = x + i * gs;  // token t, group g: i = t * groups + g
+      const float amax = group_amax(xg, gs);
       const float inv = amax > 0 ? 127.0f / amax : 0.0f, step = amax / 127.0f;
-      int8_t* qg = a.q.data() + t * cols + g * gs;
-      int32_t qsum = 0;
-      for (int i = 0; i < gs; ++i) qsum += qg[i] = int8_t(std::nearbyint(xg[i] * inv));
-      a.step[t * groups + g] = step;
+      const int32_t qsum = quantize_group(xg, gs, inv, a.q.data() + i * gs);
+      a.step[i] = step;
       // The bias term uses the same rounded activations as the code term, so
       // the result is exactly sum w * x_rounded: its error is bounded by
       // sum |w| * step / 2. (With the exact float sum the error would scale
       // with |scale * q|, which MLX's edge-anchored bias makes much larger.)
-      a.sum[t * groups + g] = step * float(qsum);
+      a.sum[i] = step * float(qsum);
     }
   });
 }
