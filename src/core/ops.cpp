@@ -95,9 +95,9 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
-void attend(const float* q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx, float scale,
-            float* out, float* scratch) {
-  simd::attend(q, kv.k_blocks, kv.v_blocks, kv.dtype, kv.block_tokens, kv.head_dim, kv_head, first, n_ctx,
+void attend(const float* q, int n_q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx,
+            float scale, float* out, float* scratch) {
+  simd::attend(q, n_q, kv.k_blocks, kv.v_blocks, kv.dtype, kv.block_tokens, kv.head_dim, kv_head, first, n_ctx,
                scale, out, scratch);
 }
 

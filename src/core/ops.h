@@ -48,10 +48,11 @@ struct KvView {
   DType dtype = DType::F32;
 };
 
-// Attention of one query head over cached positions [first, n_ctx):
-// out[head_dim] = softmax(q . K^T * scale) V, reading kv head `kv_head`.
-// first > 0 is a sliding window. scratch holds n_ctx rounded up to a block.
-void attend(const float* q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx, float scale,
-            float* out, float* scratch);
+// Attention of n_q query heads (contiguous, head_dim floats each) that share
+// kv head `kv_head`, over cached positions [first, n_ctx):
+// out[h] = softmax(q[h] . K^T * scale) V. first > 0 is a sliding window.
+// scratch holds n_q times n_ctx rounded up to a whole block.
+void attend(const float* q, int n_q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx,
+            float scale, float* out, float* scratch);
 
 }  // namespace hearth

@@ -207,73 +207,128 @@ void Scale(float* x, float s, int64_t n) {
   for (; i < n; ++i) x[i] *= s;
 }
 
-template <typename T>
-void AttendTyped(const float* q, const void* const* k_blocks, const void* const* v_blocks, int bt,
-                 int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out,
-                 float* scores) {
+// The query heads of one GQA group share their keys and values, so each key
+// and value vector is loaded once for all of them.
+constexpr int kMaxHeads = 8;
+
+// G heads at once (a compile-time count, so the accumulators stay in registers).
+template <typename T, int G>
+void AttendHeads(const float* q, const void* const* k_blocks, const void* const* v_blocks, int bt,
+                 int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out, float* scores) {
   const DF d;
   const int64_t N = hn::Lanes(d);
-  const int64_t n_blocks = (n_ctx + bt - 1) / bt;
+  const int64_t n_blocks = (n_ctx + bt - 1) / bt, stride = n_blocks * bt;  // scores row per head
   // Scores: keys are transposed within a block, so lanes are keys and each
   // dimension is one multiply-add. Whole blocks are computed (their tails
-  // are allocated); only the first n_ctx scores are used.
+  // are allocated); only [first, n_ctx) is used.
   for (int64_t b = first / bt; b < n_blocks; ++b) {
     const T* kb = static_cast<const T*>(k_blocks[b]) + int64_t(kv_head) * hd * bt;
-    for (int64_t j0 = 0; j0 < bt; j0 += N) {
-      auto acc = hn::Zero(d);
-      if (j0 + N <= bt) {
-        for (int k = 0; k < hd; ++k) acc = hn::MulAdd(hn::Set(d, q[k]), LoadF32(d, kb + k * bt + j0), acc);
-        hn::StoreU(hn::Mul(acc, hn::Set(d, scale)), d, scores + b * bt + j0);
-      } else {
-        for (int64_t j = j0; j < bt; ++j) {
-          float s = 0;
-          for (int k = 0; k < hd; ++k) s += q[k] * ScalarF32(kb, k * bt + j);
-          scores[b * bt + j] = s * scale;
+    int64_t j0 = 0;
+    // Two key vectors per pass: each broadcast query element serves both.
+    for (; j0 + 2 * N <= bt; j0 += 2 * N) {
+      hn::Vec<DF> a0[G], a1[G];
+      for (int g = 0; g < G; ++g) a0[g] = a1[g] = hn::Zero(d);
+      for (int k = 0; k < hd; ++k) {
+        const auto k0v = LoadF32(d, kb + k * bt + j0), k1v = LoadF32(d, kb + k * bt + j0 + N);
+        for (int g = 0; g < G; ++g) {
+          const auto qv = hn::Set(d, q[g * hd + k]);
+          a0[g] = hn::MulAdd(qv, k0v, a0[g]);
+          a1[g] = hn::MulAdd(qv, k1v, a1[g]);
         }
+      }
+      for (int g = 0; g < G; ++g) {
+        hn::StoreU(hn::Mul(a0[g], hn::Set(d, scale)), d, scores + g * stride + b * bt + j0);
+        hn::StoreU(hn::Mul(a1[g], hn::Set(d, scale)), d, scores + g * stride + b * bt + j0 + N);
+      }
+    }
+    for (; j0 < bt; j0 += N) {
+      if (j0 + N <= bt) {
+        hn::Vec<DF> acc[G];
+        for (int g = 0; g < G; ++g) acc[g] = hn::Zero(d);
+        for (int k = 0; k < hd; ++k) {
+          const auto kv = LoadF32(d, kb + k * bt + j0);
+          for (int g = 0; g < G; ++g) acc[g] = hn::MulAdd(hn::Set(d, q[g * hd + k]), kv, acc[g]);
+        }
+        for (int g = 0; g < G; ++g) hn::StoreU(hn::Mul(acc[g], hn::Set(d, scale)), d, scores + g * stride + b * bt + j0);
+      } else {
+        for (int g = 0; g < G; ++g)
+          for (int64_t j = j0; j < bt; ++j) {
+            float s = 0;
+            for (int k = 0; k < hd; ++k) s += q[g * hd + k] * ScalarF32(kb, k * bt + j);
+            scores[g * stride + b * bt + j] = s * scale;
+          }
       }
     }
   }
-  const float m = MaxValue(scores + first, n_ctx - first);
-  const float inv = 1.0f / ExpShiftSum(scores + first, m, n_ctx - first);
-  // out = sum_j p_j V_j, four vectors of out held in registers per pass.
+  for (int g = 0; g < G; ++g) {
+    float* sg = scores + g * stride;
+    const float m = MaxValue(sg + first, n_ctx - first);
+    Scale(sg + first, 1.0f / ExpShiftSum(sg + first, m, n_ctx - first), n_ctx - first);
+  }
+  // out = sum_j p_j V_j: C vectors of every head's output in registers per
+  // pass, so each broadcast weight p serves C vectors.
   auto value = [&](int64_t j) {
     return static_cast<const T*>(v_blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
   };
+  constexpr int C = G <= 4 ? 4 : 2;
   int64_t k0 = 0;
-  for (; k0 + 4 * N <= hd; k0 += 4 * N) {
-    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  for (; k0 + C * N <= hd; k0 += C * N) {
+    hn::Vec<DF> acc[G][C];
+    for (int g = 0; g < G; ++g)
+      for (int c = 0; c < C; ++c) acc[g][c] = hn::Zero(d);
     for (int64_t j = first; j < n_ctx; ++j) {
       const T* v = value(j) + k0;
-      const auto p = hn::Set(d, scores[j] * inv);
-      a0 = hn::MulAdd(p, LoadF32(d, v), a0);
-      a1 = hn::MulAdd(p, LoadF32(d, v + N), a1);
-      a2 = hn::MulAdd(p, LoadF32(d, v + 2 * N), a2);
-      a3 = hn::MulAdd(p, LoadF32(d, v + 3 * N), a3);
+      hn::Vec<DF> vv[C];
+      for (int c = 0; c < C; ++c) vv[c] = LoadF32(d, v + c * N);
+      for (int g = 0; g < G; ++g) {
+        const auto p = hn::Set(d, scores[g * stride + j]);
+        for (int c = 0; c < C; ++c) acc[g][c] = hn::MulAdd(p, vv[c], acc[g][c]);
+      }
     }
-    hn::StoreU(a0, d, out + k0);
-    hn::StoreU(a1, d, out + k0 + N);
-    hn::StoreU(a2, d, out + k0 + 2 * N);
-    hn::StoreU(a3, d, out + k0 + 3 * N);
+    for (int g = 0; g < G; ++g)
+      for (int c = 0; c < C; ++c) hn::StoreU(acc[g][c], d, out + g * hd + k0 + c * N);
   }
   for (; k0 + N <= hd; k0 += N) {
-    auto a = hn::Zero(d);
-    for (int64_t j = first; j < n_ctx; ++j) a = hn::MulAdd(hn::Set(d, scores[j] * inv), LoadF32(d, value(j) + k0), a);
-    hn::StoreU(a, d, out + k0);
+    hn::Vec<DF> acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = hn::Zero(d);
+    for (int64_t j = first; j < n_ctx; ++j) {
+      const auto v = LoadF32(d, value(j) + k0);
+      for (int g = 0; g < G; ++g) acc[g] = hn::MulAdd(hn::Set(d, scores[g * stride + j]), v, acc[g]);
+    }
+    for (int g = 0; g < G; ++g) hn::StoreU(acc[g], d, out + g * hd + k0);
   }
-  for (; k0 < hd; ++k0) {
-    float a = 0;
-    for (int64_t j = first; j < n_ctx; ++j) a += scores[j] * inv * ScalarF32(value(j), k0);
-    out[k0] = a;
+  for (; k0 < hd; ++k0)
+    for (int g = 0; g < G; ++g) {
+      float a = 0;
+      for (int64_t j = first; j < n_ctx; ++j) a += scores[g * stride + j] * ScalarF32(value(j), k0);
+      out[g * hd + k0] = a;
+    }
+}
+
+template <typename T>
+void AttendTyped(const float* q, int n, const void* const* k_blocks, const void* const* v_blocks, int bt, int hd,
+                 int kv_head, int64_t first, int64_t n_ctx, float scale, float* out, float* scratch) {
+  switch (n) {
+#define HEARTH_HEADS(G) \
+  case G: return AttendHeads<T, G>(q, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale, out, scratch);
+    HEARTH_HEADS(1) HEARTH_HEADS(2) HEARTH_HEADS(3) HEARTH_HEADS(4)
+    HEARTH_HEADS(5) HEARTH_HEADS(6) HEARTH_HEADS(7) HEARTH_HEADS(8)
+#undef HEARTH_HEADS
   }
 }
 
-void Attend(const float* q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
+void Attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
             int bt, int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out,
             float* scratch) {
-  if (kv_type == DType::BF16)
-    return AttendTyped<hwy::bfloat16_t>(q, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale, out,
-                                        scratch);
-  AttendTyped<float>(q, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale, out, scratch);
+  for (int g0 = 0; g0 < n_q; g0 += kMaxHeads) {
+    const int n = std::min(kMaxHeads, n_q - g0);
+    if (kv_type == DType::BF16)
+      AttendTyped<hwy::bfloat16_t>(q + g0 * hd, n, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale,
+                                   out + g0 * hd, scratch);
+    else
+      AttendTyped<float>(q + g0 * hd, n, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale,
+                         out + g0 * hd, scratch);
+  }
 }
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
@@ -319,11 +374,11 @@ float exp_shift_sum(float* x, float shift, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, shift, n);
 }
 void scale(float* x, float s, int64_t n) { HWY_DYNAMIC_DISPATCH(Scale)(x, s, n); }
-void attend(const float* q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
+void attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
             int block_tokens, int head_dim, int kv_head, int64_t first, int64_t n_ctx, float scale,
             float* out, float* scratch) {
-  HWY_DYNAMIC_DISPATCH(Attend)(q, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, first, n_ctx,
-                               scale, out, scratch);
+  HWY_DYNAMIC_DISPATCH(Attend)(q, n_q, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, first,
+                               n_ctx, scale, out, scratch);
 }
 const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 }  // namespace hearth::simd

@@ -33,10 +33,11 @@ float max_value(const float* x, int64_t n);
 float exp_shift_sum(float* x, float shift, int64_t n);
 void scale(float* x, float s, int64_t n);
 
-// One query head against cached positions [first, n_ctx) (layouts as in
-// ops.h KvView): out = softmax(q . K^T * scale) V. scratch: n_ctx rounded up
-// to a block.
-void attend(const float* q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
+// n_q query heads (contiguous, head_dim each) that share kv head `kv_head`,
+// against cached positions [first, n_ctx) (layouts as in ops.h KvView):
+// out = softmax(q . K^T * scale) V per head. scratch: n_q times n_ctx rounded
+// up to a block.
+void attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
             int block_tokens, int head_dim, int kv_head, int64_t first, int64_t n_ctx, float scale,
             float* out, float* scratch);
 

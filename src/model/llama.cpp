@@ -189,7 +189,7 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
   for (int64_t p : tok_pos) max_ctx = std::max(max_ctx, p + 1);
   max_ctx = (max_ctx + kv.shape().block_tokens - 1) / kv.shape().block_tokens * kv.shape().block_tokens;
   attn_scratch_.resize(size_t(pool.size()));
-  for (auto& s : attn_scratch_) s.resize(size_t(max_ctx));
+  for (auto& s : attn_scratch_) s.resize(size_t(max_ctx * group));
 
   for (int l = 0; l < c.num_layers; ++l) {
     const Layer& L = layers_[l];
@@ -215,14 +215,14 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
     // Every new token attends to its own sequence's cache up to its position
     // (within the sliding window, where the layer has one).
     const int64_t window = c.sliding_window && l >= c.sliding_window_from_layer ? *c.sliding_window : INT64_MAX;
-    pool.run(int(T * c.num_heads), [&](int task, int thread) {
-      int64_t i = task / c.num_heads;
-      int h = task % c.num_heads;
-      KvView view = kv.view(l, rows[tok_row[i]].seq);
-      const int64_t n_ctx = tok_pos[i] + 1;
-      attend(&q_[i * q_dim + h * hd], view, h / group, std::max<int64_t>(0, n_ctx - window), n_ctx, attn_scale,
-             &attn_[i * q_dim + h * hd],
-             attn_scratch_[thread].data());
+    // One task per (token, kv head): the group's query heads share its K/V.
+    pool.run(int(T * c.num_kv_heads), [&](int task, int thread) {
+      const int64_t i = task / c.num_kv_heads;
+      const int kvh = task % c.num_kv_heads;
+      const KvView view = kv.view(l, rows[tok_row[i]].seq);
+      const int64_t n_ctx = tok_pos[i] + 1, head0 = int64_t(kvh) * group * hd;
+      attend(&q_[i * q_dim + head0], group, view, kvh, std::max<int64_t>(0, n_ctx - window), n_ctx, attn_scale,
+             &attn_[i * q_dim + head0], attn_scratch_[thread].data());
     });
     matmul(pool, L.o, attn_.data(), T, h_.data());
     for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];

@@ -264,13 +264,15 @@ TEST(Ops, AttentionOverBlocksMatchesReference) {
         vp.insert(vp.begin(), vb[b].data());
       }
       KvView view{kp.data(), vp.data(), bt, kv_heads, hd, t};
-      auto q = randn(size_t(hd), 9);
-      std::vector<float> got(hd), want(hd), scratch(static_cast<size_t>(n_blocks * bt));
-      for (int64_t first : {int64_t(0), n_ctx / 2, n_ctx - 1}) {  // full, and sliding windows
-        attend(q.data(), view, 1, first, n_ctx, 0.35f, got.data(), scratch.data());
-        reference::attend(q.data(), view, 1, first, n_ctx, 0.35f, want.data());
-        expect_close(got, want, 1e-5f);
-      }
+      for (int n_q : {1, 3, 10})  // query heads sharing the kv head (10: more than one pass)
+        for (int64_t first : {int64_t(0), n_ctx / 2, n_ctx - 1}) {  // full, and sliding windows
+          auto q = randn(size_t(n_q * hd), 9 + n_q);
+          std::vector<float> got(size_t(n_q * hd)), want(size_t(n_q * hd)), scratch(size_t(n_q * n_blocks * bt));
+          attend(q.data(), n_q, view, 1, first, n_ctx, 0.35f, got.data(), scratch.data());
+          for (int h = 0; h < n_q; ++h)
+            reference::attend(&q[h * hd], view, 1, first, n_ctx, 0.35f, &want[h * hd]);
+          expect_close(got, want, 1e-5f);
+        }
     }
 }
 
