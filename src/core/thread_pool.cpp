@@ -38,10 +38,10 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::work_on_job(uint64_t id, int thread) {
   for (;;) {
-    uint64_t v = next_.load(std::memory_order_acquire);
+    uint64_t v = next_.load();
     do {
-      if ((v >> 32) != (id & 0xffffffffu) || int(v & 0xffffffffu) >= job_tasks_.load(std::memory_order_relaxed)) return;
-    } while (!next_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel));
+      if ((v >> 32) != (id & 0xffffffffu) || int(v & 0xffffffffu) >= job_tasks_.load()) return;
+    } while (!next_.compare_exchange_weak(v, v + 1));
     (*job_)(int(v & 0xffffffffu), thread);
     tasks_done_.fetch_add(1, std::memory_order_acq_rel);
   }
@@ -71,13 +71,16 @@ void ThreadPool::run(int n_tasks, const std::function<void(int, int)>& fn) {
     for (int t = 0; t < n_tasks; ++t) fn(t, 0);
     return;
   }
-  // Every task of the previous job has finished (we waited for it), so no
-  // worker reads these until the new id is published below.
-  const uint64_t id = generation_.load(std::memory_order_relaxed) + 1;
+  // Every task of the previous job has finished, but a worker may still be
+  // trying to claim one more from it. Moving `next_` to the new id first
+  // makes any such claim fail (its compare-and-swap sees a changed value)
+  // before the job's fields change; sequentially consistent order keeps a
+  // worker from seeing the new task count with the old id.
+  const uint64_t id = generation_.load() + 1;
+  next_.store((id & 0xffffffffu) << 32);
   job_ = &fn;
-  job_tasks_.store(n_tasks, std::memory_order_relaxed);
-  tasks_done_.store(0, std::memory_order_relaxed);
-  next_.store((id & 0xffffffffu) << 32, std::memory_order_relaxed);
+  job_tasks_.store(n_tasks);
+  tasks_done_.store(0);
   {
     std::lock_guard lock(mutex_);  // pairs with the sleepers' predicate check
     generation_.store(id, std::memory_order_release);
