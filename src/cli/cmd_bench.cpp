@@ -10,6 +10,7 @@
 #include "cli/model_options.h"
 #include "core/bandwidth.h"
 #include "core/cpu_features.h"
+#include "core/ops.h"
 #include "core/simd.h"
 #include "engine/generator.h"
 
@@ -91,6 +92,20 @@ int cmd_bench(int argc, char** argv) {
     prefill.push_back({{"tokens", n}, {"seconds", best}, {"tokens_per_second", double(n) / best}});
   }
 
+  // The decode kernel alone on the output head (the largest matrix): how
+  // close the matrix-vector product itself comes to the memory bandwidth,
+  // apart from everything else a decode step does.
+  progress("output-head matrix-vector product");
+  const Matrix& head = model->output_head();
+  std::vector<float> x(static_cast<size_t>(head.cols), 0.01f), y(static_cast<size_t>(head.rows));
+  double best_gemv = 1e30;
+  for (int r = 0; r < 5 * repeats; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    matmul(pool, head, x.data(), 1, y.data());
+    best_gemv = std::min(best_gemv, seconds(t0));
+  }
+  const double gemv_bandwidth = double(head.bytes()) / best_gemv;
+
   progress("decode");
   Generator generator(*model, pool, *kv);
   GenerateOptions opt;
@@ -118,6 +133,9 @@ int cmd_bench(int argc, char** argv) {
       {"weight_bytes", model->weight_bytes()},
       {"memory_read_bandwidth_gbps", bandwidth / 1e9},
       {"prefill", prefill},
+      {"output_head_gemv", {{"bytes", head.bytes()},
+                            {"gbps", gemv_bandwidth / 1e9},
+                            {"fraction_of_bandwidth", gemv_bandwidth / bandwidth}}},
       {"decode", {{"tokens", generated},
                   {"tokens_per_second", best_decode},
                   {"bytes_per_token", bytes_per_token},
@@ -135,6 +153,8 @@ int cmd_bench(int argc, char** argv) {
   for (const auto& p : prefill)
     std::printf("prefill    %5lld tokens  %9.1f tok/s\n", (long long)p["tokens"].get<int64_t>(),
                 p["tokens_per_second"].get<double>());
+  std::printf("gemv       output head %.1f MB  %.1f GB/s = %.0f%% of memory bandwidth\n", head.bytes() / 1e6,
+              gemv_bandwidth / 1e9, 100 * gemv_bandwidth / bandwidth);
   std::printf("decode     %5lld tokens  %9.1f tok/s  %.1f MB/token  %.1f GB/s = %.0f%% of memory bandwidth\n",
               (long long)generated, best_decode, bytes_per_token / 1e6, decode_bandwidth / 1e9,
               100 * decode_bandwidth / bandwidth);

@@ -43,6 +43,7 @@ class LlamaModel {
   void forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow> rows,
                std::vector<float>& logits);
 
+  const Matrix& output_head() const { return lm_head_; }  // the largest matrix: bench probes it
   size_t weight_bytes() const;             // all weights as stored
   size_t bytes_per_decode_token() const;   // what one decode step streams
 
