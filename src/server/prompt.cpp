@@ -9,17 +9,9 @@ PromptBuilder::PromptBuilder(const std::filesystem::path& model_dir, const text:
     : tok_(tokenizer) {
   try {
     chat_ = text::ChatTemplate::load(model_dir);
+    prompt_.emplace(*chat_, tok_);
   } catch (const std::exception& e) {
     template_error_ = e.what();
-  }
-  // Does encoding plain text add a BOS? Compare with and without specials.
-  if (auto bos = tok_.bos_id()) {
-    auto with = tok_.encode("a", true), without = tok_.encode("a", false);
-    if (!with.empty() && with.front() == *bos && (without.empty() || without.front() != *bos)) {
-      bos_ = *bos;
-      bos_text_ = tok_.bos_token();
-      if (bos_text_.empty()) bos_text_ = tok_.id_to_token(*bos);
-    }
   }
 }
 
@@ -28,7 +20,7 @@ std::string PromptBuilder::render_chat(const ApiRequest& r) const {
     throw ApiError(400, "this model has no chat template (" + template_error_ + "); use /v1/completions",
                    "invalid_request_error", "messages", "no_chat_template");
   try {
-    return chat_->render(r.messages, r.tools, true, r.template_kwargs);
+    return prompt_->render(r.messages, r.tools, true, r.template_kwargs);
   } catch (const text::TemplateError& e) {
     throw bad_request("messages", "the chat template cannot render these messages: " + e.message());
   }
@@ -37,9 +29,7 @@ std::string PromptBuilder::render_chat(const ApiRequest& r) const {
 std::vector<int32_t> PromptBuilder::build(const ApiRequest& r) const {
   std::vector<int32_t> ids;
   if (r.endpoint == Endpoint::Chat) {
-    const std::string text = render_chat(r);
-    ids = tok_.encode(text, false);
-    if (bos_ && text.compare(0, bos_text_.size(), bos_text_) != 0) ids.insert(ids.begin(), *bos_);
+    ids = prompt_->tokenize(render_chat(r));
   } else if (r.prompt_is_ids) {
     ids = r.prompt_ids;
   } else {

@@ -1,13 +1,10 @@
 // Request -> prompt token ids.
 //
 // Chat: the model's chat template renders the messages (with
-// add_generation_prompt), and the text is tokenized as Hugging Face does
-// after apply_chat_template: add_special_tokens=false, special tokens in the
-// text matched as such. One addition: when the tokenizer adds a BOS token to
-// plain text (tokenizer_config add_bos_token, or its post-processor) and the
-// rendered text does not already begin with the BOS token's text, the BOS id
-// is put in front — templates such as stories260k's never print bos_token,
-// and these models were trained with it.
+// add_generation_prompt) and text::ChatPrompt tokenizes the text as Hugging
+// Face does after apply_chat_template (add_special_tokens=false), putting
+// BOS in front when the tokenizer adds one to plain text and the template
+// did not print it — the same prompt `hearth chat` builds.
 //
 // Completions: a text prompt is tokenized like `hearth generate --prompt`
 // (add_special_tokens=true: BOS as the tokenizer says); token ids are used
@@ -22,6 +19,7 @@
 
 #include "server/openai_request.h"
 #include "text/chat.h"
+#include "text/chat_prompt.h"
 #include "text/tokenizer.h"
 
 namespace hearth::server {
@@ -31,20 +29,20 @@ class PromptBuilder {
   // Loads the chat template if the model has one (chat requests get a 400
   // otherwise).
   PromptBuilder(const std::filesystem::path& model_dir, const text::Tokenizer& tokenizer);
+  PromptBuilder(const PromptBuilder&) = delete;  // prompt_ refers to chat_
+  PromptBuilder& operator=(const PromptBuilder&) = delete;
 
   std::vector<int32_t> build(const ApiRequest& request) const;  // throws ApiError
   std::string render_chat(const ApiRequest& request) const;     // the chat prompt text
 
   bool has_chat_template() const { return chat_.has_value(); }
   const std::string& template_error() const { return template_error_; }  // why there is none
-  bool adds_bos() const { return bos_.has_value(); }
 
  private:
   const text::Tokenizer& tok_;
   std::optional<text::ChatTemplate> chat_;
+  std::optional<text::ChatPrompt> prompt_;  // over chat_
   std::string template_error_;
-  std::optional<int32_t> bos_;  // set when plain encoding puts this BOS id first
-  std::string bos_text_;
 };
 
 }  // namespace hearth::server

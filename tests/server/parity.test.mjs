@@ -29,3 +29,20 @@ test('greedy completions equal `hearth generate --temperature 0`', async () => {
     assert.equal((await srv.stop()).code, 0);
   }
 });
+
+test('greedy chat equals `hearth generate --chat --temperature 0`', async () => {
+  const srv = await startServer();
+  try {
+    const client = srv.client();
+    for (const [prompt, n] of [['Tell me a story.', 50], ['Who is Lily?', 120]]) {
+      const { stdout } = await run(HEARTH, ['generate', '--chat', '--prompt', prompt, '--system', 'Be kind.', '--max-tokens', String(n), '--temperature', '0']);
+      const r = await client.chat.completions.create({
+        model: 'stories260k', max_tokens: n, temperature: 0,
+        messages: [{ role: 'system', content: 'Be kind.' }, { role: 'user', content: prompt }],
+      });
+      assert.equal(r.choices[0].message.content, stdout.replace(/\n$/, ''), `chat ${JSON.stringify(prompt)}`);
+    }
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
