@@ -27,24 +27,34 @@ bool bf16_supported(const Matrix& w) {
 }
 
 std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool) {
-  if (!bf16_supported(w)) return nullptr;
+  const Matrix* parts[] = {&w};
+  return bf16_pack(parts, pool);
+}
+
+std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts, ThreadPool& pool) {
+  const RowStack stack(parts);
+  const Matrix& w = stack.first();
+  if (!stack.uniform() || !std::all_of(parts.begin(), parts.end(), [](const Matrix* m) { return bf16_supported(*m); }))
+    return nullptr;
   auto p = std::make_shared<Bf16Packed>();
-  p->rows = w.rows;
+  p->rows = stack.rows();
   p->cols = w.cols;
-  p->tiles = (w.rows + kRows - 1) / kRows;
+  p->tiles = (p->rows + kRows - 1) / kRows;
   p->pairs = (w.cols + 1) / 2;
   p->data = aligned_bytes(p->bytes());
   uint16_t* base = reinterpret_cast<uint16_t*>(p->data.get());
-  const uint16_t* src = static_cast<const uint16_t*>(w.data);
   pool.parallel_for(p->tiles, 1, [&](int64_t tb, int64_t te) {
     for (int64_t tile = tb; tile < te; ++tile) {
       uint16_t* out = base + tile * p->pairs * 32;
       for (int64_t pair = 0; pair < p->pairs; ++pair)
-        for (int r = 0; r < kRows; ++r)
+        for (int r = 0; r < kRows && tile * kRows + r < p->rows; ++r) {
+          const auto [m, local] = stack.locate(tile * kRows + r);
+          const uint16_t* src = static_cast<const uint16_t*>(m->data) + local * w.cols;
           for (int i = 0; i < 2; ++i) {
-            const int64_t row = tile * kRows + r, col = 2 * pair + i;
-            out[pair * 32 + r * 2 + i] = row < w.rows && col < w.cols ? src[row * w.cols + col] : 0;
+            const int64_t col = 2 * pair + i;
+            out[pair * 32 + r * 2 + i] = col < w.cols ? src[col] : 0;  // storage is zeroed
           }
+        }
     }
   });
   return p;

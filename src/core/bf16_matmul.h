@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "core/matrix.h"
 #include "core/packed.h"
@@ -27,6 +28,7 @@ struct Bf16Packed {
 
 bool bf16_supported(const Matrix& w);
 std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool);
+std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts, ThreadPool& pool);
 void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens, float* y);
 
 }  // namespace hearth

@@ -30,14 +30,22 @@ bool int8_supported(const Matrix& w) {
 }
 
 std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
-  if (!int8_supported(w)) return nullptr;
+  const Matrix* parts[] = {&w};
+  return int8_pack(parts, pool);
+}
+
+std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts, ThreadPool& pool) {
+  const RowStack stack(parts);
+  const Matrix& w = stack.first();
+  if (!stack.uniform() || !std::all_of(parts.begin(), parts.end(), [](const Matrix* m) { return int8_supported(*m); }))
+    return nullptr;
   auto p = std::make_shared<Int8Packed>();
-  p->rows = w.rows;
+  p->rows = stack.rows();
   p->cols = w.cols;
   p->bits = w.bits;
   p->group_size = w.group_size;
   p->scale_dtype = w.scale_dtype;
-  p->tiles = (w.rows + kRows - 1) / kRows;
+  p->tiles = (p->rows + kRows - 1) / kRows;
   const size_t esize = dtype_size(w.scale_dtype);
   const size_t code_bytes = size_t(w.group_size) * kRows * w.bits / 8;
   p->group_bytes = code_bytes + 2 * kRows * esize;
@@ -55,8 +63,9 @@ std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
         uint8_t* blk = base + tile * p->tile_bytes + g * p->group_bytes;
         for (int r = 0; r < kRows; ++r) {
           const int64_t row = tile * kRows + r;
-          if (row >= w.rows) break;
-          const uint8_t* src = static_cast<const uint8_t*>(w.data) + row * row_bytes + g * group_src_bytes;
+          if (row >= p->rows) break;
+          const auto [m, local] = stack.locate(row);
+          const uint8_t* src = static_cast<const uint8_t*>(m->data) + local * row_bytes + g * group_src_bytes;
           if (w.bits == 8) {
             for (int quad = 0; quad < w.group_size / 4; ++quad) std::memcpy(blk + quad * 64 + r * 4, src + quad * 4, 4);
           } else {
@@ -70,9 +79,9 @@ std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
                 blk[j * 64 + r * 4 + i] = uint8_t(qlo | (qhi << 4));
               }
           }
-          const int64_t gi = row * groups + g;
-          std::memcpy(blk + code_bytes + r * esize, static_cast<const uint8_t*>(w.scales) + gi * esize, esize);
-          std::memcpy(blk + code_bytes + (kRows + r) * esize, static_cast<const uint8_t*>(w.biases) + gi * esize,
+          const int64_t gi = local * groups + g;
+          std::memcpy(blk + code_bytes + r * esize, static_cast<const uint8_t*>(m->scales) + gi * esize, esize);
+          std::memcpy(blk + code_bytes + (kRows + r) * esize, static_cast<const uint8_t*>(m->biases) + gi * esize,
                       esize);
         }
       }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "core/matrix.h"
 #include "core/packed.h"
@@ -39,6 +40,9 @@ struct Int8Packed {
 bool int8_supported(const Matrix& w);
 
 std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool);
+// Several matrices' rows stacked into one packed matrix (see RowStack); null
+// unless every part can use the kernel and all share one format.
+std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts, ThreadPool& pool);
 
 // y[t, r] = sum_c x[t, c] * W[r, c], as matmul() in ops.h.
 void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens, float* y);

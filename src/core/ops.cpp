@@ -24,8 +24,10 @@ constexpr int kTileTokens = 4;
 }  // namespace
 
 void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y) {
-  if (w.quantized()) return quant_matmul(pool, w, x, n_tokens, y);
+  // A packed copy, when there is one, is what to use (a stacked matrix has nothing else).
+  if (w.packed) return int8_matmul(pool, *w.packed, x, n_tokens, y);
   if (w.packed_bf16) return bf16_matmul(pool, *w.packed_bf16, x, n_tokens, y);
+  if (w.quantized()) return quant_matmul(pool, w, x, n_tokens, y);
   const size_t esize = dtype_size(w.dtype);
   const auto* base = static_cast<const uint8_t*>(w.data);
   int64_t row_tiles = (w.rows + kTileRows - 1) / kTileRows;

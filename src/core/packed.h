@@ -2,11 +2,17 @@
 // tile height, 64-byte aligned storage, and the x86 intrinsics header.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "core/matrix.h"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers trip its own uninitialized-value warnings
@@ -22,6 +28,39 @@ namespace hearth {
 constexpr int kPackedRows = 16;
 
 using AlignedBytes = std::unique_ptr<uint8_t, void (*)(void*)>;
+
+// The rows of several matrices in the same format and with the same columns,
+// one after another: packing them as one matrix (q/k/v, gate/up) makes one
+// kernel call, and one pass over the activations, where there were several.
+class RowStack {
+ public:
+  explicit RowStack(std::span<const Matrix* const> parts) : parts_(parts.begin(), parts.end()) {
+    for (const Matrix* m : parts_) {
+      starts_.push_back(rows_);
+      rows_ += m->rows;
+    }
+  }
+  int64_t rows() const { return rows_; }
+  const Matrix& first() const { return *parts_.front(); }
+  // Same columns, dtype and quantization as the first part.
+  bool uniform() const {
+    const Matrix& f = first();
+    return std::all_of(parts_.begin(), parts_.end(), [&](const Matrix* m) {
+      return m->cols == f.cols && m->dtype == f.dtype && m->bits == f.bits && m->group_size == f.group_size &&
+             m->scale_dtype == f.scale_dtype;
+    });
+  }
+  // The part holding stacked row `row`, and the row's index within it.
+  std::pair<const Matrix*, int64_t> locate(int64_t row) const {
+    size_t i = size_t(std::upper_bound(starts_.begin(), starts_.end(), row) - starts_.begin()) - 1;
+    return {parts_[i], row - starts_[i]};
+  }
+
+ private:
+  std::vector<const Matrix*> parts_;
+  std::vector<int64_t> starts_;
+  int64_t rows_ = 0;
+};
 
 // Zeroed storage aligned for 512-bit loads.
 inline AlignedBytes aligned_bytes(size_t n) {

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/int8_matmul.h"
 #include "core/simd.h"
 
 
@@ -47,7 +46,6 @@ void generic_matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n
 }  // namespace
 
 void quant_matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y) {
-  if (w.packed) return int8_matmul(pool, *w.packed, x, n_tokens, y);
   generic_matmul(pool, w, x, n_tokens, y);
 }
 

@@ -1,6 +1,6 @@
-// Matrix multiply against MLX affine-quantized weights. A matrix with a
-// packed copy (int8_matmul.h) takes the int8 VNNI kernel; any other
-// dequantizes rows to floats and uses the dense kernel.
+// Matrix multiply against MLX affine-quantized weights as stored: rows are
+// dequantized to floats and go through the dense kernel. (Formats the int8
+// kernel handles are packed at load and never reach this; see int8_matmul.h.)
 #pragma once
 
 #include <cstdint>

@@ -126,9 +126,29 @@ void LlamaModel::load_weights() {
     m.packed = int8_pack(m, pool);
     m.packed_bf16 = bf16_pack(m, pool);
   };
+  // Matrices that read the same input are stacked: one kernel call and one
+  // pass over the activations instead of two or three.
+  auto stack = [&](std::initializer_list<const Matrix*> parts) {
+    Matrix m;
+    m.rows = 0;
+    for (const Matrix* p : parts) m.rows += p->rows;
+    m.cols = (*parts.begin())->cols;
+    m.packed = int8_pack(std::span(parts.begin(), parts.size()), pool);
+    if (!m.packed) m.packed_bf16 = bf16_pack(std::span(parts.begin(), parts.size()), pool);
+    if (!m.packed && !m.packed_bf16) m.rows = 0;
+    return m;
+  };
   pack(lm_head_);
-  for (Layer& L : layers_)
-    for (Matrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) pack(*m);
+  for (Layer& L : layers_) {
+    L.qkv = stack({&L.q, &L.k, &L.v});
+    L.gate_up = stack({&L.gate, &L.up});
+    if (!L.qkv.rows)
+      for (Matrix* m : {&L.q, &L.k, &L.v}) pack(*m);
+    if (!L.gate_up.rows)
+      for (Matrix* m : {&L.gate, &L.up}) pack(*m);
+    pack(L.o);
+    pack(L.down);
+  }
 }
 
 KvCacheShape LlamaModel::kv_shape(DType dtype, int block_tokens) const {
@@ -139,8 +159,13 @@ size_t LlamaModel::weight_bytes() const { return weights_.total_bytes(); }
 
 size_t LlamaModel::bytes_per_decode_token() const {
   size_t n = lm_head_.bytes();
-  for (const Layer& L : layers_)
-    for (const Matrix* m : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) n += m->bytes();
+  for (const Layer& L : layers_) {
+    for (const Matrix* m : {&L.o, &L.down}) n += m->bytes();
+    if (L.qkv.rows) n += L.qkv.bytes();
+    else for (const Matrix* m : {&L.q, &L.k, &L.v}) n += m->bytes();
+    if (L.gate_up.rows) n += L.gate_up.bytes();
+    else for (const Matrix* m : {&L.gate, &L.up}) n += m->bytes();
+  }
   return n;
 }
 
@@ -195,9 +220,20 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
     const Layer& L = layers_[l];
     for (int64_t i = 0; i < T; ++i)
       rmsnorm(&x_[i * hidden], L.input_norm.data(), hidden, float(c.rms_norm_eps), &h_[i * hidden]);
-    matmul(pool, L.q, h_.data(), T, q_.data());
-    matmul(pool, L.k, h_.data(), T, k_.data());
-    matmul(pool, L.v, h_.data(), T, v_.data());
+    if (L.qkv.rows) {
+      fused_.resize(size_t(T * L.qkv.rows));
+      matmul(pool, L.qkv, h_.data(), T, fused_.data());
+      for (int64_t i = 0; i < T; ++i) {
+        const float* row = &fused_[i * L.qkv.rows];
+        std::copy(row, row + q_dim, &q_[i * q_dim]);
+        std::copy(row + q_dim, row + q_dim + kv_dim, &k_[i * kv_dim]);
+        std::copy(row + q_dim + kv_dim, row + q_dim + 2 * kv_dim, &v_[i * kv_dim]);
+      }
+    } else {
+      matmul(pool, L.q, h_.data(), T, q_.data());
+      matmul(pool, L.k, h_.data(), T, k_.data());
+      matmul(pool, L.v, h_.data(), T, v_.data());
+    }
     for (int64_t i = 0; i < T; ++i) {
       float *q = &q_[i * q_dim], *k = &k_[i * kv_dim], *v = &v_[i * kv_dim];
       if (c.attention_bias)
@@ -229,12 +265,20 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
 
     for (int64_t i = 0; i < T; ++i)
       rmsnorm(&x_[i * hidden], L.post_norm.data(), hidden, float(c.rms_norm_eps), &h_[i * hidden]);
-    matmul(pool, L.gate, h_.data(), T, gate_.data());
-    matmul(pool, L.up, h_.data(), T, up_.data());
-    if (c.hidden_act == "silu")
-      silu_mul(gate_.data(), up_.data(), T * inter, gate_.data());
-    else
-      gelu_tanh_mul(gate_.data(), up_.data(), T * inter, gate_.data());
+    auto activate = [&](const float* gate, const float* up, int64_t n, float* out) {
+      if (c.hidden_act == "silu") silu_mul(gate, up, n, out);
+      else gelu_tanh_mul(gate, up, n, out);
+    };
+    if (L.gate_up.rows) {
+      fused_.resize(size_t(T * 2 * inter));
+      matmul(pool, L.gate_up, h_.data(), T, fused_.data());
+      for (int64_t i = 0; i < T; ++i)
+        activate(&fused_[i * 2 * inter], &fused_[i * 2 * inter + inter], inter, &gate_[i * inter]);
+    } else {
+      matmul(pool, L.gate, h_.data(), T, gate_.data());
+      matmul(pool, L.up, h_.data(), T, up_.data());
+      activate(gate_.data(), up_.data(), T * inter, gate_.data());
+    }
     matmul(pool, L.down, gate_.data(), T, h_.data());
     for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];
   }

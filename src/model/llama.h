@@ -51,6 +51,9 @@ class LlamaModel {
   struct Layer {
     std::vector<float> input_norm, post_norm, q_norm, k_norm, q_bias, k_bias, v_bias;
     Matrix q, k, v, o, gate, up, down;
+    // q/k/v and gate/up stacked into one packed matrix each, when the
+    // kernels take their format (rows == 0 otherwise).
+    Matrix qkv, gate_up;
   };
   LlamaModel() = default;
   void load_weights();
@@ -65,7 +68,7 @@ class LlamaModel {
   std::vector<Layer> layers_;
 
   // Scratch, grown as needed and reused across steps.
-  std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_, rows_for_logits_;
+  std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_, fused_, rows_for_logits_;
   std::vector<std::vector<float>> attn_scratch_;
   std::vector<int> tok_row_;
   std::vector<int64_t> tok_pos_, wanted_;

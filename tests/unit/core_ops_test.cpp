@@ -193,6 +193,50 @@ TEST(Ops, QuantizedMatmulIsExactOnRepresentableActivations) {
     }
 }
 
+// Matrices packed as one stack give the concatenation of their outputs.
+TEST(Ops, StackedPackingEqualsSeparateMatrices) {
+  ThreadPool pool(2);
+  const int64_t cols = 128, n = 3;
+  auto x = randn(size_t(n * cols), 5);
+  auto check = [&](const std::vector<const Matrix*>& parts, Matrix stacked) {
+    int64_t rows = 0;
+    for (auto* m : parts) rows += m->rows;
+    stacked.rows = rows;
+    stacked.cols = cols;
+    std::vector<float> got(size_t(n * rows));
+    matmul(pool, stacked, x.data(), n, got.data());
+    int64_t r0 = 0;
+    for (auto* m : parts) {
+      std::vector<float> want(size_t(n * m->rows));
+      matmul(pool, *m, x.data(), n, want.data());
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = 0; r < m->rows; ++r) ASSERT_EQ(got[t * rows + r0 + r], want[t * m->rows + r]);
+      r0 += m->rows;
+    }
+  };
+  QuantMatrix a(4, 64, 20, cols, 1), b(4, 64, 7, cols, 2), c(4, 64, 33, cols, 3);
+  std::vector<const Matrix*> q = {&a.m, &b.m, &c.m};
+  for (QuantMatrix* m : {&a, &b, &c}) m->m.packed = int8_pack(m->m, pool);
+  Matrix sq;
+  sq.packed = int8_pack(q, pool);
+  if (cpu_features().avx512vnni) {
+    ASSERT_TRUE(sq.packed);
+    check(q, sq);
+  }
+  QuantMatrix other(8, 64, 5, cols, 4);
+  const Matrix* mixed[] = {&a.m, &other.m};
+  EXPECT_FALSE(int8_pack(mixed, pool)) << "parts in different formats cannot share a pack";
+  DenseMatrix d1(DType::BF16, 9, cols, 5), d2(DType::BF16, 17, cols, 6);
+  for (DenseMatrix* m : {&d1, &d2}) m->m.packed_bf16 = bf16_pack(m->m, pool);
+  std::vector<const Matrix*> d = {&d1.m, &d2.m};
+  Matrix sd;
+  sd.packed_bf16 = bf16_pack(d, pool);
+  if (cpu_features().avx512bf16) {
+    ASSERT_TRUE(sd.packed_bf16);
+    check(d, sd);
+  }
+}
+
 TEST(Ops, DequantizeRowDecodesTheBitStream) {
   // 3-bit values straddle words: value 10 of a row lives in bits 30-31 of
   // word 0 and bit 0 of word 1 (mlx's layout).
