@@ -2,9 +2,8 @@
 // comes to the machine's memory bandwidth (measured in the same run).
 #include <chrono>
 #include <cstdio>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
@@ -67,7 +66,8 @@ int cmd_bench(int argc, char** argv) {
 
   int64_t max_prompt = 1;
   for (int64_t n : prefill_lengths) max_prompt = std::max(max_prompt, n);
-  const int64_t ctx = std::min<int64_t>(cfg.max_position_embeddings, std::max(max_prompt, decode_tokens + 1));
+  const int64_t ctx =
+      std::min<int64_t>(cfg.max_position_embeddings, std::max(max_prompt, decode_tokens + 1));
   auto kv = make_kv_cache(args, *model, ctx);
   std::mt19937 rng(1234);
   std::vector<int32_t> tokens(static_cast<size_t>(max_prompt));
@@ -115,8 +115,9 @@ int cmd_bench(int argc, char** argv) {
   int64_t generated = 0;
   for (int r = 0; r < repeats; ++r) {
     GenerateStats stats;
-    generator.run(std::span(tokens.data(), 1), opt, [](int32_t, std::span<const float>) { return true; },
-                  &stats);
+    generator.run(
+        std::span(tokens.data(), 1), opt, [](int32_t, std::span<const float>) { return true; },
+        &stats);
     // The first token comes from the prefill; decode steps are the rest.
     double tps = double(stats.generated_tokens - 1) / stats.decode_seconds;
     if (tps > best_decode) best_decode = tps, generated = stats.generated_tokens;
@@ -133,31 +134,35 @@ int cmd_bench(int argc, char** argv) {
       {"weight_bytes", model->weight_bytes()},
       {"memory_read_bandwidth_gbps", bandwidth / 1e9},
       {"prefill", prefill},
-      {"output_head_gemv", {{"bytes", head.bytes()},
-                            {"gbps", gemv_bandwidth / 1e9},
-                            {"fraction_of_bandwidth", gemv_bandwidth / bandwidth}}},
-      {"decode", {{"tokens", generated},
-                  {"tokens_per_second", best_decode},
-                  {"bytes_per_token", bytes_per_token},
-                  {"gbps", decode_bandwidth / 1e9},
-                  {"fraction_of_bandwidth", decode_bandwidth / bandwidth}}},
+      {"output_head_gemv",
+       {{"bytes", head.bytes()},
+        {"gbps", gemv_bandwidth / 1e9},
+        {"fraction_of_bandwidth", gemv_bandwidth / bandwidth}}},
+      {"decode",
+       {{"tokens", generated},
+        {"tokens_per_second", best_decode},
+        {"bytes_per_token", bytes_per_token},
+        {"gbps", decode_bandwidth / 1e9},
+        {"fraction_of_bandwidth", decode_bandwidth / bandwidth}}},
   };
   if (json_out) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model      %s (%s), %.1f MB of weights\n", dir.string().c_str(), cfg.architecture.c_str(),
-              model->weight_bytes() / 1e6);
+  std::printf("model      %s (%s), %.1f MB of weights\n", dir.string().c_str(),
+              cfg.architecture.c_str(), model->weight_bytes() / 1e6);
   std::printf("machine    %d threads, %s, SIMD target %s, memory read %.1f GB/s\n", pool.size(),
               cpu_features().summary().c_str(), simd::target_name(), bandwidth / 1e9);
   for (const auto& p : prefill)
     std::printf("prefill    %5lld tokens  %9.1f tok/s\n", (long long)p["tokens"].get<int64_t>(),
                 p["tokens_per_second"].get<double>());
-  std::printf("gemv       output head %.1f MB  %.1f GB/s = %.0f%% of memory bandwidth\n", head.bytes() / 1e6,
-              gemv_bandwidth / 1e9, 100 * gemv_bandwidth / bandwidth);
-  std::printf("decode     %5lld tokens  %9.1f tok/s  %.1f MB/token  %.1f GB/s = %.0f%% of memory bandwidth\n",
-              (long long)generated, best_decode, bytes_per_token / 1e6, decode_bandwidth / 1e9,
-              100 * decode_bandwidth / bandwidth);
+  std::printf("gemv       output head %.1f MB  %.1f GB/s = %.0f%% of memory bandwidth\n",
+              head.bytes() / 1e6, gemv_bandwidth / 1e9, 100 * gemv_bandwidth / bandwidth);
+  std::printf(
+      "decode     %5lld tokens  %9.1f tok/s  %.1f MB/token  %.1f GB/s = %.0f%% of memory "
+      "bandwidth\n",
+      (long long)generated, best_decode, bytes_per_token / 1e6, decode_bandwidth / 1e9,
+      100 * decode_bandwidth / bandwidth);
   return 0;
 }
 

@@ -2,9 +2,8 @@
 // model's chat template. Each turn renders the whole conversation again.
 #include <cstdio>
 #include <iostream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
@@ -35,7 +34,8 @@ int cmd_chat(int argc, char** argv) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  std::vector<std::string> known = {"model", "system", "max-tokens", "threads", "ctx-size", "kv-type"};
+  std::vector<std::string> known = {"model",   "system",   "max-tokens",
+                                    "threads", "ctx-size", "kv-type"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   args.allow_only(known);
 
@@ -74,7 +74,8 @@ int cmd_chat(int argc, char** argv) {
     std::vector<int32_t> prompt;
     try {
       prompt = chat.tokenize(chat.render(messages, nullptr, true));
-      if (int64_t(prompt.size()) >= ctx) throw std::runtime_error("the conversation no longer fits the context; /reset");
+      if (int64_t(prompt.size()) >= ctx)
+        throw std::runtime_error("the conversation no longer fits the context; /reset");
     } catch (const std::exception& e) {
       std::fprintf(stderr, "error: %s\n", e.what());
       messages.erase(messages.size() - 1);
@@ -83,7 +84,8 @@ int cmd_chat(int argc, char** argv) {
     text::StreamDecoder stream(*tokenizer, true);
     std::string reply;
     generator.run(prompt, opt, [&](int32_t token, std::span<const float>) {
-      if (std::find(opt.eos_ids.begin(), opt.eos_ids.end(), token) != opt.eos_ids.end()) return true;
+      if (std::find(opt.eos_ids.begin(), opt.eos_ids.end(), token) != opt.eos_ids.end())
+        return true;
       std::string piece = stream.push(token);
       reply += piece;
       std::fputs(piece.c_str(), stdout);

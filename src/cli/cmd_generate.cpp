@@ -2,9 +2,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
@@ -16,7 +15,8 @@ namespace hearth::cli {
 
 namespace {
 
-const char* kHelp = R"(usage: hearth generate [--model DIR] [--prompt TEXT | --prompt-ids 1,2,3] [options]
+const char* kHelp =
+    R"(usage: hearth generate [--model DIR] [--prompt TEXT | --prompt-ids 1,2,3] [options]
 
   --model DIR          model directory (default: the bundled stories260k)
   --prompt TEXT        prompt text, tokenized with the model's tokenizer (BOS added as it says)
@@ -68,8 +68,9 @@ int cmd_generate(int argc, char** argv) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  std::vector<std::string> known = {"model", "prompt", "prompt-ids", "max-tokens", "threads",
-                                    "logits", "dump-logits", "ctx-size", "chat", "system", "kv-type"};
+  std::vector<std::string> known = {"model",   "prompt", "prompt-ids",  "max-tokens",
+                                    "threads", "logits", "dump-logits", "ctx-size",
+                                    "chat",    "system", "kv-type"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   args.allow_only(known);
 
@@ -79,7 +80,8 @@ int cmd_generate(int argc, char** argv) {
   const int logits_k = int(args.integer("logits", 0));
 
   std::unique_ptr<text::Tokenizer> tokenizer;
-  if (!args.has("prompt-ids") || logits_k == 0) tokenizer = text::Tokenizer::load(dir / "tokenizer.json");
+  if (!args.has("prompt-ids") || logits_k == 0)
+    tokenizer = text::Tokenizer::load(dir / "tokenizer.json");
 
   std::vector<int32_t> prompt;
   if (args.has("prompt-ids")) {
@@ -87,7 +89,8 @@ int cmd_generate(int argc, char** argv) {
   } else if (args.has("chat")) {
     const auto chat_template = text::ChatTemplate::load(dir);
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    if (args.has("system")) messages.push_back({{"role", "system"}, {"content", args.str("system")}});
+    if (args.has("system"))
+      messages.push_back({{"role", "system"}, {"content", args.str("system")}});
     messages.push_back({{"role", "user"}, {"content", args.str("prompt")}});
     text::ChatPrompt chat(chat_template, *tokenizer);
     prompt = chat.tokenize(chat.render(messages, nullptr, true));
@@ -95,7 +98,8 @@ int cmd_generate(int argc, char** argv) {
     prompt = tokenizer->encode(args.str("prompt"), true);
   } else {
     auto bos = tokenizer->bos_id() ? tokenizer->bos_id() : gen.bos_token_id;
-    if (!bos) throw std::runtime_error("no --prompt given and the model has no BOS token to start from");
+    if (!bos)
+      throw std::runtime_error("no --prompt given and the model has no BOS token to start from");
     prompt = {*bos};
   }
   if (prompt.empty()) throw std::runtime_error("the prompt is empty");
@@ -120,7 +124,8 @@ int cmd_generate(int argc, char** argv) {
       prompt, opt,
       [&](int32_t token, std::span<const float> logits) {
         if (logits_k > 0) {
-          nlohmann::json line = {{"step", step}, {"token", token}, {"top", top_logits(logits, logits_k)}};
+          nlohmann::json line = {
+              {"step", step}, {"token", token}, {"top", top_logits(logits, logits_k)}};
           std::printf("%s\n", line.dump().c_str());
         } else if (std::find(opt.eos_ids.begin(), opt.eos_ids.end(), token) == opt.eos_ids.end()) {
           std::fputs(stream->push(token).c_str(), stdout);
@@ -139,10 +144,11 @@ int cmd_generate(int argc, char** argv) {
               std::streamsize(prompt_logits.size() * sizeof(float)));
     if (!out) throw std::runtime_error("cannot write " + args.str("dump-logits"));
   }
-  std::fprintf(stderr, "[%lld prompt tokens, %.1f tok/s prefill; %lld generated, %.1f tok/s; finish: %s]\n",
-               (long long)stats.prompt_tokens, stats.prompt_tokens / std::max(1e-9, stats.prefill_seconds),
-               (long long)stats.generated_tokens,
-               stats.generated_tokens / std::max(1e-9, stats.decode_seconds), finish_reason_name(reason));
+  std::fprintf(
+      stderr, "[%lld prompt tokens, %.1f tok/s prefill; %lld generated, %.1f tok/s; finish: %s]\n",
+      (long long)stats.prompt_tokens, stats.prompt_tokens / std::max(1e-9, stats.prefill_seconds),
+      (long long)stats.generated_tokens,
+      stats.generated_tokens / std::max(1e-9, stats.decode_seconds), finish_reason_name(reason));
   return 0;
 }
 

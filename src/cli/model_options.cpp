@@ -4,7 +4,8 @@
 
 namespace hearth::cli {
 
-const std::vector<std::string> kSamplingOptions = {"temperature", "top-p", "top-k", "min-p", "seed"};
+const std::vector<std::string> kSamplingOptions = {"temperature", "top-p", "top-k", "min-p",
+                                                   "seed"};
 
 std::filesystem::path model_dir(const Args& args) {
   return args.str("model", HEARTH_DEFAULT_MODEL);
@@ -37,8 +38,8 @@ DType kv_type(const Args& args) {
   throw std::runtime_error("--kv-type must be f32 or bf16, not '" + t + "'");
 }
 
-std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model, int64_t ctx_tokens,
-                                       int sequences) {
+std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model,
+                                       int64_t ctx_tokens, int sequences) {
   KvCacheShape shape = model.kv_shape(kv_type(args));
   int64_t per_seq = (ctx_tokens + shape.block_tokens - 1) / shape.block_tokens;
   return std::make_unique<KvCache>(shape, per_seq * sequences);

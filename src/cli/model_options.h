@@ -27,8 +27,8 @@ extern const std::vector<std::string> kSamplingOptions;
 
 // KV pool for `sequences` sequences of ctx_tokens each; --kv-type f32|bf16
 // picks the entry type (default f32).
-std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model, int64_t ctx_tokens,
-                                       int sequences = 1);
+std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model,
+                                       int64_t ctx_tokens, int sequences = 1);
 DType kv_type(const Args& args);
 
 }  // namespace hearth::cli

@@ -13,7 +13,8 @@ double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int repeats) {
   const int64_t n = int64_t(bytes / sizeof(float));
   std::vector<float> buffer(static_cast<size_t>(n));
   // Touch every page first (in parallel, so the pages spread as they will be read).
-  pool.parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) { std::fill(&buffer[b], &buffer[e], 1.0f); });
+  pool.parallel_for(n, 1 << 16,
+                    [&](int64_t b, int64_t e) { std::fill(&buffer[b], &buffer[e], 1.0f); });
   std::vector<float> sink(static_cast<size_t>(pool.size()));
   double best = 0;
   for (int r = 0; r < repeats; ++r) {

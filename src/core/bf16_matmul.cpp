@@ -8,7 +8,6 @@
 #include "core/cpu_features.h"
 #include "core/packed.h"
 
-
 namespace hearth {
 
 namespace {
@@ -31,10 +30,12 @@ std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool) {
   return bf16_pack(parts, pool);
 }
 
-std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts, ThreadPool& pool) {
+std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts,
+                                            ThreadPool& pool) {
   const RowStack stack(parts);
   const Matrix& w = stack.first();
-  if (!stack.uniform() || !std::all_of(parts.begin(), parts.end(), [](const Matrix* m) { return bf16_supported(*m); }))
+  if (!stack.uniform() ||
+      !std::all_of(parts.begin(), parts.end(), [](const Matrix* m) { return bf16_supported(*m); }))
     return nullptr;
   auto p = std::make_shared<Bf16Packed>();
   p->rows = stack.rows();
@@ -66,8 +67,8 @@ namespace {
 // NT tokens, A independent accumulators per token to hide vdpbf16ps latency.
 template <int NT, int A>
 __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed& w, int64_t tile,
-                                                                const uint16_t* xb, int64_t x_stride,
-                                                                int64_t t0, float* y) {
+                                                               const uint16_t* xb, int64_t x_stride,
+                                                               int64_t t0, float* y) {
   const uint16_t* blk = reinterpret_cast<const uint16_t*>(w.data.get()) + tile * w.pairs * 32;
   __m512 acc[NT][A];
   for (int t = 0; t < NT; ++t)
@@ -80,16 +81,19 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed&
       const __m512bh wv = (__m512bh)_mm512_load_si512(blk + (p + a) * 32);
 #pragma GCC unroll 8
       for (int t = 0; t < NT; ++t)
-        acc[t][a] = _mm512_dpbf16_ps(acc[t][a], wv, (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * (p + a)));
+        acc[t][a] = _mm512_dpbf16_ps(acc[t][a], wv,
+                                     (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * (p + a)));
     }
   }
   for (; p < w.pairs; ++p) {
     const __m512bh wv = (__m512bh)_mm512_load_si512(blk + p * 32);
     for (int t = 0; t < NT; ++t)
-      acc[t][0] = _mm512_dpbf16_ps(acc[t][0], wv, (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * p));
+      acc[t][0] =
+          _mm512_dpbf16_ps(acc[t][0], wv, (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * p));
   }
   const int64_t row0 = tile * kRows;
-  const __mmask16 valid = w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);
+  const __mmask16 valid =
+      w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);
   for (int t = 0; t < NT; ++t) {
     __m512 sum = acc[t][0];
     for (int a = 1; a < A; ++a) sum = _mm512_add_ps(sum, acc[t][a]);
@@ -97,23 +101,32 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed&
   }
 }
 
-void tile_any(const Bf16Packed& w, int64_t tile, const uint16_t* xb, int64_t x_stride, int64_t t0, int nt,
-              float* y) {
+void tile_any(const Bf16Packed& w, int64_t tile, const uint16_t* xb, int64_t x_stride, int64_t t0,
+              int nt, float* y) {
   switch (nt) {
-    case 1: return tile_kernel<1, 4>(w, tile, xb, x_stride, t0, y);
-    case 2: return tile_kernel<2, 2>(w, tile, xb, x_stride, t0, y);
-    case 3: return tile_kernel<3, 2>(w, tile, xb, x_stride, t0, y);
-    case 4: return tile_kernel<4, 1>(w, tile, xb, x_stride, t0, y);
-    case 5: return tile_kernel<5, 1>(w, tile, xb, x_stride, t0, y);
-    case 6: return tile_kernel<6, 1>(w, tile, xb, x_stride, t0, y);
-    case 7: return tile_kernel<7, 1>(w, tile, xb, x_stride, t0, y);
-    default: return tile_kernel<8, 1>(w, tile, xb, x_stride, t0, y);
+    case 1:
+      return tile_kernel<1, 4>(w, tile, xb, x_stride, t0, y);
+    case 2:
+      return tile_kernel<2, 2>(w, tile, xb, x_stride, t0, y);
+    case 3:
+      return tile_kernel<3, 2>(w, tile, xb, x_stride, t0, y);
+    case 4:
+      return tile_kernel<4, 1>(w, tile, xb, x_stride, t0, y);
+    case 5:
+      return tile_kernel<5, 1>(w, tile, xb, x_stride, t0, y);
+    case 6:
+      return tile_kernel<6, 1>(w, tile, xb, x_stride, t0, y);
+    case 7:
+      return tile_kernel<7, 1>(w, tile, xb, x_stride, t0, y);
+    default:
+      return tile_kernel<8, 1>(w, tile, xb, x_stride, t0, y);
   }
 }
 
 }  // namespace
 
-void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens, float* y) {
+void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens,
+                 float* y) {
   // Activations as BF16 pairs, each row padded to a whole number of pairs.
   static std::vector<uint16_t> xb;  // engine-thread scratch
   const int64_t stride = 2 * w.pairs;
@@ -123,7 +136,8 @@ void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t 
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
     for (int64_t tile = b; tile < e; ++tile)
       for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens)
-        tile_any(w, tile, xb.data(), stride, t0, int(std::min<int64_t>(kMaxTokens, n_tokens - t0)), y);
+        tile_any(w, tile, xb.data(), stride, t0, int(std::min<int64_t>(kMaxTokens, n_tokens - t0)),
+                 y);
   });
 }
 #else

@@ -21,7 +21,7 @@ namespace hearth {
 
 struct Bf16Packed {
   int64_t rows = 0, cols = 0;
-  int64_t tiles = 0, pairs = 0;  // pairs = ceil(cols / 2)
+  int64_t tiles = 0, pairs = 0;         // pairs = ceil(cols / 2)
   AlignedBytes data{nullptr, nullptr};  // uint16_t BF16 values
   size_t bytes() const { return size_t(tiles) * size_t(pairs) * 64; }
 };

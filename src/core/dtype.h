@@ -13,14 +13,30 @@ namespace hearth {
 // The safetensors dtype set. F8 types are recognised so a file can be
 // described, even where no kernel reads them.
 enum class DType : uint8_t {
-  BOOL, U8, I8, U16, I16, F16, BF16, U32, I32, F32, U64, I64, F64, F8_E4M3, F8_E5M2
+  BOOL,
+  U8,
+  I8,
+  U16,
+  I16,
+  F16,
+  BF16,
+  U32,
+  I32,
+  F32,
+  U64,
+  I64,
+  F64,
+  F8_E4M3,
+  F8_E5M2
 };
 
 size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);  // the safetensors spelling, e.g. "BF16"
 std::optional<DType> dtype_from_name(std::string_view name);
 
-inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
+inline float bf16_to_f32(uint16_t h) {
+  return std::bit_cast<float>(uint32_t(h) << 16);
+}
 
 // Round to nearest even, NaN kept quiet: the same rounding as PyTorch and NumPy.
 inline uint16_t f32_to_bf16(float f) {
@@ -47,10 +63,10 @@ inline uint16_t f32_to_f16(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
   const uint16_t sign = uint16_t((u >> 16) & 0x8000);
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00;                   // NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00;                  // rounds to >= 65520: inf
-  if (abs >= 0x38800000u) {                                      // normal half
-    const uint32_t v = abs - 0x38000000u;                        // rebias exponent 127 -> 15
+  if (abs > 0x7f800000u) return sign | 0x7e00;   // NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00;  // rounds to >= 65520: inf
+  if (abs >= 0x38800000u) {                      // normal half
+    const uint32_t v = abs - 0x38000000u;        // rebias exponent 127 -> 15
     return sign | uint16_t((v + 0xfffu + ((v >> 13) & 1)) >> 13);
   }
   // Subnormal half (or zero): value / 2^-24, rounded to nearest even.

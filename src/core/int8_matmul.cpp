@@ -9,12 +9,11 @@
 #include "core/cpu_features.h"
 #include "core/packed.h"
 
-
 namespace hearth {
 
 namespace {
 constexpr int kRows = kPackedRows;
-constexpr int kMaxTokens = 8;    // tokens per kernel call (accumulators in registers)
+constexpr int kMaxTokens = 8;  // tokens per kernel call (accumulators in registers)
 }  // namespace
 
 bool int8_supported(const Matrix& w) {
@@ -34,10 +33,12 @@ std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
   return int8_pack(parts, pool);
 }
 
-std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts, ThreadPool& pool) {
+std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts,
+                                            ThreadPool& pool) {
   const RowStack stack(parts);
   const Matrix& w = stack.first();
-  if (!stack.uniform() || !std::all_of(parts.begin(), parts.end(), [](const Matrix* m) { return int8_supported(*m); }))
+  if (!stack.uniform() ||
+      !std::all_of(parts.begin(), parts.end(), [](const Matrix* m) { return int8_supported(*m); }))
     return nullptr;
   auto p = std::make_shared<Int8Packed>();
   p->rows = stack.rows();
@@ -56,7 +57,8 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
   const int64_t groups = w.groups_per_row();
   // Codes read byte-wise: little-endian words make the row one byte stream
   // (4-bit: column c in the low nibble of byte c/2 when c is even, else the high).
-  const int64_t row_bytes = w.cols * w.bits / 8, group_src_bytes = int64_t(w.group_size) * w.bits / 8;
+  const int64_t row_bytes = w.cols * w.bits / 8,
+                group_src_bytes = int64_t(w.group_size) * w.bits / 8;
   pool.parallel_for(p->tiles, 1, [&](int64_t tb, int64_t te) {
     for (int64_t tile = tb; tile < te; ++tile)
       for (int64_t g = 0; g < groups; ++g) {
@@ -65,9 +67,11 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
           const int64_t row = tile * kRows + r;
           if (row >= p->rows) break;
           const auto [m, local] = stack.locate(row);
-          const uint8_t* src = static_cast<const uint8_t*>(m->data) + local * row_bytes + g * group_src_bytes;
+          const uint8_t* src =
+              static_cast<const uint8_t*>(m->data) + local * row_bytes + g * group_src_bytes;
           if (w.bits == 8) {
-            for (int quad = 0; quad < w.group_size / 4; ++quad) std::memcpy(blk + quad * 64 + r * 4, src + quad * 4, 4);
+            for (int quad = 0; quad < w.group_size / 4; ++quad)
+              std::memcpy(blk + quad * 64 + r * 4, src + quad * 4, 4);
           } else {
             // Vector j takes quad 2j (columns 8j..8j+3) in its low nibbles and
             // quad 2j+1 (8j+4..8j+7) in its high ones.
@@ -80,9 +84,10 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
               }
           }
           const int64_t gi = local * groups + g;
-          std::memcpy(blk + code_bytes + r * esize, static_cast<const uint8_t*>(m->scales) + gi * esize, esize);
-          std::memcpy(blk + code_bytes + (kRows + r) * esize, static_cast<const uint8_t*>(m->biases) + gi * esize,
-                      esize);
+          std::memcpy(blk + code_bytes + r * esize,
+                      static_cast<const uint8_t*>(m->scales) + gi * esize, esize);
+          std::memcpy(blk + code_bytes + (kRows + r) * esize,
+                      static_cast<const uint8_t*>(m->biases) + gi * esize, esize);
         }
       }
   });
@@ -94,15 +99,15 @@ namespace {
 
 // Activations quantized per token and weight group, in natural column order.
 struct QuantizedActivations {
-  std::vector<int8_t> q;     // [n_tokens, cols]
-  std::vector<float> step;   // [n_tokens, groups]
-  std::vector<float> sum;    // [n_tokens, groups]
+  std::vector<int8_t> q;    // [n_tokens, cols]
+  std::vector<float> step;  // [n_tokens, groups]
+  std::vector<float> sum;   // [n_tokens, groups]
 };
 
 // One group: q = round_half_even(x * 127 / max|x|), returns sum q. Group
 // sizes are multiples of 16 (32, 64, 128).
 __attribute__((target("avx512f,avx512bw"))) int32_t quantize_group(const float* x, int n, float inv,
-                                                                      int8_t* q) {
+                                                                   int8_t* q) {
   const __m512 vinv = _mm512_set1_ps(inv);
   __m512i sum = _mm512_setzero_si512();
   for (int i = 0; i < n; i += 16) {
@@ -176,7 +181,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
 
   for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes) {
     for (size_t off = 0; off < w.group_bytes; off += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchGroups * w.group_bytes + off), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchGroups * w.group_bytes + off),
+                   _MM_HINT_T0);
     __m512i isum[NT][kChains];
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t)
@@ -197,7 +203,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
 #pragma GCC unroll 8
       for (int t = 0; t < NT; ++t) {
         isum[t][0] = _mm512_dpbusd_epi32(isum[t][0], first, broadcast4(xq[t] + col0 + 8 * j));
-        isum[t][kChains - 1] = _mm512_dpbusd_epi32(isum[t][kChains - 1], second, broadcast4(xq[t] + col0 + 8 * j + 4));
+        isum[t][kChains - 1] =
+            _mm512_dpbusd_epi32(isum[t][kChains - 1], second, broadcast4(xq[t] + col0 + 8 * j + 4));
       }
     }
     const __m512 scale = load16_f32(w.scale_dtype, blk + kCodeBytes);
@@ -207,43 +214,58 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
       const int64_t gi = (t0 + t) * groups + g;
       __m512i sum = isum[t][0];
       if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, isum[t][1]);
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), scale), _mm512_set1_ps(a.step[gi]), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), scale),
+                               _mm512_set1_ps(a.step[gi]), acc[t]);
       acc[t] = _mm512_fmadd_ps(bias, _mm512_set1_ps(a.sum[gi]), acc[t]);
     }
   }
   const int64_t row0 = tile * kRows;
-  const __mmask16 valid = w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);
+  const __mmask16 valid =
+      w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);
 #pragma GCC unroll 8
   for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.rows + row0, valid, acc[t]);
 }
 
 template <int Bits, int GS>
-void tile_for_tokens(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0, int nt,
-                     float* y) {
+void tile_for_tokens(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0,
+                     int nt, float* y) {
   switch (nt) {
-    case 1: return tile_kernel<Bits, 1, GS>(w, tile, a, t0, y);
-    case 2: return tile_kernel<Bits, 2, GS>(w, tile, a, t0, y);
-    case 3: return tile_kernel<Bits, 3, GS>(w, tile, a, t0, y);
-    case 4: return tile_kernel<Bits, 4, GS>(w, tile, a, t0, y);
-    case 5: return tile_kernel<Bits, 5, GS>(w, tile, a, t0, y);
-    case 6: return tile_kernel<Bits, 6, GS>(w, tile, a, t0, y);
-    case 7: return tile_kernel<Bits, 7, GS>(w, tile, a, t0, y);
-    default: return tile_kernel<Bits, 8, GS>(w, tile, a, t0, y);
+    case 1:
+      return tile_kernel<Bits, 1, GS>(w, tile, a, t0, y);
+    case 2:
+      return tile_kernel<Bits, 2, GS>(w, tile, a, t0, y);
+    case 3:
+      return tile_kernel<Bits, 3, GS>(w, tile, a, t0, y);
+    case 4:
+      return tile_kernel<Bits, 4, GS>(w, tile, a, t0, y);
+    case 5:
+      return tile_kernel<Bits, 5, GS>(w, tile, a, t0, y);
+    case 6:
+      return tile_kernel<Bits, 6, GS>(w, tile, a, t0, y);
+    case 7:
+      return tile_kernel<Bits, 7, GS>(w, tile, a, t0, y);
+    default:
+      return tile_kernel<Bits, 8, GS>(w, tile, a, t0, y);
   }
 }
 
 template <int Bits>
-void tile_any(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0, int nt, float* y) {
+void tile_any(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0, int nt,
+              float* y) {
   switch (w.group_size) {
-    case 32: return tile_for_tokens<Bits, 32>(w, tile, a, t0, nt, y);
-    case 64: return tile_for_tokens<Bits, 64>(w, tile, a, t0, nt, y);
-    default: return tile_for_tokens<Bits, 128>(w, tile, a, t0, nt, y);
+    case 32:
+      return tile_for_tokens<Bits, 32>(w, tile, a, t0, nt, y);
+    case 64:
+      return tile_for_tokens<Bits, 64>(w, tile, a, t0, nt, y);
+    default:
+      return tile_for_tokens<Bits, 128>(w, tile, a, t0, nt, y);
   }
 }
 
 }  // namespace
 
-void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens, float* y) {
+void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
+                 float* y) {
   static QuantizedActivations a;  // engine-thread scratch, reused across calls
   quantize_activations(pool, w, x, n_tokens, a);
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {

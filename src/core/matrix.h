@@ -42,10 +42,14 @@ struct Matrix {
 // Reads element i of a F32/F16/BF16 buffer as float.
 inline float load_as_f32(DType t, const void* p, int64_t i) {
   switch (t) {
-    case DType::F32: return static_cast<const float*>(p)[i];
-    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    default: return 0.0f;
+    case DType::F32:
+      return static_cast<const float*>(p)[i];
+    case DType::BF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case DType::F16:
+      return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default:
+      return 0.0f;
   }
 }
 

@@ -15,7 +15,8 @@ size_t Matrix::bytes() const {
   if (packed) return packed->bytes();
   if (packed_bf16) return packed_bf16->bytes();
   if (!quantized()) return size_t(rows * cols) * dtype_size(dtype);
-  return size_t(rows * words_per_row()) * 4 + 2 * size_t(rows * groups_per_row()) * dtype_size(scale_dtype);
+  return size_t(rows * words_per_row()) * 4 +
+         2 * size_t(rows * groups_per_row()) * dtype_size(scale_dtype);
 }
 
 namespace {
@@ -99,8 +100,8 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
 
 void attend(const float* q, int n_q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx,
             float scale, float* out, float* scratch) {
-  simd::attend(q, n_q, kv.k_blocks, kv.v_blocks, kv.dtype, kv.block_tokens, kv.head_dim, kv_head, first, n_ctx,
-               scale, out, scratch);
+  simd::attend(q, n_q, kv.k_blocks, kv.v_blocks, kv.dtype, kv.block_tokens, kv.head_dim, kv_head,
+               first, n_ctx, scale, out, scratch);
 }
 
 }  // namespace hearth

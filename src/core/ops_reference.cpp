@@ -68,7 +68,8 @@ void softmax(float* x, int64_t n) {
 }
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = float(gate[i] / (1.0 + std::exp(-double(gate[i])))) * up[i];
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = float(gate[i] / (1.0 + std::exp(-double(gate[i])))) * up[i];
 }
 
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
@@ -79,8 +80,8 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
-void attend(const float* q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx, float scale,
-            float* out) {
+void attend(const float* q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx,
+            float scale, float* out) {
   std::vector<float> p(static_cast<size_t>(n_ctx - first));
   for (int64_t j = first; j < n_ctx; ++j) {
     double s = 0;
@@ -90,7 +91,8 @@ void attend(const float* q, const KvView& kv, int kv_head, int64_t first, int64_
   softmax(p.data(), n_ctx - first);
   for (int d = 0; d < kv.head_dim; ++d) {
     double acc = 0;
-    for (int64_t j = first; j < n_ctx; ++j) acc += double(p[j - first]) * value_at(kv, j, kv_head, d);
+    for (int64_t j = first; j < n_ctx; ++j)
+      acc += double(p[j - first]) * value_at(kv, j, kv_head, d);
     out[d] = float(acc);
   }
 }

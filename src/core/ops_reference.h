@@ -13,7 +13,7 @@ void rope(float* x, int n_heads, int head_dim, int64_t pos, const float* inv_fre
 void softmax(float* x, int64_t n);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
-void attend(const float* q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx, float scale,
-            float* out);
+void attend(const float* q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx,
+            float scale, float* out);
 
 }  // namespace hearth::reference

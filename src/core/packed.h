@@ -46,8 +46,8 @@ class RowStack {
   bool uniform() const {
     const Matrix& f = first();
     return std::all_of(parts_.begin(), parts_.end(), [&](const Matrix* m) {
-      return m->cols == f.cols && m->dtype == f.dtype && m->bits == f.bits && m->group_size == f.group_size &&
-             m->scale_dtype == f.scale_dtype;
+      return m->cols == f.cols && m->dtype == f.dtype && m->bits == f.bits &&
+             m->group_size == f.group_size && m->scale_dtype == f.scale_dtype;
     });
   }
   // The part holding stacked row `row`, and the row's index within it.

@@ -7,7 +7,6 @@
 
 #include "core/simd.h"
 
-
 namespace hearth {
 
 namespace {

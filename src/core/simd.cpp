@@ -88,19 +88,22 @@ void DotTileTyped(const void* const* w, int n_rows, const float* const* x, int n
                   float* out) {
 #define HEARTH_TILE(R, C) \
   if (n_rows == R && n_tok == C) return DotTileFixed<T, R, C>(w, x, n, out);
-  HEARTH_TILE(4, 4) HEARTH_TILE(4, 3) HEARTH_TILE(4, 2) HEARTH_TILE(4, 1)
-  HEARTH_TILE(3, 4) HEARTH_TILE(3, 3) HEARTH_TILE(3, 2) HEARTH_TILE(3, 1)
-  HEARTH_TILE(2, 4) HEARTH_TILE(2, 3) HEARTH_TILE(2, 2) HEARTH_TILE(2, 1)
-  HEARTH_TILE(1, 4) HEARTH_TILE(1, 3) HEARTH_TILE(1, 2) HEARTH_TILE(1, 1)
+  HEARTH_TILE(4, 4)
+  HEARTH_TILE(4, 3) HEARTH_TILE(4, 2) HEARTH_TILE(4, 1) HEARTH_TILE(3, 4) HEARTH_TILE(3, 3)
+      HEARTH_TILE(3, 2) HEARTH_TILE(3, 1) HEARTH_TILE(2, 4) HEARTH_TILE(2, 3) HEARTH_TILE(2, 2)
+          HEARTH_TILE(2, 1) HEARTH_TILE(1, 4) HEARTH_TILE(1, 3) HEARTH_TILE(1, 2) HEARTH_TILE(1, 1)
 #undef HEARTH_TILE
 }
 
 void DotTile(DType w_type, const void* const* w, int n_rows, const float* const* x, int n_tok,
              int64_t n, float* out) {
   switch (w_type) {
-    case DType::BF16: return DotTileTyped<hwy::bfloat16_t>(w, n_rows, x, n_tok, n, out);
-    case DType::F16: return DotTileTyped<hwy::float16_t>(w, n_rows, x, n_tok, n, out);
-    default: return DotTileTyped<float>(w, n_rows, x, n_tok, n, out);
+    case DType::BF16:
+      return DotTileTyped<hwy::bfloat16_t>(w, n_rows, x, n_tok, n, out);
+    case DType::F16:
+      return DotTileTyped<hwy::float16_t>(w, n_rows, x, n_tok, n, out);
+    default:
+      return DotTileTyped<float>(w, n_rows, x, n_tok, n, out);
   }
 }
 
@@ -115,9 +118,12 @@ void ToF32Typed(const T* src, int64_t n, float* dst) {
 
 void ToF32(DType type, const void* src, int64_t offset, int64_t n, float* dst) {
   switch (type) {
-    case DType::BF16: return ToF32Typed(static_cast<const hwy::bfloat16_t*>(src) + offset, n, dst);
-    case DType::F16: return ToF32Typed(static_cast<const hwy::float16_t*>(src) + offset, n, dst);
-    default: return ToF32Typed(static_cast<const float*>(src) + offset, n, dst);
+    case DType::BF16:
+      return ToF32Typed(static_cast<const hwy::bfloat16_t*>(src) + offset, n, dst);
+    case DType::F16:
+      return ToF32Typed(static_cast<const hwy::float16_t*>(src) + offset, n, dst);
+    default:
+      return ToF32Typed(static_cast<const float*>(src) + offset, n, dst);
   }
 }
 
@@ -126,11 +132,14 @@ void Axpy(float a, const float* x, float* y, int64_t n) {
   const int64_t N = hn::Lanes(d);
   const auto va = hn::Set(d, a);
   int64_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(hn::MulAdd(va, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, y + i);
+  for (; i + N <= n; i += N)
+    hn::StoreU(hn::MulAdd(va, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, y + i);
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
-float SumSquares(const float* x, int64_t n) { return Dot(x, x, n); }
+float SumSquares(const float* x, int64_t n) {
+  return Dot(x, x, n);
+}
 
 float Sum(const float* x, int64_t n) {
   const DF d;
@@ -214,7 +223,8 @@ constexpr int kMaxHeads = 8;
 // G heads at once (a compile-time count, so the accumulators stay in registers).
 template <typename T, int G>
 void AttendHeads(const float* q, const void* const* k_blocks, const void* const* v_blocks, int bt,
-                 int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out, float* scores) {
+                 int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out,
+                 float* scores) {
   const DF d;
   const int64_t N = hn::Lanes(d);
   const int64_t n_blocks = (n_ctx + bt - 1) / bt, stride = n_blocks * bt;  // scores row per head
@@ -249,7 +259,8 @@ void AttendHeads(const float* q, const void* const* k_blocks, const void* const*
           const auto kv = LoadF32(d, kb + k * bt + j0);
           for (int g = 0; g < G; ++g) acc[g] = hn::MulAdd(hn::Set(d, q[g * hd + k]), kv, acc[g]);
         }
-        for (int g = 0; g < G; ++g) hn::StoreU(hn::Mul(acc[g], hn::Set(d, scale)), d, scores + g * stride + b * bt + j0);
+        for (int g = 0; g < G; ++g)
+          hn::StoreU(hn::Mul(acc[g], hn::Set(d, scale)), d, scores + g * stride + b * bt + j0);
       } else {
         for (int g = 0; g < G; ++g)
           for (int64_t j = j0; j < bt; ++j) {
@@ -293,7 +304,8 @@ void AttendHeads(const float* q, const void* const* k_blocks, const void* const*
     for (int g = 0; g < G; ++g) acc[g] = hn::Zero(d);
     for (int64_t j = first; j < n_ctx; ++j) {
       const auto v = LoadF32(d, value(j) + k0);
-      for (int g = 0; g < G; ++g) acc[g] = hn::MulAdd(hn::Set(d, scores[g * stride + j]), v, acc[g]);
+      for (int g = 0; g < G; ++g)
+        acc[g] = hn::MulAdd(hn::Set(d, scores[g * stride + j]), v, acc[g]);
     }
     for (int g = 0; g < G; ++g) hn::StoreU(acc[g], d, out + g * hd + k0);
   }
@@ -306,32 +318,38 @@ void AttendHeads(const float* q, const void* const* k_blocks, const void* const*
 }
 
 template <typename T>
-void AttendTyped(const float* q, int n, const void* const* k_blocks, const void* const* v_blocks, int bt, int hd,
-                 int kv_head, int64_t first, int64_t n_ctx, float scale, float* out, float* scratch) {
+void AttendTyped(const float* q, int n, const void* const* k_blocks, const void* const* v_blocks,
+                 int bt, int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out,
+                 float* scratch) {
   switch (n) {
-#define HEARTH_HEADS(G) \
-  case G: return AttendHeads<T, G>(q, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale, out, scratch);
-    HEARTH_HEADS(1) HEARTH_HEADS(2) HEARTH_HEADS(3) HEARTH_HEADS(4)
-    HEARTH_HEADS(5) HEARTH_HEADS(6) HEARTH_HEADS(7) HEARTH_HEADS(8)
+#define HEARTH_HEADS(G)                                                                        \
+  case G:                                                                                      \
+    return AttendHeads<T, G>(q, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale, out, \
+                             scratch);
+    HEARTH_HEADS(1)
+    HEARTH_HEADS(2) HEARTH_HEADS(3) HEARTH_HEADS(4) HEARTH_HEADS(5) HEARTH_HEADS(6) HEARTH_HEADS(7)
+        HEARTH_HEADS(8)
 #undef HEARTH_HEADS
   }
 }
 
-void Attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
-            int bt, int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out,
-            float* scratch) {
+void Attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks,
+            DType kv_type, int bt, int hd, int kv_head, int64_t first, int64_t n_ctx, float scale,
+            float* out, float* scratch) {
   for (int g0 = 0; g0 < n_q; g0 += kMaxHeads) {
     const int n = std::min(kMaxHeads, n_q - g0);
     if (kv_type == DType::BF16)
-      AttendTyped<hwy::bfloat16_t>(q + g0 * hd, n, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale,
-                                   out + g0 * hd, scratch);
+      AttendTyped<hwy::bfloat16_t>(q + g0 * hd, n, k_blocks, v_blocks, bt, hd, kv_head, first,
+                                   n_ctx, scale, out + g0 * hd, scratch);
     else
       AttendTyped<float>(q + g0 * hd, n, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale,
                          out + g0 * hd, scratch);
   }
 }
 
-const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+const char* TargetName() {
+  return hwy::TargetName(HWY_TARGET);
+}
 
 }  // namespace hearth::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
@@ -352,34 +370,49 @@ HWY_EXPORT(Scale);
 HWY_EXPORT(Attend);
 HWY_EXPORT(TargetName);
 
-float dot(const float* a, const float* b, int64_t n) { return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n); }
+float dot(const float* a, const float* b, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n);
+}
 void dot_tile(DType w_type, const void* const* w, int n_rows, const float* const* x, int n_tok,
               int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(DotTile)(w_type, w, n_rows, x, n_tok, n, out);
 }
-void axpy(float a, const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(Axpy)(a, x, y, n); }
+void axpy(float a, const float* x, float* y, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(Axpy)(a, x, y, n);
+}
 void to_f32(DType type, const void* src, int64_t offset, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(ToF32)(type, src, offset, n, dst);
 }
-float sum_squares(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n); }
-float sum(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(Sum)(x, n); }
+float sum_squares(const float* x, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n);
+}
+float sum(const float* x, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(Sum)(x, n);
+}
 void scale_mul(const float* x, float s, const float* w, float* out, int64_t n) {
   HWY_DYNAMIC_DISPATCH(ScaleMul)(x, s, w, out, n);
 }
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMul)(gate, up, out, n);
 }
-float max_value(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxValue)(x, n); }
+float max_value(const float* x, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(MaxValue)(x, n);
+}
 float exp_shift_sum(float* x, float shift, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, shift, n);
 }
-void scale(float* x, float s, int64_t n) { HWY_DYNAMIC_DISPATCH(Scale)(x, s, n); }
-void attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
-            int block_tokens, int head_dim, int kv_head, int64_t first, int64_t n_ctx, float scale,
-            float* out, float* scratch) {
-  HWY_DYNAMIC_DISPATCH(Attend)(q, n_q, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, first,
-                               n_ctx, scale, out, scratch);
+void scale(float* x, float s, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(Scale)(x, s, n);
 }
-const char* target_name() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+void attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks,
+            DType kv_type, int block_tokens, int head_dim, int kv_head, int64_t first,
+            int64_t n_ctx, float scale, float* out, float* scratch) {
+  HWY_DYNAMIC_DISPATCH(Attend)
+  (q, n_q, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, first, n_ctx, scale, out,
+   scratch);
+}
+const char* target_name() {
+  return HWY_DYNAMIC_DISPATCH(TargetName)();
+}
 }  // namespace hearth::simd
 #endif

@@ -37,9 +37,9 @@ void scale(float* x, float s, int64_t n);
 // against cached positions [first, n_ctx) (layouts as in ops.h KvView):
 // out = softmax(q . K^T * scale) V per head. scratch: n_q times n_ctx rounded
 // up to a block.
-void attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks, DType kv_type,
-            int block_tokens, int head_dim, int kv_head, int64_t first, int64_t n_ctx, float scale,
-            float* out, float* scratch);
+void attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks,
+            DType kv_type, int block_tokens, int head_dim, int kv_head, int64_t first,
+            int64_t n_ctx, float scale, float* out, float* scratch);
 
 // Name of the target chosen for this CPU, e.g. "AVX3".
 const char* target_name();

@@ -50,14 +50,17 @@ struct Engine::Active {
   std::shared_ptr<RequestHandle> handle;
   Sampler sampler;
   int seq = -1;
-  int64_t prefilled = 0;          // prompt tokens already in the KV cache
-  std::vector<int32_t> history;   // prompt, then generated tokens
-  int32_t pending = -1;           // the last sampled token, fed at the next step
+  int64_t prefilled = 0;         // prompt tokens already in the KV cache
+  std::vector<int32_t> history;  // prompt, then generated tokens
+  int32_t pending = -1;          // the last sampled token, fed at the next step
   Clock::time_point submitted, admitted, first_token;
   FinishInfo info;
 
   Active(GenerationRequest r, std::shared_ptr<RequestHandle> h)
-      : request(std::move(r)), handle(std::move(h)), sampler(request.sampling), submitted(Clock::now()) {}
+      : request(std::move(r)),
+        handle(std::move(h)),
+        sampler(request.sampling),
+        submitted(Clock::now()) {}
   bool prefilling() const { return prefilled < int64_t(request.prompt.size()); }
 };
 
@@ -78,7 +81,9 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
   thread_ = std::thread([this] { loop(); });
 }
 
-Engine::~Engine() { shutdown(); }
+Engine::~Engine() {
+  shutdown();
+}
 
 void Engine::shutdown() {
   {
@@ -94,8 +99,9 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest request) {
   const int64_t n = int64_t(request.prompt.size());
   if (n == 0) throw std::invalid_argument("the prompt is empty");
   if (n >= ctx_size_)
-    throw std::invalid_argument("the prompt has " + std::to_string(n) + " tokens; the context holds " +
-                                std::to_string(ctx_size_) + ", leaving no room to generate");
+    throw std::invalid_argument("the prompt has " + std::to_string(n) +
+                                " tokens; the context holds " + std::to_string(ctx_size_) +
+                                ", leaving no room to generate");
   for (int32_t id : request.prompt)
     if (id < 0 || id >= model_->config().vocab_size)
       throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
@@ -158,7 +164,8 @@ void Engine::loop() {
       std::lock_guard lock(mutex_);
       while (!queue_.empty() && int(running.size()) < options_.max_batch) {
         Active& a = *queue_.front();
-        int64_t need = (int64_t(a.request.prompt.size()) + kv_->shape().block_tokens) / kv_->shape().block_tokens;
+        int64_t need = (int64_t(a.request.prompt.size()) + kv_->shape().block_tokens) /
+                       kv_->shape().block_tokens;
         if (!a.handle->cancelled() && need > kv_->blocks_free()) break;
         std::unique_ptr<Active> next = std::move(queue_.front());
         queue_.pop_front();
@@ -211,7 +218,8 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
     Active& a = *running[i];
     std::span<const int32_t> tokens;
     if (a.prefilling()) {
-      int64_t n = std::min<int64_t>(options_.prefill_chunk, int64_t(a.request.prompt.size()) - a.prefilled);
+      int64_t n =
+          std::min<int64_t>(options_.prefill_chunk, int64_t(a.request.prompt.size()) - a.prefilled);
       tokens = std::span(a.request.prompt.data() + a.prefilled, size_t(n));
     } else {
       single[i] = a.pending;
@@ -233,7 +241,8 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
   {
     std::lock_guard lock(mutex_);
     for (const auto& r : rows) {
-      if (owners[&r - rows.data()]->prefilling()) stats_.prompt_tokens_total += int64_t(r.tokens.size());
+      if (owners[&r - rows.data()]->prefilling())
+        stats_.prompt_tokens_total += int64_t(r.tokens.size());
     }
   }
 

@@ -33,8 +33,8 @@ struct GenerationRequest {
 
 struct TokenEvent {
   int32_t token = 0;
-  float logprob = 0;                                // log p(token), raw model distribution
-  std::vector<std::pair<int32_t, float>> top;       // (id, log p), best first
+  float logprob = 0;                           // log p(token), raw model distribution
+  std::vector<std::pair<int32_t, float>> top;  // (id, log p), best first
 };
 
 struct FinishInfo {
@@ -74,10 +74,10 @@ struct QueueFull : std::runtime_error {
 };
 
 struct EngineOptions {
-  int threads = 0;          // 0: physical cores
-  int64_t ctx_size = 0;     // 0: the model's max_position_embeddings
-  int max_queue = 64;       // waiting requests beyond the running ones
-  int max_batch = 8;        // sequences decoded together
+  int threads = 0;              // 0: physical cores
+  int64_t ctx_size = 0;         // 0: the model's max_position_embeddings
+  int max_queue = 64;           // waiting requests beyond the running ones
+  int max_batch = 8;            // sequences decoded together
   int64_t prefill_chunk = 512;  // prompt tokens per sequence per step
 };
 

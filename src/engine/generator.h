@@ -34,7 +34,8 @@ using TokenCallback = std::function<bool(int32_t token, std::span<const float> l
 
 class Generator {
  public:
-  Generator(LlamaModel& model, ThreadPool& pool, KvCache& kv) : model_(model), pool_(pool), kv_(kv) {}
+  Generator(LlamaModel& model, ThreadPool& pool, KvCache& kv)
+      : model_(model), pool_(pool), kv_(kv) {}
 
   FinishReason run(std::span<const int32_t> prompt, const GenerateOptions& options,
                    const TokenCallback& on_token, GenerateStats* stats = nullptr);

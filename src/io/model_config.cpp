@@ -60,7 +60,8 @@ std::vector<int> id_list(const json& v) {
 
 QuantSpec quant_spec(const json& v, const std::string& file, const std::string& key) {
   if (v.is_boolean() && !v.get<bool>()) return {};
-  if (!v.is_object()) throw std::runtime_error(file + ": quantization entry " + key + " is not an object");
+  if (!v.is_object())
+    throw std::runtime_error(file + ": quantization entry " + key + " is not an object");
   if (v.empty()) return {};
   if (v.contains("mode") && v["mode"] != "affine")
     throw std::runtime_error(file + ": quantization mode " + v["mode"].dump() +
@@ -89,18 +90,23 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
   const Reader r{j, path.string()};
   ModelConfig c;
 
-  if (!j.contains("architectures") || !j["architectures"].is_array() || j["architectures"].empty() ||
-      !j["architectures"][0].is_string())
+  if (!j.contains("architectures") || !j["architectures"].is_array() ||
+      j["architectures"].empty() || !j["architectures"][0].is_string())
     r.fail("architectures", "must be a list naming the model class");
   c.architecture = j["architectures"][0].get<std::string>();
-  if (c.architecture == "LlamaForCausalLM") c.arch = Arch::Llama;
-  else if (c.architecture == "MistralForCausalLM") c.arch = Arch::Mistral;
-  else if (c.architecture == "Qwen2ForCausalLM") c.arch = Arch::Qwen2;
-  else if (c.architecture == "Qwen3ForCausalLM") c.arch = Arch::Qwen3;
+  if (c.architecture == "LlamaForCausalLM")
+    c.arch = Arch::Llama;
+  else if (c.architecture == "MistralForCausalLM")
+    c.arch = Arch::Mistral;
+  else if (c.architecture == "Qwen2ForCausalLM")
+    c.arch = Arch::Qwen2;
+  else if (c.architecture == "Qwen3ForCausalLM")
+    c.arch = Arch::Qwen3;
   else
-    r.fail("architectures", "names " + c.architecture +
-                                ", which hearth does not support (LlamaForCausalLM, MistralForCausalLM, "
-                                "Qwen2ForCausalLM, Qwen3ForCausalLM)");
+    r.fail("architectures",
+           "names " + c.architecture +
+               ", which hearth does not support (LlamaForCausalLM, MistralForCausalLM, "
+               "Qwen2ForCausalLM, Qwen3ForCausalLM)");
 
   c.hidden_size = r.positive_int("hidden_size");
   c.intermediate_size = r.positive_int("intermediate_size");
@@ -158,7 +164,8 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
                                      {"mode", q.value("mode", std::string("affine"))}},
                                 path.string(), "quantization");
     for (auto& [key, v] : q.items())
-      if (v.is_object() || v.is_boolean()) c.quant_overrides[key] = quant_spec(v, path.string(), key);
+      if (v.is_object() || v.is_boolean())
+        c.quant_overrides[key] = quant_spec(v, path.string(), key);
   }
   return c;
 }

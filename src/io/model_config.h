@@ -17,14 +17,14 @@ struct RopeScaling {
   std::string type = "default";  // default | linear | llama3 | yarn
   double factor = 1.0;
   double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
-  double original_max_position_embeddings = 0;         // llama3, yarn
-  double beta_fast = 32.0, beta_slow = 1.0;            // yarn
-  std::optional<double> attention_factor;              // yarn
-  std::optional<double> mscale, mscale_all_dim;        // yarn (DeepSeek style)
+  double original_max_position_embeddings = 0;           // llama3, yarn
+  double beta_fast = 32.0, beta_slow = 1.0;              // yarn
+  std::optional<double> attention_factor;                // yarn
+  std::optional<double> mscale, mscale_all_dim;          // yarn (DeepSeek style)
 };
 
 struct QuantSpec {
-  int bits = 0;        // 0: not quantized
+  int bits = 0;  // 0: not quantized
   int group_size = 0;
 };
 

@@ -110,7 +110,8 @@ void Safetensors::add_file(const fs::path& path) {
   auto mapped = std::make_unique<MappedFile>(path);
   const uint8_t* p = mapped->data();
   const size_t size = mapped->size();
-  if (size < 8) fail(file, "too short to be a safetensors file (" + std::to_string(size) + " bytes)");
+  if (size < 8)
+    fail(file, "too short to be a safetensors file (" + std::to_string(size) + " bytes)");
   uint64_t header_len = 0;
   std::memcpy(&header_len, p, 8);  // little-endian on every platform we build for
   if (header_len > size - 8)
@@ -161,8 +162,8 @@ void Safetensors::add_file(const fs::path& path) {
       if (expect > __int128(data_size)) break;
     }
     if (expect != __int128(end - begin))
-      bad("shape and dtype need " + std::to_string((long long)expect) + " bytes but data_offsets span " +
-          std::to_string(end - begin));
+      bad("shape and dtype need " + std::to_string((long long)expect) +
+          " bytes but data_offsets span " + std::to_string(end - begin));
     t.data = data + begin;
     t.nbytes = end - begin;
     ranges.push_back({begin, end});

@@ -18,11 +18,12 @@ int64_t KvCache::blocks_for_bytes(const KvCacheShape& s, size_t bytes) {
 KvCache::KvCache(const KvCacheShape& shape, int64_t n_blocks) : shape_(shape), n_blocks_(n_blocks) {
   if (shape.dtype != DType::F32 && shape.dtype != DType::BF16)
     throw std::invalid_argument("KV cache entries must be F32 or BF16");
-  layer_block_bytes_ = size_t(shape.kv_heads) * shape.block_tokens * shape.head_dim * dtype_size(shape.dtype);
+  layer_block_bytes_ =
+      size_t(shape.kv_heads) * shape.block_tokens * shape.head_dim * dtype_size(shape.dtype);
   storage_bytes_ = size_t(n_blocks) * block_bytes(shape);
   if (storage_bytes_ > 0) {
-    void* p = ::mmap(nullptr, storage_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                     -1, 0);
+    void* p = ::mmap(nullptr, storage_bytes_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     storage_ = static_cast<uint8_t*>(p);
   }
@@ -56,7 +57,8 @@ void KvCache::release(int seq) {
 
 bool KvCache::reserve(int seq, int64_t n_tokens) {
   Sequence& s = seqs_.at(seq);
-  int64_t need = (n_tokens + shape_.block_tokens - 1) / shape_.block_tokens - int64_t(s.blocks.size());
+  int64_t need =
+      (n_tokens + shape_.block_tokens - 1) / shape_.block_tokens - int64_t(s.blocks.size());
   if (need <= 0) return true;
   if (need > int64_t(free_.size())) return false;
   for (int64_t i = 0; i < need; ++i) {
@@ -79,8 +81,10 @@ void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float
   uint8_t* kb = block_data(layer, block, false);
   uint8_t* vb = block_data(layer, block, true);
   auto put = [&](uint8_t* base, size_t i, float x) {
-    if (shape_.dtype == DType::F32) reinterpret_cast<float*>(base)[i] = x;
-    else reinterpret_cast<uint16_t*>(base)[i] = f32_to_bf16(x);
+    if (shape_.dtype == DType::F32)
+      reinterpret_cast<float*>(base)[i] = x;
+    else
+      reinterpret_cast<uint16_t*>(base)[i] = f32_to_bf16(x);
   };
   for (int h = 0; h < shape_.kv_heads; ++h)
     for (int d = 0; d < hd; ++d) {
@@ -92,7 +96,7 @@ void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float
 KvView KvCache::view(int layer, int seq) const {
   const Sequence& s = seqs_.at(seq);
   return KvView{s.k_ptrs[layer].data(), s.v_ptrs[layer].data(), shape_.block_tokens,
-                shape_.kv_heads,        shape_.head_dim,         shape_.dtype};
+                shape_.kv_heads,        shape_.head_dim,        shape_.dtype};
 }
 
 }  // namespace hearth

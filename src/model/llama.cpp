@@ -20,8 +20,8 @@ std::string shape_str(const std::vector<int64_t>& s) {
 
 void expect_shape(const io::TensorInfo& t, std::vector<int64_t> want) {
   if (t.shape != want)
-    throw std::runtime_error("tensor " + t.describe() + " does not match config.json, which implies " +
-                             shape_str(want));
+    throw std::runtime_error("tensor " + t.describe() +
+                             " does not match config.json, which implies " + shape_str(want));
 }
 
 void expect_float(const io::TensorInfo& t) {
@@ -58,13 +58,16 @@ Matrix LlamaModel::load_matrix(const std::string& module, int64_t rows, int64_t 
     throw std::runtime_error("tensor " + scales->describe() +
                              " marks a quantized layer, but config.json has no \"quantization\"");
   io::QuantSpec spec = config_.quant_for(module);
-  if (spec.bits == 0) throw std::runtime_error("config.json says " + module + " is not quantized, but " +
-                                               scales->describe() + " exists");
+  if (spec.bits == 0)
+    throw std::runtime_error("config.json says " + module + " is not quantized, but " +
+                             scales->describe() + " exists");
   if (cols % spec.group_size != 0)
     throw std::runtime_error(module + ": input size " + std::to_string(cols) +
-                             " is not a multiple of the group size " + std::to_string(spec.group_size));
+                             " is not a multiple of the group size " +
+                             std::to_string(spec.group_size));
   const io::TensorInfo& biases = weights_.get(module + ".biases");
-  if (w.dtype != DType::U32) throw std::runtime_error("tensor " + w.describe() + " must be U32 (packed codes)");
+  if (w.dtype != DType::U32)
+    throw std::runtime_error("tensor " + w.describe() + " must be U32 (packed codes)");
   expect_shape(w, {rows, cols * spec.bits / 32});
   expect_float(*scales);
   expect_shape(*scales, {rows, cols / spec.group_size});
@@ -152,19 +155,26 @@ void LlamaModel::load_weights() {
 }
 
 KvCacheShape LlamaModel::kv_shape(DType dtype, int block_tokens) const {
-  return KvCacheShape{config_.num_layers, config_.num_kv_heads, config_.head_dim, block_tokens, dtype};
+  return KvCacheShape{config_.num_layers, config_.num_kv_heads, config_.head_dim, block_tokens,
+                      dtype};
 }
 
-size_t LlamaModel::weight_bytes() const { return weights_.total_bytes(); }
+size_t LlamaModel::weight_bytes() const {
+  return weights_.total_bytes();
+}
 
 size_t LlamaModel::bytes_per_decode_token() const {
   size_t n = lm_head_.bytes();
   for (const Layer& L : layers_) {
     for (const Matrix* m : {&L.o, &L.down}) n += m->bytes();
-    if (L.qkv.rows) n += L.qkv.bytes();
-    else for (const Matrix* m : {&L.q, &L.k, &L.v}) n += m->bytes();
-    if (L.gate_up.rows) n += L.gate_up.bytes();
-    else for (const Matrix* m : {&L.gate, &L.up}) n += m->bytes();
+    if (L.qkv.rows)
+      n += L.qkv.bytes();
+    else
+      for (const Matrix* m : {&L.q, &L.k, &L.v}) n += m->bytes();
+    if (L.gate_up.rows)
+      n += L.gate_up.bytes();
+    else
+      for (const Matrix* m : {&L.gate, &L.up}) n += m->bytes();
   }
   return n;
 }
@@ -212,7 +222,8 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
 
   int64_t max_ctx = 0;
   for (int64_t p : tok_pos) max_ctx = std::max(max_ctx, p + 1);
-  max_ctx = (max_ctx + kv.shape().block_tokens - 1) / kv.shape().block_tokens * kv.shape().block_tokens;
+  max_ctx =
+      (max_ctx + kv.shape().block_tokens - 1) / kv.shape().block_tokens * kv.shape().block_tokens;
   attn_scratch_.resize(size_t(pool.size()));
   for (auto& s : attn_scratch_) s.resize(size_t(max_ctx * group));
 
@@ -241,8 +252,10 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
       if (c.attention_bias)
         for (int64_t j = 0; j < kv_dim; ++j) k[j] += L.k_bias[j], v[j] += L.v_bias[j];
       if (c.qk_norm) {
-        for (int h = 0; h < c.num_heads; ++h) rmsnorm(q + h * hd, L.q_norm.data(), hd, float(c.rms_norm_eps), q + h * hd);
-        for (int h = 0; h < c.num_kv_heads; ++h) rmsnorm(k + h * hd, L.k_norm.data(), hd, float(c.rms_norm_eps), k + h * hd);
+        for (int h = 0; h < c.num_heads; ++h)
+          rmsnorm(q + h * hd, L.q_norm.data(), hd, float(c.rms_norm_eps), q + h * hd);
+        for (int h = 0; h < c.num_kv_heads; ++h)
+          rmsnorm(k + h * hd, L.k_norm.data(), hd, float(c.rms_norm_eps), k + h * hd);
       }
       rope(q, c.num_heads, int(hd), tok_pos[i], rope_.inv_freq.data(), rope_.attention_scaling);
       rope(k, c.num_kv_heads, int(hd), tok_pos[i], rope_.inv_freq.data(), rope_.attention_scaling);
@@ -250,15 +263,16 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
     }
     // Every new token attends to its own sequence's cache up to its position
     // (within the sliding window, where the layer has one).
-    const int64_t window = c.sliding_window && l >= c.sliding_window_from_layer ? *c.sliding_window : INT64_MAX;
+    const int64_t window =
+        c.sliding_window && l >= c.sliding_window_from_layer ? *c.sliding_window : INT64_MAX;
     // One task per (token, kv head): the group's query heads share its K/V.
     pool.run(int(T * c.num_kv_heads), [&](int task, int thread) {
       const int64_t i = task / c.num_kv_heads;
       const int kvh = task % c.num_kv_heads;
       const KvView view = kv.view(l, rows[tok_row[i]].seq);
       const int64_t n_ctx = tok_pos[i] + 1, head0 = int64_t(kvh) * group * hd;
-      attend(&q_[i * q_dim + head0], group, view, kvh, std::max<int64_t>(0, n_ctx - window), n_ctx, attn_scale,
-             &attn_[i * q_dim + head0], attn_scratch_[thread].data());
+      attend(&q_[i * q_dim + head0], group, view, kvh, std::max<int64_t>(0, n_ctx - window), n_ctx,
+             attn_scale, &attn_[i * q_dim + head0], attn_scratch_[thread].data());
     });
     matmul(pool, L.o, attn_.data(), T, h_.data());
     for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];
@@ -266,8 +280,10 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
     for (int64_t i = 0; i < T; ++i)
       rmsnorm(&x_[i * hidden], L.post_norm.data(), hidden, float(c.rms_norm_eps), &h_[i * hidden]);
     auto activate = [&](const float* gate, const float* up, int64_t n, float* out) {
-      if (c.hidden_act == "silu") silu_mul(gate, up, n, out);
-      else gelu_tanh_mul(gate, up, n, out);
+      if (c.hidden_act == "silu")
+        silu_mul(gate, up, n, out);
+      else
+        gelu_tanh_mul(gate, up, n, out);
     };
     if (L.gate_up.rows) {
       fused_.resize(size_t(T * 2 * inter));
@@ -283,7 +299,8 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
     for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];
   }
 
-  for (const BatchRow& row : rows) kv.set_length(row.seq, kv.length(row.seq) + int64_t(row.tokens.size()));
+  for (const BatchRow& row : rows)
+    kv.set_length(row.seq, kv.length(row.seq) + int64_t(row.tokens.size()));
 
   // Final norm and output head only where logits are wanted.
   std::vector<int64_t>& wanted = wanted_;

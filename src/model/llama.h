@@ -22,9 +22,9 @@
 namespace hearth {
 
 struct BatchRow {
-  int seq = 0;                       // KvCache sequence id
+  int seq = 0;                      // KvCache sequence id
   std::span<const int32_t> tokens;  // new tokens, at positions kv.length(seq)...
-  bool all_logits = false;           // logits for every new token, else only the last
+  bool all_logits = false;          // logits for every new token, else only the last
 };
 
 class LlamaModel {
@@ -44,8 +44,8 @@ class LlamaModel {
                std::vector<float>& logits);
 
   const Matrix& output_head() const { return lm_head_; }  // the largest matrix: bench probes it
-  size_t weight_bytes() const;             // all weights as stored
-  size_t bytes_per_decode_token() const;   // what one decode step streams
+  size_t weight_bytes() const;                            // all weights as stored
+  size_t bytes_per_decode_token() const;                  // what one decode step streams
 
  private:
   struct Layer {

@@ -26,7 +26,8 @@ RopeTable make_rope_table(const io::ModelConfig& c) {
       double scaled = wavelen > low_wavelen ? f / s.factor : f;
       bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
       if (medium) {
-        double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        double smooth =
+            (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
         scaled = (1 - smooth) * scaled / s.factor + smooth * scaled;
       }
       inv[i] = float(scaled);
@@ -38,7 +39,8 @@ RopeTable make_rope_table(const io::ModelConfig& c) {
     if (s.attention_factor) {
       t.attention_scaling = float(*s.attention_factor);
     } else if (s.mscale && s.mscale_all_dim) {
-      t.attention_scaling = float(get_mscale(s.factor, *s.mscale) / get_mscale(s.factor, *s.mscale_all_dim));
+      t.attention_scaling =
+          float(get_mscale(s.factor, *s.mscale) / get_mscale(s.factor, *s.mscale_all_dim));
     } else {
       t.attention_scaling = float(get_mscale(s.factor, 1.0));
     }
@@ -54,7 +56,8 @@ RopeTable make_rope_table(const io::ModelConfig& c) {
       double extrapolation_factor = 1 - ramp;
       double pos_freq = std::pow(base, double(2 * i) / dim);
       double extrapolated = 1 / pos_freq, interpolated = 1 / (s.factor * pos_freq);
-      inv[i] = float(interpolated * (1 - extrapolation_factor) + extrapolated * extrapolation_factor);
+      inv[i] =
+          float(interpolated * (1 - extrapolation_factor) + extrapolated * extrapolation_factor);
     }
   }
   t.inv_freq = inv;

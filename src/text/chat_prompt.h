@@ -22,9 +22,10 @@ class ChatPrompt {
  public:
   ChatPrompt(const ChatTemplate& chat_template, const Tokenizer& tokenizer);
 
-  std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                     bool add_generation_prompt,
-                     const nlohmann::ordered_json& kwargs = nlohmann::ordered_json::object()) const {
+  std::string render(
+      const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+      bool add_generation_prompt,
+      const nlohmann::ordered_json& kwargs = nlohmann::ordered_json::object()) const {
     return template_.render(messages, tools, add_generation_prompt, kwargs);
   }
   // Token ids of a rendered prompt.

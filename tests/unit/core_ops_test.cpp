@@ -6,11 +6,11 @@
 #include <random>
 #include <vector>
 
-#include "core/ops.h"
-#include "core/ops_reference.h"
 #include "core/bf16_matmul.h"
 #include "core/cpu_features.h"
 #include "core/int8_matmul.h"
+#include "core/ops.h"
+#include "core/ops_reference.h"
 #include "core/quant_matmul.h"
 #include "core/simd.h"
 
@@ -97,7 +97,8 @@ TEST(Ops, DenseMatmulMatchesReference) {
           std::vector<float> got(size_t(n * rows)), want(size_t(n * rows));
           matmul(pool, w.m, x.data(), n, got.data());
           reference::matmul(w.m, x.data(), n, want.data());
-          SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(cols));
+          SCOPED_TRACE(std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" +
+                       std::to_string(cols));
           expect_close(got, want, 1e-5f);
         }
 }
@@ -117,7 +118,8 @@ TEST(Ops, Bf16PackedMatmulMatchesReferenceOnRoundedActivations) {
         for (size_t i = 0; i < x.size(); ++i) xr[i] = bf16_to_f32(f32_to_bf16(x[i]));
         matmul(pool, w.m, x.data(), n, got.data());
         reference::matmul(w.m, w.m.packed_bf16 ? xr.data() : x.data(), n, want.data());
-        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " tokens " + std::to_string(n));
+        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " tokens " +
+                     std::to_string(n));
         expect_close(got, want, 1e-5f);
       }
 }
@@ -135,8 +137,8 @@ TEST(Ops, QuantizedMatmulMatchesReference) {
           std::vector<float> got(size_t(n * rows)), want(size_t(n * rows));
           matmul(pool, w.m, x.data(), n, got.data());
           reference::matmul(w.m, x.data(), n, want.data());
-          SCOPED_TRACE("bits " + std::to_string(bits) + " group " + std::to_string(group) + " rows " +
-                       std::to_string(rows) + " tokens " + std::to_string(n));
+          SCOPED_TRACE("bits " + std::to_string(bits) + " group " + std::to_string(group) +
+                       " rows " + std::to_string(rows) + " tokens " + std::to_string(n));
           if (!w.m.packed) {
             expect_close(got, want, 1e-5f);
             continue;
@@ -152,7 +154,8 @@ TEST(Ops, QuantizedMatmulMatchesReference) {
               float amax = 0;
               for (int c = 0; c < group; ++c) amax = std::max(amax, std::fabs(xg[c]));
               const float inv = amax > 0 ? 127.0f / amax : 0.0f, step = amax / 127.0f;
-              for (int c = 0; c < group; ++c) xr[t * cols + g * group + c] = step * std::nearbyint(xg[c] * inv);
+              for (int c = 0; c < group; ++c)
+                xr[t * cols + g * group + c] = step * std::nearbyint(xg[c] * inv);
             }
           std::vector<float> on_grid(size_t(n * rows));
           reference::matmul(w.m, xr.data(), n, on_grid.data());
@@ -164,7 +167,8 @@ TEST(Ops, QuantizedMatmulMatchesReference) {
               double bound = 0;
               for (int64_t c = 0; c < cols; ++c)
                 bound += std::fabs(row[c]) * std::fabs(xr[t * cols + c] - x[t * cols + c]);
-              ASSERT_NEAR(got[t * rows + r], want[t * rows + r], bound * 1.001 + 1e-4) << "row " << r;
+              ASSERT_NEAR(got[t * rows + r], want[t * rows + r], bound * 1.001 + 1e-4)
+                  << "row " << r;
             }
           }
         }
@@ -180,7 +184,8 @@ TEST(Ops, QuantizedMatmulIsExactOnRepresentableActivations) {
       const int64_t rows = 19, cols = group * 2, n = 3;
       QuantMatrix w(bits, group, rows, cols, uint64_t(bits + group));
       w.m.packed = int8_pack(w.m, pool);
-      if (cpu_features().avx512vnni) ASSERT_TRUE(w.m.packed) << "the int8 kernel should be used here";
+      if (cpu_features().avx512vnni)
+        ASSERT_TRUE(w.m.packed) << "the int8 kernel should be used here";
       std::mt19937_64 rng(3);
       std::vector<float> x(size_t(n * cols));
       for (size_t i = 0; i < x.size(); ++i)
@@ -210,7 +215,8 @@ TEST(Ops, StackedPackingEqualsSeparateMatrices) {
       std::vector<float> want(size_t(n * m->rows));
       matmul(pool, *m, x.data(), n, want.data());
       for (int64_t t = 0; t < n; ++t)
-        for (int64_t r = 0; r < m->rows; ++r) ASSERT_EQ(got[t * rows + r0 + r], want[t * m->rows + r]);
+        for (int64_t r = 0; r < m->rows; ++r)
+          ASSERT_EQ(got[t * rows + r0 + r], want[t * m->rows + r]);
       r0 += m->rows;
     }
   };
@@ -286,38 +292,42 @@ TEST(Ops, AttentionOverBlocksMatchesReference) {
   for (DType t : {DType::F32, DType::BF16})
     for (int64_t n_ctx : {1, 7, 33, 70})
       for (auto [bt, hd] : {std::pair{16, 8}, std::pair{32, 64}, std::pair{8, 6}}) {
-      const int kv_heads = 2;
-      int64_t n_blocks = (n_ctx + bt - 1) / bt;
-      std::vector<std::vector<uint8_t>> kb, vb;
-      std::vector<const void*> kp, vp;
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        auto k = randn(size_t(kv_heads * bt * hd), 100 + b), v = randn(size_t(kv_heads * bt * hd), 200 + b);
-        auto pack = [&](const std::vector<float>& f) {
-          std::vector<uint8_t> out(f.size() * dtype_size(t));
-          for (size_t i = 0; i < f.size(); ++i)
-            if (t == DType::F32) reinterpret_cast<float*>(out.data())[i] = f[i];
-            else reinterpret_cast<uint16_t*>(out.data())[i] = f32_to_bf16(f[i]);
-          return out;
-        };
-        kb.push_back(pack(k));
-        vb.push_back(pack(v));
-      }
-      // Scatter the blocks: a block table need not be in memory order.
-      for (int64_t b = n_blocks - 1; b >= 0; --b) {
-        kp.insert(kp.begin(), kb[b].data());
-        vp.insert(vp.begin(), vb[b].data());
-      }
-      KvView view{kp.data(), vp.data(), bt, kv_heads, hd, t};
-      for (int n_q : {1, 3, 10})  // query heads sharing the kv head (10: more than one pass)
-        for (int64_t first : {int64_t(0), n_ctx / 2, n_ctx - 1}) {  // full, and sliding windows
-          auto q = randn(size_t(n_q * hd), 9 + n_q);
-          std::vector<float> got(size_t(n_q * hd)), want(size_t(n_q * hd)), scratch(size_t(n_q * n_blocks * bt));
-          attend(q.data(), n_q, view, 1, first, n_ctx, 0.35f, got.data(), scratch.data());
-          for (int h = 0; h < n_q; ++h)
-            reference::attend(&q[h * hd], view, 1, first, n_ctx, 0.35f, &want[h * hd]);
-          expect_close(got, want, 1e-5f);
+        const int kv_heads = 2;
+        int64_t n_blocks = (n_ctx + bt - 1) / bt;
+        std::vector<std::vector<uint8_t>> kb, vb;
+        std::vector<const void*> kp, vp;
+        for (int64_t b = 0; b < n_blocks; ++b) {
+          auto k = randn(size_t(kv_heads * bt * hd), 100 + b),
+               v = randn(size_t(kv_heads * bt * hd), 200 + b);
+          auto pack = [&](const std::vector<float>& f) {
+            std::vector<uint8_t> out(f.size() * dtype_size(t));
+            for (size_t i = 0; i < f.size(); ++i)
+              if (t == DType::F32)
+                reinterpret_cast<float*>(out.data())[i] = f[i];
+              else
+                reinterpret_cast<uint16_t*>(out.data())[i] = f32_to_bf16(f[i]);
+            return out;
+          };
+          kb.push_back(pack(k));
+          vb.push_back(pack(v));
         }
-    }
+        // Scatter the blocks: a block table need not be in memory order.
+        for (int64_t b = n_blocks - 1; b >= 0; --b) {
+          kp.insert(kp.begin(), kb[b].data());
+          vp.insert(vp.begin(), vb[b].data());
+        }
+        KvView view{kp.data(), vp.data(), bt, kv_heads, hd, t};
+        for (int n_q : {1, 3, 10})  // query heads sharing the kv head (10: more than one pass)
+          for (int64_t first : {int64_t(0), n_ctx / 2, n_ctx - 1}) {  // full, and sliding windows
+            auto q = randn(size_t(n_q * hd), 9 + n_q);
+            std::vector<float> got(size_t(n_q * hd)), want(size_t(n_q * hd)),
+                scratch(size_t(n_q * n_blocks * bt));
+            attend(q.data(), n_q, view, 1, first, n_ctx, 0.35f, got.data(), scratch.data());
+            for (int h = 0; h < n_q; ++h)
+              reference::attend(&q[h * hd], view, 1, first, n_ctx, 0.35f, &want[h * hd]);
+            expect_close(got, want, 1e-5f);
+          }
+      }
 }
 
 TEST(ThreadPool, RunsEveryTaskOnce) {

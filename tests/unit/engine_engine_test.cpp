@@ -1,17 +1,18 @@
 // The continuous-batching engine on the bundled model: concurrent requests
 // give the same greedy tokens as running each alone; cancellation and
 // completion return every KV block; admission limits hold.
+#include "engine/engine.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <thread>
 
-#include "engine/engine.h"
-
 namespace hearth {
 namespace {
 
-const std::filesystem::path kModel = std::filesystem::path(HEARTH_SOURCE_DIR) / "models/stories260k";
+const std::filesystem::path kModel =
+    std::filesystem::path(HEARTH_SOURCE_DIR) / "models/stories260k";
 
 std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_tokens) {
   auto model = LlamaModel::load(kModel);
@@ -41,10 +42,13 @@ GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
 }
 
 TEST(Engine, ConcurrentRequestsMatchSingleRuns) {
-  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_batch = 4, .prefill_chunk = 3});
-  std::vector<std::vector<int32_t>> prompts = {{1}, {1, 403, 407, 261}, {1, 300, 7, 29, 100, 50, 60}, {1, 378}};
+  Engine engine(LlamaModel::load(kModel),
+                EngineOptions{.threads = 2, .max_batch = 4, .prefill_chunk = 3});
+  std::vector<std::vector<int32_t>> prompts = {
+      {1}, {1, 403, 407, 261}, {1, 300, 7, 29, 100, 50, 60}, {1, 378}};
   std::vector<std::shared_ptr<RequestHandle>> handles;
-  for (size_t i = 0; i < prompts.size(); ++i) handles.push_back(engine.submit(greedy(prompts[i], 20 + int(i))));
+  for (size_t i = 0; i < prompts.size(); ++i)
+    handles.push_back(engine.submit(greedy(prompts[i], 20 + int(i))));
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ(collect(*handles[i]), alone(prompts[i], 20 + int(i))) << "request " << i;
     EXPECT_EQ(handles[i]->finish().reason, FinishReason::Length);
@@ -102,7 +106,8 @@ TEST(Engine, CancelReleasesKv) {
 }
 
 TEST(Engine, RejectsBadRequestsAndAFullQueue) {
-  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .max_queue = 2, .max_batch = 1});
+  Engine engine(LlamaModel::load(kModel),
+                EngineOptions{.threads = 1, .max_queue = 2, .max_batch = 1});
   EXPECT_THROW(engine.submit(greedy({}, 5)), std::invalid_argument);
   EXPECT_THROW(engine.submit(greedy({1, 9999}, 5)), std::invalid_argument);
   EXPECT_THROW(engine.submit(greedy(std::vector<int32_t>(512, 5), 5)), std::invalid_argument);

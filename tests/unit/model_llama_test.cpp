@@ -10,7 +10,8 @@
 namespace hearth {
 namespace {
 
-const std::filesystem::path kModel = std::filesystem::path(HEARTH_SOURCE_DIR) / "models/stories260k";
+const std::filesystem::path kModel =
+    std::filesystem::path(HEARTH_SOURCE_DIR) / "models/stories260k";
 
 struct Fixture {
   std::unique_ptr<LlamaModel> model = LlamaModel::load(kModel);
@@ -25,7 +26,9 @@ struct Fixture {
   }
 };
 
-int32_t argmax(const float* p, int n) { return int32_t(std::max_element(p, p + n) - p); }
+int32_t argmax(const float* p, int n) {
+  return int32_t(std::max_element(p, p + n) - p);
+}
 
 TEST(Llama, GreedyOpeningFromBos) {
   Fixture f;
@@ -66,7 +69,8 @@ TEST(Llama, RaggedBatchEqualsSeparateRuns) {
   f.model->forward(f.pool, f.kv, rows, f.logits);
   ASSERT_EQ(f.logits.size(), 3u * 512);
   for (int r = 0; r < 3; ++r)
-    for (int v = 0; v < 512; ++v) ASSERT_NEAR(f.logits[r * 512 + v], want[r][v], 1e-4) << "row " << r;
+    for (int v = 0; v < 512; ++v)
+      ASSERT_NEAR(f.logits[r * 512 + v], want[r][v], 1e-4) << "row " << r;
   // A decode step for two of them at once continues each correctly.
   int32_t t1 = 261, t2 = 7;
   BatchRow step[] = {{s1, std::span(&t1, 1), false}, {s2, std::span(&t2, 1), false}};
@@ -97,7 +101,7 @@ TEST(Llama, Bf16KvCacheStaysCloseToF32) {
     worst = std::max(worst, std::fabs(got[i] - want[i]));
     range = std::max(range, std::fabs(want[i]));
   }
-  EXPECT_GT(worst, 0.0f);          // BF16 entries really are used...
+  EXPECT_GT(worst, 0.0f);           // BF16 entries really are used...
   EXPECT_LT(worst, 0.01f * range);  // ...and round keys/values only to ~3 significant digits
   // The greedy choice at every position is the same.
   for (size_t p = 0; p < prompt.size(); ++p)
