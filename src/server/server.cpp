@@ -510,6 +510,7 @@ ojson Server::Impl::stats() const {
   return {
       {"server",
        {{"version", kVersion},
+        {"sanitized", kSanitized},
         {"host", opt.host},
         {"port", port},
         {"started", started_unix},
