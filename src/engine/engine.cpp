@@ -132,7 +132,7 @@ void Engine::loop() {
     a.info.reason = reason;
     a.info.error = std::move(error);
     a.info.prompt_tokens = int64_t(a.request.prompt.size());
-    a.info.generated_tokens = int64_t(a.history.size()) - a.info.prompt_tokens;
+    a.info.generated_tokens = std::max<int64_t>(0, int64_t(a.history.size()) - a.info.prompt_tokens);
     a.info.queue_seconds = seconds_between(a.submitted, a.admitted);
     auto now = Clock::now();
     bool got_first = a.first_token != Clock::time_point{};
@@ -142,6 +142,7 @@ void Engine::loop() {
     a.seq = -1;
     std::lock_guard lock(mutex_);
     if (reason == FinishReason::Cancelled) ++stats_.requests_cancelled;
+    --stats_.running;
     stats_.kv_blocks_free = kv_->blocks_free();
     a.handle->close(a.info);
   };
@@ -151,6 +152,7 @@ void Engine::loop() {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running.empty(); });
       if (stopping_) {
+        stats_.running += int64_t(queue_.size());  // each is finished (cancelled) below
         for (auto& a : queue_) running.push_back(std::move(a));
         queue_.clear();
       }
@@ -171,6 +173,7 @@ void Engine::loop() {
         queue_.pop_front();
         next->admitted = Clock::now();
         running.push_back(std::move(next));
+        ++stats_.running;
       }
       stats_.queued = int64_t(queue_.size());
     }
@@ -198,7 +201,6 @@ void Engine::loop() {
     std::erase_if(running, [](const auto& a) { return a->seq < 0; });
     {
       std::lock_guard lock(mutex_);
-      stats_.running = int64_t(running.size());
       stats_.kv_blocks_free = kv_->blocks_free();
       ++stats_.steps;
     }
@@ -286,7 +288,7 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
       a.info.reason = FinishReason::Stop;
       a.pending = -2;
     } else if ((a.request.max_tokens >= 0 && generated >= a.request.max_tokens) ||
-               kv_->length(a.seq) + 1 > ctx_size_) {
+               int64_t(a.history.size()) >= ctx_size_) {  // prompt + output fill the context
       a.info.reason = FinishReason::Length;
       a.pending = -2;
     }

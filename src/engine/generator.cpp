@@ -70,7 +70,7 @@ FinishReason Generator::run(std::span<const int32_t> prompt, const GenerateOptio
       break;
     }
     if (options.max_tokens >= 0 && n + 1 >= options.max_tokens) break;
-    if (kv_.length(seq.seq) + 1 > ctx) break;  // the context is full
+    if (int64_t(history_.size()) >= ctx) break;  // prompt + output fill the context
     BatchRow next{seq.seq, std::span(&token, 1), false};
     model_.forward(pool_, kv_, std::span(&next, 1), logits_);
   }

@@ -82,7 +82,12 @@ describe('web page', { skip: !fs.existsSync(CHROMIUM) && `no browser at ${CHROMI
     await page.fill('#input', 'Go on forever.');
     await page.click('#send');
     await page.waitForFunction(() => !document.getElementById('stop').disabled || document.querySelector('.msg.assistant .meta'));
-    if (await page.isEnabled('#stop')) await page.click('#stop');
+    // Check and click in one step inside the page: the reply may end (and
+    // disable the button) between a separate check and click.
+    await page.evaluate(() => {
+      const stop = document.getElementById('stop');
+      if (!stop.disabled) stop.click();
+    });
     await page.waitForSelector('.msg.assistant .meta');
     assert.match(await page.textContent('.msg.assistant .meta'), /stopped|finish/);
     assert.equal(await page.isEnabled('#send'), true);

@@ -59,6 +59,18 @@ TEST(Engine, ConcurrentRequestsMatchSingleRuns) {
   EXPECT_EQ(s.kv_blocks_free, s.kv_blocks_total);
 }
 
+// Prompt and output together fill the context exactly, then Length.
+TEST(Engine, GenerationStopsWhenTheContextIsFull) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .ctx_size = 40});
+  auto req = greedy(std::vector<int32_t>(30, 300), -1);
+  req.prompt[0] = 1;
+  auto h = engine.submit(req);
+  auto got = collect(*h);
+  EXPECT_EQ(got.size(), 10u);
+  EXPECT_EQ(h->finish().reason, FinishReason::Length);
+  EXPECT_THROW(engine.submit(greedy(std::vector<int32_t>(40, 300), 1)), std::invalid_argument);
+}
+
 TEST(Engine, StopTokensEndWithStop) {
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1});
   auto expected = alone({1}, 10);
@@ -103,6 +115,7 @@ TEST(Engine, CancelReleasesKv) {
   }
   EXPECT_EQ(s.kv_blocks_free, s.kv_blocks_total);
   EXPECT_EQ(s.requests_cancelled, 1);
+  EXPECT_EQ(s.running, 0);
 }
 
 TEST(Engine, RejectsBadRequestsAndAFullQueue) {
