@@ -22,7 +22,7 @@
 # The formats are each engine's nearest equivalent, not identical: Q8_0/Q4_0
 # store one f16 scale per 32 weights (8.5 / 4.5 bits per weight), MLX one bf16
 # scale and bias per 64 (8.5 / 4.5 bits too). About 10-15 minutes with the
-# defaults on 2 cores; needs node_modules (npm install) for node-llama-cpp.
+# defaults on 2 cores; installs node-llama-cpp from bench/package.json on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,8 +46,12 @@ while [ $# -gt 0 ]; do
 done
 [ "$pairs" = all ] && pairs=q3-bf16,q3-8,q3-4,l1b-4
 [ -x "$hearth" ] || { echo "no hearth binary at $hearth (build it, or pass --hearth)" >&2; exit 1; }
-node -e "import('node-llama-cpp')" 2>/dev/null ||
-  { echo "node-llama-cpp is not installed: run npm install in $(pwd)" >&2; exit 1; }
+# llama.cpp's package is large (~700 MB of prebuilt binaries) and only this
+# benchmark needs it, so it has its own package.json under bench/.
+if [ ! -d bench/node_modules/node-llama-cpp ]; then
+  (cd bench && npm ci --no-audit --no-fund --loglevel=error) ||
+    { echo "could not install node-llama-cpp (bench/package.json)" >&2; exit 1; }
+fi
 
 pair_args() {  # name -> "preset|hearth mkmodel options|gguf type|hearth label|llama.cpp label"
   case $1 in
