@@ -17,10 +17,11 @@ build() {  # build DIR [cmake options...]
 }
 
 failed=()
+passed=0
 suite() {  # suite NAME COMMAND...
   local name=$1; shift
   echo "=== $name"
-  if "$@"; then echo "--- $name: ok"; else echo "--- $name: FAILED"; failed+=("$name"); fi
+  if "$@"; then echo "--- $name: ok"; passed=$((passed + 1)); else echo "--- $name: FAILED"; failed+=("$name"); fi
 }
 
 build build -DCMAKE_BUILD_TYPE=Release || { echo "release build failed"; exit 1; }
@@ -39,10 +40,6 @@ suite "command line" bash tests/cli/test_cli.sh build/hearth
 [ -f tests/text/test_templates.py ] && suite "chat templates vs Jinja2" $PY tests/text/test_templates.py --hearth build/hearth
 [ -f tests/server/run.sh ] && suite "server end-to-end" bash tests/server/run.sh build/hearth
 
-total=$(( ${#failed[@]} ))
-if [ "$total" -eq 0 ]; then
-  echo "all suites passed"
-  exit 0
-fi
-echo "failed suites: ${failed[*]}"
-exit 1
+[ ${#failed[@]} -gt 0 ] && echo "failed suites: ${failed[*]}"
+echo "suites: $passed passed, ${#failed[@]} failed"
+[ ${#failed[@]} -eq 0 ]
