@@ -95,7 +95,10 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   int64_t max_chunks = (n + grain - 1) / grain;
-  int chunks = int(std::min<int64_t>(max_chunks, int64_t(n_threads_) * 4));
+  // 16 chunks per thread: claiming one is a compare-and-swap, and small
+  // chunks keep a thread from idling while another finishes a long last
+  // chunk (decode +2-4% over 4 per thread, measured on qwen3-0.6b MLX 4-bit).
+  int chunks = int(std::min<int64_t>(max_chunks, int64_t(n_threads_) * 16));
   if (chunks <= 1) {
     fn(0, n);
     return;

@@ -27,7 +27,7 @@ class ThreadPool {
   // returns when all are done. Not reentrant: call from one thread at a time.
   void run(int n_tasks, const std::function<void(int task, int thread)>& fn);
 
-  // Splits [0, n) into chunks of at least `grain` (one per thread at most a few)
+  // Splits [0, n) into chunks of at least `grain` (up to 16 per thread)
   // and calls fn(begin, end) on each.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
