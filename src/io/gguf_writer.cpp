@@ -1,11 +1,10 @@
 #include "io/gguf_writer.h"
 
+#include "io/atomic_file.h"
+
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <future>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -209,56 +208,17 @@ std::string GgufWriter::header() const {
   return h;
 }
 
-namespace {
-struct FileCloser {
-  void operator()(std::FILE* f) const {
-    if (f) std::fclose(f);
-  }
-};
-
-void write_all(std::FILE* f, const void* data, size_t n, const std::string& path) {
-  if (n && std::fwrite(data, 1, n, f) != n)
-    throw std::runtime_error("writing " + path + ": " + std::strerror(errno));
-}
-}  // namespace
-
 void GgufWriter::write(const std::string& path) const {
   const std::string head = header();
-  const std::string tmp = path + ".tmp";
-  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(tmp.c_str(), "wb"));
-  if (!f) throw std::runtime_error("cannot create " + tmp + ": " + std::strerror(errno));
-  try {
-    std::setvbuf(f.get(), nullptr, _IOFBF, 1 << 22);
-    write_all(f.get(), head.data(), head.size(), tmp);
-    // Produce tensor i into one buffer while tensor i-1 is written from the other.
-    std::vector<uint8_t> buffers[2];
-    std::future<void> pending;
-    for (size_t i = 0; i < tensors_.size(); ++i) {
-      const Tensor& t = tensors_[i];
-      std::vector<uint8_t>& buf = buffers[i % 2];
-      size_t size = byte_size(t.type, t.shape);
-      size_t padded = size + (alignment_ - size % alignment_) % alignment_;
-      buf.assign(padded, 0);
-      if (size) t.fill(buf.data());
-      if (pending.valid()) pending.get();
-      pending = std::async(std::launch::async,
-                           [&f, &buf, padded, &tmp] { write_all(f.get(), buf.data(), padded, tmp); });
-    }
-    if (pending.valid()) pending.get();
-    if (std::fflush(f.get()) != 0)
-      throw std::runtime_error("writing " + tmp + ": " + std::strerror(errno));
-    if (std::fclose(f.release()) != 0)
-      throw std::runtime_error("closing " + tmp + ": " + std::strerror(errno));
-  } catch (...) {
-    f.reset();
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + err);
-  }
+  AtomicFile file(path);
+  file.write(head.data(), head.size());
+  file.write_pieces(tensors_.size(), [&](size_t i, std::vector<uint8_t>& buf) {
+    const Tensor& t = tensors_[i];
+    const size_t size = byte_size(t.type, t.shape);
+    buf.assign(size + (alignment_ - size % alignment_) % alignment_, 0);  // zero padding to the alignment
+    if (size) t.fill(buf.data());
+  });
+  file.commit();
 }
 
 }  // namespace hearth::io
