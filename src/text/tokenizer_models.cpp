@@ -189,22 +189,29 @@ class MergeMap {
   size_t size_ = 0;
 };
 
+// A token -> id vocabulary given as a JSON object (BPE, WordPiece,
+// WordLevel): fills the model's index and its id -> token table, taking the
+// strings out of `data`.
+void load_vocab_object(Model& m, ModelData& data, const char* model) {
+  if (!data.has_vocab_object) bad(std::string(model) + " vocab must be an object");
+  int64_t max_id = -1;
+  m.vocab.reserve(data.vocab_object.size());
+  for (const auto& [tok, id] : data.vocab_object) {
+    if (id < 0 || id > INT32_MAX) bad("bad token id for \"" + tok + "\"");
+    m.vocab.set(tok, static_cast<int32_t>(id));
+    max_id = std::max(max_id, id);
+  }
+  m.id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
+  for (auto& [tok, id] : data.vocab_object) m.id_to_token[static_cast<size_t>(id)] = std::move(tok);
+  data.vocab_object = {};
+}
+
 // ------------------------------------------------------------------------ BPE
 
 class BPE final : public Model {
  public:
   BPE(const json& j, ModelData& data) {
-    if (!data.has_vocab_object) bad("BPE vocab must be an object");
-    int64_t max_id = -1;
-    vocab.reserve(data.vocab_object.size());
-    for (const auto& [tok, id] : data.vocab_object) {
-      if (id < 0 || id > INT32_MAX) bad("bad token id for \"" + tok + "\"");
-      vocab.set(tok, static_cast<int32_t>(id));
-      max_id = std::max(max_id, id);
-    }
-    id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
-    for (auto& [tok, id] : data.vocab_object) id_to_token[static_cast<size_t>(id)] = std::move(tok);
-    data.vocab_object = {};
+    load_vocab_object(*this, data, "BPE");
 
     if (auto it = j.find("unk_token"); it != j.end() && it->is_string()) {
       unk_token_ = it->get<std::string>();
@@ -374,16 +381,7 @@ class BPE final : public Model {
 class WordPiece final : public Model {
  public:
   WordPiece(const json& j, ModelData& data) {
-    if (!data.has_vocab_object) bad("WordPiece vocab must be an object");
-    int64_t max_id = -1;
-    vocab.reserve(data.vocab_object.size());
-    for (const auto& [tok, id] : data.vocab_object) {
-      if (id < 0 || id > INT32_MAX) bad("bad token id for \"" + tok + "\"");
-      vocab.set(tok, static_cast<int32_t>(id));
-      max_id = std::max(max_id, id);
-    }
-    id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
-    for (auto& [tok, id] : data.vocab_object) id_to_token[static_cast<size_t>(id)] = std::move(tok);
+    load_vocab_object(*this, data, "WordPiece");
     const std::string unk = get_or<std::string>(j, "unk_token", "[UNK]");
     if (const int32_t id = vocab.find(unk); id >= 0) unk_id = id;
     prefix_ = get_or<std::string>(j, "continuing_subword_prefix", "##");
@@ -445,16 +443,7 @@ class WordPiece final : public Model {
 class WordLevel final : public Model {
  public:
   WordLevel(const json& j, ModelData& data) {
-    if (!data.has_vocab_object) bad("WordLevel vocab must be an object");
-    int64_t max_id = -1;
-    vocab.reserve(data.vocab_object.size());
-    for (const auto& [tok, id] : data.vocab_object) {
-      if (id < 0 || id > INT32_MAX) bad("bad token id for \"" + tok + "\"");
-      vocab.set(tok, static_cast<int32_t>(id));
-      max_id = std::max(max_id, id);
-    }
-    id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
-    for (auto& [tok, id] : data.vocab_object) id_to_token[static_cast<size_t>(id)] = std::move(tok);
+    load_vocab_object(*this, data, "WordLevel");
     if (auto it = j.find("unk_token"); it != j.end() && it->is_string())
       if (const int32_t id = vocab.find(it->get<std::string>()); id >= 0) unk_id = id;
   }
