@@ -189,6 +189,16 @@ class MergeMap {
   size_t size_ = 0;
 };
 
+// Collapses each run of consecutive `unk` ids in ids[first..] into one.
+void fuse_unknowns(std::vector<int32_t>& ids, size_t first, int32_t unk) {
+  size_t out = first;
+  for (size_t i = first; i < ids.size(); ++i) {
+    if (ids[i] == unk && out > first && ids[out - 1] == unk) continue;
+    ids[out++] = ids[i];
+  }
+  ids.resize(out);
+}
+
 // A token -> id vocabulary given as a JSON object (BPE, WordPiece,
 // WordLevel): fills the model's index and its id -> token table, taking the
 // strings out of `data`.
@@ -258,14 +268,7 @@ class BPE final : public Model {
   void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
     const size_t first = ids.size();
     for (const auto& w : words) encode_word(w, ids);
-    if (fuse_unk_ && unk_id) {
-      size_t out = first;
-      for (size_t i = first; i < ids.size(); ++i) {
-        if (ids[i] == *unk_id && out > first && ids[out - 1] == *unk_id) continue;
-        ids[out++] = ids[i];
-      }
-      ids.resize(out);
-    }
+    if (fuse_unk_ && unk_id) fuse_unknowns(ids, first, *unk_id);
   }
 
  private:
@@ -512,14 +515,7 @@ class Unigram final : public Model {
   void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
     const size_t first = ids.size();
     for (const auto& w : words) encode_word(w, ids);
-    if (unk_id) {  // the reference fuses consecutive unknowns
-      size_t out = first;
-      for (size_t i = first; i < ids.size(); ++i) {
-        if (ids[i] == *unk_id && out > first && ids[out - 1] == *unk_id) continue;
-        ids[out++] = ids[i];
-      }
-      ids.resize(out);
-    }
+    if (unk_id) fuse_unknowns(ids, first, *unk_id);  // the reference fuses consecutive unknowns
   }
 
  private:
