@@ -107,36 +107,6 @@ void DotTile(DType w_type, const void* const* w, int n_rows, const float* const*
   }
 }
 
-template <typename T>
-void ToF32Typed(const T* src, int64_t n, float* dst) {
-  const DF d;
-  const int64_t N = hn::Lanes(d);
-  int64_t i = 0;
-  for (; i + N <= n; i += N) hn::StoreU(LoadF32(d, src + i), d, dst + i);
-  for (; i < n; ++i) dst[i] = ScalarF32(src, i);
-}
-
-void ToF32(DType type, const void* src, int64_t offset, int64_t n, float* dst) {
-  switch (type) {
-    case DType::BF16:
-      return ToF32Typed(static_cast<const hwy::bfloat16_t*>(src) + offset, n, dst);
-    case DType::F16:
-      return ToF32Typed(static_cast<const hwy::float16_t*>(src) + offset, n, dst);
-    default:
-      return ToF32Typed(static_cast<const float*>(src) + offset, n, dst);
-  }
-}
-
-void Axpy(float a, const float* x, float* y, int64_t n) {
-  const DF d;
-  const int64_t N = hn::Lanes(d);
-  const auto va = hn::Set(d, a);
-  int64_t i = 0;
-  for (; i + N <= n; i += N)
-    hn::StoreU(hn::MulAdd(va, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, y + i);
-  for (; i < n; ++i) y[i] += a * x[i];
-}
-
 float SumSquares(const float* x, int64_t n) {
   return Dot(x, x, n);
 }
@@ -356,10 +326,7 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace hearth::simd {
-HWY_EXPORT(Dot);
 HWY_EXPORT(DotTile);
-HWY_EXPORT(Axpy);
-HWY_EXPORT(ToF32);
 HWY_EXPORT(SumSquares);
 HWY_EXPORT(Sum);
 HWY_EXPORT(ScaleMul);
@@ -370,18 +337,9 @@ HWY_EXPORT(Scale);
 HWY_EXPORT(Attend);
 HWY_EXPORT(TargetName);
 
-float dot(const float* a, const float* b, int64_t n) {
-  return HWY_DYNAMIC_DISPATCH(Dot)(a, b, n);
-}
 void dot_tile(DType w_type, const void* const* w, int n_rows, const float* const* x, int n_tok,
               int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(DotTile)(w_type, w, n_rows, x, n_tok, n, out);
-}
-void axpy(float a, const float* x, float* y, int64_t n) {
-  HWY_DYNAMIC_DISPATCH(Axpy)(a, x, y, n);
-}
-void to_f32(DType type, const void* src, int64_t offset, int64_t n, float* dst) {
-  HWY_DYNAMIC_DISPATCH(ToF32)(type, src, offset, n, dst);
 }
 float sum_squares(const float* x, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(SumSquares)(x, n);

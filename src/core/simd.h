@@ -8,19 +8,12 @@
 
 namespace hearth::simd {
 
-float dot(const float* a, const float* b, int64_t n);
-
 // Dot products of up to 4 weight rows (F32, F16 or BF16, n elements each)
 // with up to 4 activation rows: out[t * n_rows + r] = w[r] . x[t].
 // Each weight vector is loaded once for all tokens of the tile.
 void dot_tile(DType w_type, const void* const* w, int n_rows, const float* const* x, int n_tok,
               int64_t n, float* out);
 
-// dst[i] = float(src[offset + i]) for a F32, F16 or BF16 buffer.
-void to_f32(DType type, const void* src, int64_t offset, int64_t n, float* dst);
-
-// y += a * x
-void axpy(float a, const float* x, float* y, int64_t n);
 float sum_squares(const float* x, int64_t n);
 // Plain sum with several independent accumulators: a pure streaming read.
 float sum(const float* x, int64_t n);

@@ -50,7 +50,10 @@ struct DenseMatrix {
       if (t == DType::BF16) reinterpret_cast<uint16_t*>(bytes.data())[i] = f32_to_bf16(v[i]);
       if (t == DType::F16) reinterpret_cast<uint16_t*>(bytes.data())[i] = f32_to_f16(v[i]);
     }
-    m = Matrix{rows, cols, t, bytes.data()};
+    m.rows = rows;
+    m.cols = cols;
+    m.dtype = t;
+    m.data = bytes.data();
   }
 };
 
@@ -119,7 +122,9 @@ TEST(Ops, Bf16PackedMatmulMatchesReferenceOnRoundedActivations) {
       for (int64_t n : {1, 2, 5, 9}) {
         DenseMatrix w(DType::BF16, rows, cols, rows * 7 + cols);
         w.m.packed_bf16 = bf16_pack(w.m, pool);
-        if (expect_bf16_kernel()) ASSERT_TRUE(w.m.packed_bf16);
+        if (expect_bf16_kernel()) {
+          ASSERT_TRUE(w.m.packed_bf16);
+        }
         auto x = randn(size_t(n * cols), 3);
         std::vector<float> xr(x.size()), got(size_t(n * rows)), want(size_t(n * rows));
         for (size_t i = 0; i < x.size(); ++i) xr[i] = bf16_to_f32(f32_to_bf16(x[i]));
@@ -191,8 +196,9 @@ TEST(Ops, QuantizedMatmulIsExactOnRepresentableActivations) {
       const int64_t rows = 19, cols = group * 2, n = 3;
       QuantMatrix w(bits, group, rows, cols, uint64_t(bits + group));
       w.m.packed = int8_pack(w.m, pool);
-      if (expect_int8_kernel())
+      if (expect_int8_kernel()) {
         ASSERT_TRUE(w.m.packed) << "the int8 kernel should be used here";
+      }
       std::mt19937_64 rng(3);
       std::vector<float> x(size_t(n * cols));
       for (size_t i = 0; i < x.size(); ++i)
