@@ -159,15 +159,16 @@ __attribute__((target("avx512f,avx512bw"))) inline __m512 load16_f32(DType t, co
 // constant, so the inner loops unroll fully and the accumulators stay in
 // registers); writes y[t0 + t][row0 .. row0+16).
 //
-// Each token has two chains of vpdpbusd: the even and odd quads (with few
-// tokens that hides vpdpbusd's latency; with more, the tokens' chains overlap
-// anyway). 4-bit codes: the odd quads' high nibbles are used in place, as
-// 16 * code, and the chain is divided by 16 once per group (exactly: it is a
-// multiple of 16), which saves a shift per vector in the loop.
+// With few tokens, each token has two chains of vpdpbusd (even and odd
+// quads) to hide its latency, and the odd quads' 4-bit codes are used in
+// place, as 16 * code: the chain is divided by 16 once per group (exactly, it
+// is a multiple of 16), which saves a shift per vector. With more tokens the
+// tokens' chains already overlap, and the unpacking is shared by all of them.
 template <int Bits, int NT, int GS>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
     const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0, float* y) {
-  constexpr int kChains = Bits == 4 || NT < 4 ? 2 : 1;
+  constexpr int kChains = NT < 4 ? 2 : 1;
+  constexpr bool kHighInPlace = Bits == 4 && kChains == 2;
   constexpr size_t kCodeBytes = size_t(GS) * kRows * Bits / 8;
   const int64_t groups = w.cols / GS;
   const size_t esize = dtype_size(w.scale_dtype);
@@ -180,7 +181,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
 
   for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes) {
-    prefetch_ahead(blk, w.group_bytes);
+    // Later token blocks find the tile in cache.
+    if (t0 == 0) prefetch_ahead(blk, w.group_bytes);
     __m512i isum[NT][kChains];
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t)
@@ -193,7 +195,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
       if constexpr (Bits == 4) {
         const __m512i v = _mm512_load_si512(blk + j * 64);
         first = _mm512_and_si512(v, low4);
-        second = _mm512_and_si512(v, high4);  // 16 * code
+        second = kHighInPlace ? _mm512_and_si512(v, high4)
+                              : _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
       } else {
         first = _mm512_load_si512(blk + j * 128);
         second = _mm512_load_si512(blk + j * 128 + 64);
@@ -211,7 +214,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
     for (int t = 0; t < NT; ++t) {
       const int64_t gi = (t0 + t) * groups + g;
       __m512i sum = isum[t][0];
-      if constexpr (Bits == 4)
+      if constexpr (kHighInPlace)
         sum = _mm512_add_epi32(sum, _mm512_srai_epi32(isum[t][1], 4));
       else if constexpr (kChains == 2)
         sum = _mm512_add_epi32(sum, isum[t][1]);
