@@ -98,10 +98,10 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
-void attend(const float* q, int n_q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx,
-            float scale, float* out, float* scratch) {
-  simd::attend(q, n_q, kv.k_blocks, kv.v_blocks, kv.dtype, kv.block_tokens, kv.head_dim, kv_head,
-               first, n_ctx, scale, out, scratch);
+void attend(std::span<const AttentionRow> rows, const KvView& kv, int kv_head, float scale,
+            float* scratch) {
+  simd::attend(rows.data(), int(rows.size()), kv.k_blocks, kv.v_blocks, kv.dtype, kv.block_tokens,
+               kv.head_dim, kv_head, scale, scratch);
 }
 
 }  // namespace hearth

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/matrix.h"
+#include "core/simd.h"
 #include "core/thread_pool.h"
 
 namespace hearth {
@@ -48,11 +50,12 @@ struct KvView {
   DType dtype = DType::F32;
 };
 
-// Attention of n_q query heads (contiguous, head_dim floats each) that share
-// kv head `kv_head`, over cached positions [first, n_ctx):
-// out[h] = softmax(q[h] . K^T * scale) V. first > 0 is a sliding window.
-// scratch holds n_q times n_ctx rounded up to a whole block.
-void attend(const float* q, int n_q, const KvView& kv, int kv_head, int64_t first, int64_t n_ctx,
-            float scale, float* out, float* scratch);
+// Attention of query rows that all read kv head `kv_head` of one sequence:
+// a GQA group's query heads, of one token or of several consecutive tokens
+// (prefill), so each key and value load serves them all. Per row,
+// out = softmax(q . K^T * scale) V over its positions [first, n_ctx).
+// scratch holds rows.size() times the largest n_ctx rounded up to a block.
+void attend(std::span<const AttentionRow> rows, const KvView& kv, int kv_head, float scale,
+            float* scratch);
 
 }  // namespace hearth

@@ -13,6 +13,7 @@
 #include "hwy/contrib/math/math-inl.h"
 // clang-format on
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/simd.h"
@@ -186,134 +187,144 @@ void Scale(float* x, float s, int64_t n) {
   for (; i < n; ++i) x[i] *= s;
 }
 
-// The query heads of one GQA group share their keys and values, so each key
-// and value vector is loaded once for all of them.
-constexpr int kMaxHeads = 8;
+// Query rows that read the same kv head (a GQA group's heads, of one token or
+// of several consecutive tokens of one sequence) share each key and value
+// load; up to kMaxRows at once.
+constexpr int kMaxRows = 8;
 
-// G heads at once (a compile-time count, so the accumulators stay in registers).
-template <typename T, int G>
-void AttendHeads(const float* q, const void* const* k_blocks, const void* const* v_blocks, int bt,
-                 int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out,
-                 float* scores) {
+// R rows at once (a compile-time count, so the accumulators stay in
+// registers). Scores are computed over the union of the rows' ranges; each
+// row's softmax covers its own range, and its probabilities outside it are
+// zero, so one pass over the values serves every row.
+template <typename T, int R>
+void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const void* const* v_blocks,
+                int bt, int hd, int kv_head, float scale, float* scores) {
   const DF d;
   const int64_t N = hn::Lanes(d);
-  const int64_t n_blocks = (n_ctx + bt - 1) / bt, stride = n_blocks * bt;  // scores row per head
+  int64_t lo = rows[0].first, hi = rows[0].n_ctx;
+  const float* q[R];
+  for (int r = 0; r < R; ++r) {
+    lo = std::min(lo, rows[r].first);
+    hi = std::max(hi, rows[r].n_ctx);
+    q[r] = rows[r].q;
+  }
+  const int64_t n_blocks = (hi + bt - 1) / bt, stride = n_blocks * bt;  // scores row per row
   // Scores: keys are transposed within a block, so lanes are keys and each
   // dimension is one multiply-add. Whole blocks are computed (their tails
-  // are allocated); only [first, n_ctx) is used.
-  for (int64_t b = first / bt; b < n_blocks; ++b) {
+  // are allocated); only [lo, hi) is used.
+  for (int64_t b = lo / bt; b < n_blocks; ++b) {
     const T* kb = static_cast<const T*>(k_blocks[b]) + int64_t(kv_head) * hd * bt;
     int64_t j0 = 0;
     // Two key vectors per pass: each broadcast query element serves both.
     for (; j0 + 2 * N <= bt; j0 += 2 * N) {
-      hn::Vec<DF> a0[G], a1[G];
-      for (int g = 0; g < G; ++g) a0[g] = a1[g] = hn::Zero(d);
+      hn::Vec<DF> a0[R], a1[R];
+      for (int r = 0; r < R; ++r) a0[r] = a1[r] = hn::Zero(d);
       for (int k = 0; k < hd; ++k) {
         const auto k0v = LoadF32(d, kb + k * bt + j0), k1v = LoadF32(d, kb + k * bt + j0 + N);
-        for (int g = 0; g < G; ++g) {
-          const auto qv = hn::Set(d, q[g * hd + k]);
-          a0[g] = hn::MulAdd(qv, k0v, a0[g]);
-          a1[g] = hn::MulAdd(qv, k1v, a1[g]);
+        for (int r = 0; r < R; ++r) {
+          const auto qv = hn::Set(d, q[r][k]);
+          a0[r] = hn::MulAdd(qv, k0v, a0[r]);
+          a1[r] = hn::MulAdd(qv, k1v, a1[r]);
         }
       }
-      for (int g = 0; g < G; ++g) {
-        hn::StoreU(hn::Mul(a0[g], hn::Set(d, scale)), d, scores + g * stride + b * bt + j0);
-        hn::StoreU(hn::Mul(a1[g], hn::Set(d, scale)), d, scores + g * stride + b * bt + j0 + N);
+      for (int r = 0; r < R; ++r) {
+        hn::StoreU(hn::Mul(a0[r], hn::Set(d, scale)), d, scores + r * stride + b * bt + j0);
+        hn::StoreU(hn::Mul(a1[r], hn::Set(d, scale)), d, scores + r * stride + b * bt + j0 + N);
       }
     }
     for (; j0 < bt; j0 += N) {
       if (j0 + N <= bt) {
-        hn::Vec<DF> acc[G];
-        for (int g = 0; g < G; ++g) acc[g] = hn::Zero(d);
+        hn::Vec<DF> acc[R];
+        for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d);
         for (int k = 0; k < hd; ++k) {
           const auto kv = LoadF32(d, kb + k * bt + j0);
-          for (int g = 0; g < G; ++g) acc[g] = hn::MulAdd(hn::Set(d, q[g * hd + k]), kv, acc[g]);
+          for (int r = 0; r < R; ++r) acc[r] = hn::MulAdd(hn::Set(d, q[r][k]), kv, acc[r]);
         }
-        for (int g = 0; g < G; ++g)
-          hn::StoreU(hn::Mul(acc[g], hn::Set(d, scale)), d, scores + g * stride + b * bt + j0);
+        for (int r = 0; r < R; ++r)
+          hn::StoreU(hn::Mul(acc[r], hn::Set(d, scale)), d, scores + r * stride + b * bt + j0);
       } else {
-        for (int g = 0; g < G; ++g)
+        for (int r = 0; r < R; ++r)
           for (int64_t j = j0; j < bt; ++j) {
             float s = 0;
-            for (int k = 0; k < hd; ++k) s += q[g * hd + k] * ScalarF32(kb, k * bt + j);
-            scores[g * stride + b * bt + j] = s * scale;
+            for (int k = 0; k < hd; ++k) s += q[r][k] * ScalarF32(kb, k * bt + j);
+            scores[r * stride + b * bt + j] = s * scale;
           }
       }
     }
   }
-  for (int g = 0; g < G; ++g) {
-    float* sg = scores + g * stride;
-    const float m = MaxValue(sg + first, n_ctx - first);
-    Scale(sg + first, 1.0f / ExpShiftSum(sg + first, m, n_ctx - first), n_ctx - first);
+  for (int r = 0; r < R; ++r) {
+    float* sr = scores + r * stride;
+    const int64_t first = rows[r].first, n = rows[r].n_ctx - first;
+    Scale(sr + first, 1.0f / ExpShiftSum(sr + first, MaxValue(sr + first, n), n), n);
+    std::fill(sr + lo, sr + first, 0.0f);
+    std::fill(sr + rows[r].n_ctx, sr + hi, 0.0f);
   }
-  // out = sum_j p_j V_j: C vectors of every head's output in registers per
+  // out = sum_j p_j V_j: C vectors of every row's output in registers per
   // pass, so each broadcast weight p serves C vectors.
   auto value = [&](int64_t j) {
     return static_cast<const T*>(v_blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
   };
-  constexpr int C = G <= 4 ? 4 : 2;
+  constexpr int C = R <= 4 ? 4 : 2;
   int64_t k0 = 0;
   for (; k0 + C * N <= hd; k0 += C * N) {
-    hn::Vec<DF> acc[G][C];
-    for (int g = 0; g < G; ++g)
-      for (int c = 0; c < C; ++c) acc[g][c] = hn::Zero(d);
-    for (int64_t j = first; j < n_ctx; ++j) {
+    hn::Vec<DF> acc[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) acc[r][c] = hn::Zero(d);
+    for (int64_t j = lo; j < hi; ++j) {
       const T* v = value(j) + k0;
       hn::Vec<DF> vv[C];
       for (int c = 0; c < C; ++c) vv[c] = LoadF32(d, v + c * N);
-      for (int g = 0; g < G; ++g) {
-        const auto p = hn::Set(d, scores[g * stride + j]);
-        for (int c = 0; c < C; ++c) acc[g][c] = hn::MulAdd(p, vv[c], acc[g][c]);
+      for (int r = 0; r < R; ++r) {
+        const auto p = hn::Set(d, scores[r * stride + j]);
+        for (int c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(p, vv[c], acc[r][c]);
       }
     }
-    for (int g = 0; g < G; ++g)
-      for (int c = 0; c < C; ++c) hn::StoreU(acc[g][c], d, out + g * hd + k0 + c * N);
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) hn::StoreU(acc[r][c], d, rows[r].out + k0 + c * N);
   }
   for (; k0 + N <= hd; k0 += N) {
-    hn::Vec<DF> acc[G];
-    for (int g = 0; g < G; ++g) acc[g] = hn::Zero(d);
-    for (int64_t j = first; j < n_ctx; ++j) {
+    hn::Vec<DF> acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d);
+    for (int64_t j = lo; j < hi; ++j) {
       const auto v = LoadF32(d, value(j) + k0);
-      for (int g = 0; g < G; ++g)
-        acc[g] = hn::MulAdd(hn::Set(d, scores[g * stride + j]), v, acc[g]);
+      for (int r = 0; r < R; ++r)
+        acc[r] = hn::MulAdd(hn::Set(d, scores[r * stride + j]), v, acc[r]);
     }
-    for (int g = 0; g < G; ++g) hn::StoreU(acc[g], d, out + g * hd + k0);
+    for (int r = 0; r < R; ++r) hn::StoreU(acc[r], d, rows[r].out + k0);
   }
   for (; k0 < hd; ++k0)
-    for (int g = 0; g < G; ++g) {
+    for (int r = 0; r < R; ++r) {
       float a = 0;
-      for (int64_t j = first; j < n_ctx; ++j) a += scores[g * stride + j] * ScalarF32(value(j), k0);
-      out[g * hd + k0] = a;
+      for (int64_t j = lo; j < hi; ++j) a += scores[r * stride + j] * ScalarF32(value(j), k0);
+      rows[r].out[k0] = a;
     }
 }
 
 template <typename T>
-void AttendTyped(const float* q, int n, const void* const* k_blocks, const void* const* v_blocks,
-                 int bt, int hd, int kv_head, int64_t first, int64_t n_ctx, float scale, float* out,
+void AttendTyped(const AttentionRow* rows, int n, const void* const* k_blocks,
+                 const void* const* v_blocks, int bt, int hd, int kv_head, float scale,
                  float* scratch) {
   switch (n) {
-#define HEARTH_HEADS(G)                                                                        \
-  case G:                                                                                      \
-    return AttendHeads<T, G>(q, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale, out, \
-                             scratch);
-    HEARTH_HEADS(1)
-    HEARTH_HEADS(2) HEARTH_HEADS(3) HEARTH_HEADS(4) HEARTH_HEADS(5) HEARTH_HEADS(6) HEARTH_HEADS(7)
-        HEARTH_HEADS(8)
-#undef HEARTH_HEADS
+#define HEARTH_ROWS(R) \
+  case R:              \
+    return AttendRows<T, R>(rows, k_blocks, v_blocks, bt, hd, kv_head, scale, scratch);
+    HEARTH_ROWS(1)
+    HEARTH_ROWS(2) HEARTH_ROWS(3) HEARTH_ROWS(4) HEARTH_ROWS(5) HEARTH_ROWS(6) HEARTH_ROWS(7)
+        HEARTH_ROWS(8)
+#undef HEARTH_ROWS
   }
 }
 
-void Attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks,
-            DType kv_type, int bt, int hd, int kv_head, int64_t first, int64_t n_ctx, float scale,
-            float* out, float* scratch) {
-  for (int g0 = 0; g0 < n_q; g0 += kMaxHeads) {
-    const int n = std::min(kMaxHeads, n_q - g0);
+void Attend(const AttentionRow* rows, int n_rows, const void* const* k_blocks,
+            const void* const* v_blocks, DType kv_type, int bt, int hd, int kv_head, float scale,
+            float* scratch) {
+  for (int r0 = 0; r0 < n_rows; r0 += kMaxRows) {
+    const int n = std::min(kMaxRows, n_rows - r0);
     if (kv_type == DType::BF16)
-      AttendTyped<hwy::bfloat16_t>(q + g0 * hd, n, k_blocks, v_blocks, bt, hd, kv_head, first,
-                                   n_ctx, scale, out + g0 * hd, scratch);
+      AttendTyped<hwy::bfloat16_t>(rows + r0, n, k_blocks, v_blocks, bt, hd, kv_head, scale,
+                                   scratch);
     else
-      AttendTyped<float>(q + g0 * hd, n, k_blocks, v_blocks, bt, hd, kv_head, first, n_ctx, scale,
-                         out + g0 * hd, scratch);
+      AttendTyped<float>(rows + r0, n, k_blocks, v_blocks, bt, hd, kv_head, scale, scratch);
   }
 }
 
@@ -362,12 +373,11 @@ float exp_shift_sum(float* x, float shift, int64_t n) {
 void scale(float* x, float s, int64_t n) {
   HWY_DYNAMIC_DISPATCH(Scale)(x, s, n);
 }
-void attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks,
-            DType kv_type, int block_tokens, int head_dim, int kv_head, int64_t first,
-            int64_t n_ctx, float scale, float* out, float* scratch) {
+void attend(const AttentionRow* rows, int n_rows, const void* const* k_blocks,
+            const void* const* v_blocks, DType kv_type, int block_tokens, int head_dim,
+            int kv_head, float scale, float* scratch) {
   HWY_DYNAMIC_DISPATCH(Attend)
-  (q, n_q, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, first, n_ctx, scale, out,
-   scratch);
+  (rows, n_rows, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, scale, scratch);
 }
 const char* target_name() {
   return HWY_DYNAMIC_DISPATCH(TargetName)();

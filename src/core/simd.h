@@ -6,6 +6,18 @@
 
 #include "core/dtype.h"
 
+namespace hearth {
+
+// One query row of attention: one head of one token, over its cached
+// positions [first, n_ctx) (first > 0 is a sliding window).
+struct AttentionRow {
+  const float* q;  // head_dim floats
+  float* out;      // head_dim floats
+  int64_t first, n_ctx;
+};
+
+}  // namespace hearth
+
 namespace hearth::simd {
 
 // Dot products of up to 4 weight rows (F32, F16 or BF16, n elements each)
@@ -26,13 +38,12 @@ float max_value(const float* x, int64_t n);
 float exp_shift_sum(float* x, float shift, int64_t n);
 void scale(float* x, float s, int64_t n);
 
-// n_q query heads (contiguous, head_dim each) that share kv head `kv_head`,
-// against cached positions [first, n_ctx) (layouts as in ops.h KvView):
-// out = softmax(q . K^T * scale) V per head. scratch: n_q times n_ctx rounded
-// up to a block.
-void attend(const float* q, int n_q, const void* const* k_blocks, const void* const* v_blocks,
-            DType kv_type, int block_tokens, int head_dim, int kv_head, int64_t first,
-            int64_t n_ctx, float scale, float* out, float* scratch);
+// Attention of query rows that share kv head `kv_head` (see ops.h);
+// layouts as in ops.h KvView. scratch: n_rows times the largest n_ctx
+// rounded up to a block.
+void attend(const AttentionRow* rows, int n_rows, const void* const* k_blocks,
+            const void* const* v_blocks, DType kv_type, int block_tokens, int head_dim,
+            int kv_head, float scale, float* scratch);
 
 // Name of the target chosen for this CPU, e.g. "AVX3".
 const char* target_name();

@@ -224,8 +224,23 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
   for (int64_t p : tok_pos) max_ctx = std::max(max_ctx, p + 1);
   max_ctx =
       (max_ctx + kv.shape().block_tokens - 1) / kv.shape().block_tokens * kv.shape().block_tokens;
+  // Attention tasks: one per (block of consecutive tokens of one sequence,
+  // kv head), whose query rows (the tokens' heads of the group) share every
+  // K/V load; a block holds up to 8 rows, what the kernel keeps in registers.
+  const int block_tokens = std::max(1, 8 / group);
+  std::vector<std::pair<int64_t, int64_t>>& blocks = attn_blocks_;  // [first token, end)
+  blocks.clear();
+  for (int64_t i = 0; i < T;) {
+    int64_t e = i + 1;
+    while (e < T && e - i < block_tokens && tok_row[e] == tok_row[i]) ++e;
+    blocks.push_back({i, e});
+    i = e;
+  }
+  const size_t rows_per_task = size_t(block_tokens * group);
   attn_scratch_.resize(size_t(pool.size()));
-  for (auto& s : attn_scratch_) s.resize(size_t(max_ctx * group));
+  for (auto& s : attn_scratch_) s.resize(size_t(max_ctx) * rows_per_task);
+  attn_rows_.resize(size_t(pool.size()));
+  for (auto& r : attn_rows_) r.resize(rows_per_task);
 
   for (int l = 0; l < c.num_layers; ++l) {
     const Layer& L = layers_[l];
@@ -265,14 +280,20 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
     // (within the sliding window, where the layer has one).
     const int64_t window =
         c.sliding_window && l >= c.sliding_window_from_layer ? *c.sliding_window : INT64_MAX;
-    // One task per (token, kv head): the group's query heads share its K/V.
-    pool.run(int(T * c.num_kv_heads), [&](int task, int thread) {
-      const int64_t i = task / c.num_kv_heads;
+    pool.run(int(blocks.size()) * c.num_kv_heads, [&](int task, int thread) {
+      const auto [begin, end] = blocks[task / c.num_kv_heads];
       const int kvh = task % c.num_kv_heads;
-      const KvView view = kv.view(l, rows[tok_row[i]].seq);
-      const int64_t n_ctx = tok_pos[i] + 1, head0 = int64_t(kvh) * group * hd;
-      attend(&q_[i * q_dim + head0], group, view, kvh, std::max<int64_t>(0, n_ctx - window), n_ctx,
-             attn_scale, &attn_[i * q_dim + head0], attn_scratch_[thread].data());
+      std::vector<AttentionRow>& qrows = attn_rows_[thread];
+      size_t n = 0;
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t n_ctx = tok_pos[i] + 1, first = std::max<int64_t>(0, n_ctx - window);
+        for (int g = 0; g < group; ++g) {
+          const int64_t at = i * q_dim + (int64_t(kvh) * group + g) * hd;
+          qrows[n++] = AttentionRow{&q_[at], &attn_[at], first, n_ctx};
+        }
+      }
+      attend(std::span(qrows.data(), n), kv.view(l, rows[tok_row[begin]].seq), kvh, attn_scale,
+             attn_scratch_[thread].data());
     });
     matmul(pool, L.o, attn_.data(), T, h_.data());
     for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];

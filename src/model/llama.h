@@ -10,9 +10,11 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/matrix.h"
+#include "core/ops.h"
 #include "core/thread_pool.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
@@ -70,6 +72,8 @@ class LlamaModel {
   // Scratch, grown as needed and reused across steps.
   std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_, fused_, rows_for_logits_;
   std::vector<std::vector<float>> attn_scratch_;
+  std::vector<std::vector<AttentionRow>> attn_rows_;
+  std::vector<std::pair<int64_t, int64_t>> attn_blocks_;
   std::vector<int> tok_row_;
   std::vector<int64_t> tok_pos_, wanted_;
 };

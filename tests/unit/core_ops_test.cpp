@@ -330,14 +330,23 @@ TEST(Ops, AttentionOverBlocksMatchesReference) {
           vp.insert(vp.begin(), vb[b].data());
         }
         KvView view{kp.data(), vp.data(), bt, kv_heads, hd, t};
-        for (int n_q : {1, 3, 10})  // query heads sharing the kv head (10: more than one pass)
-          for (int64_t first : {int64_t(0), n_ctx / 2, n_ctx - 1}) {  // full, and sliding windows
-            auto q = randn(size_t(n_q * hd), 9 + n_q);
-            std::vector<float> got(size_t(n_q * hd)), want(size_t(n_q * hd)),
-                scratch(size_t(n_q * n_blocks * bt));
-            attend(q.data(), n_q, view, 1, first, n_ctx, 0.35f, got.data(), scratch.data());
-            for (int h = 0; h < n_q; ++h)
-              reference::attend(&q[h * hd], view, 1, first, n_ctx, 0.35f, &want[h * hd]);
+        // Rows sharing the kv head: 10 is more than one pass. Each row has
+        // its own range, as consecutive tokens of a prefill do (row r ends
+        // r % 3 positions earlier), over the full context or a window.
+        for (int n_rows : {1, 3, 10})
+          for (int64_t window : {n_ctx, (n_ctx + 1) / 2, int64_t(1)}) {
+            auto q = randn(size_t(n_rows * hd), 9 + n_rows);
+            std::vector<float> got(size_t(n_rows * hd)), want(size_t(n_rows * hd)),
+                scratch(size_t(n_rows * n_blocks * bt));
+            std::vector<AttentionRow> rows;
+            for (int r = 0; r < n_rows; ++r) {
+              const int64_t end = std::max<int64_t>(1, n_ctx - r % 3);
+              rows.push_back({&q[r * hd], &got[r * hd], std::max<int64_t>(0, end - window), end});
+            }
+            attend(rows, view, 1, 0.35f, scratch.data());
+            for (int r = 0; r < n_rows; ++r)
+              reference::attend(&q[r * hd], view, 1, rows[r].first, rows[r].n_ctx, 0.35f,
+                                &want[r * hd]);
             expect_close(got, want, 1e-5f);
           }
       }
