@@ -118,6 +118,7 @@ int cmd_bench(int argc, char** argv) {
   Generator generator(*model, pool, *kv);
   GenerateOptions opt;
   opt.max_tokens = std::min<int64_t>(decode_tokens, ctx - 1);
+  opt.ctx_size = ctx;
   opt.sampling.temperature = 0;
   double best_decode = 0;
   int64_t generated = 0;

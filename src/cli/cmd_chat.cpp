@@ -51,6 +51,7 @@ int cmd_chat(int argc, char** argv) {
   opt.sampling = sampling_params(args, gen);
   opt.eos_ids.assign(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
   const int64_t ctx = args.integer("ctx-size", model->config().max_position_embeddings);
+  opt.ctx_size = ctx;
   ThreadPool pool(thread_count(args));
   auto kv = make_kv_cache(args, *model, ctx);
   Generator generator(*model, pool, *kv);

@@ -112,6 +112,7 @@ int cmd_generate(int argc, char** argv) {
   if (args.has("dump-logits")) opt.prompt_logits = &prompt_logits;
 
   const int64_t ctx = args.integer("ctx-size", model->config().max_position_embeddings);
+  opt.ctx_size = ctx;
   ThreadPool pool(thread_count(args));
   auto kv = make_kv_cache(args, *model, ctx);
   Generator generator(*model, pool, *kv);

@@ -48,18 +48,18 @@ void RequestHandle::close(FinishInfo info) {
 struct Engine::Active {
   GenerationRequest request;
   std::shared_ptr<RequestHandle> handle;
-  Sampler sampler;
+  Decoding decoding;
   int seq = -1;
-  int64_t prefilled = 0;         // prompt tokens already in the KV cache
-  std::vector<int32_t> history;  // prompt, then generated tokens
-  int32_t pending = -1;          // the last sampled token, fed at the next step
+  int64_t prefilled = 0;  // prompt tokens already in the KV cache
+  int32_t pending = -1;   // the last sampled token, fed at the next step
   Clock::time_point submitted, admitted, first_token;
   FinishInfo info;
 
-  Active(GenerationRequest r, std::shared_ptr<RequestHandle> h)
+  Active(GenerationRequest r, std::shared_ptr<RequestHandle> h, int64_t ctx_size)
       : request(std::move(r)),
         handle(std::move(h)),
-        sampler(request.sampling),
+        decoding(request.prompt, request.sampling,
+                 {request.stop_ids, request.max_tokens, ctx_size}),
         submitted(Clock::now()) {}
   bool prefilling() const { return prefilled < int64_t(request.prompt.size()); }
 };
@@ -114,7 +114,7 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest request) {
       throw QueueFull();
     }
     ++stats_.requests_total;
-    queue_.push_back(std::make_unique<Active>(std::move(request), handle));
+    queue_.push_back(std::make_unique<Active>(std::move(request), handle, ctx_size_));
     stats_.queued = int64_t(queue_.size());
   }
   wake_.notify_all();
@@ -131,8 +131,8 @@ void Engine::loop() {
   auto finish = [&](Active& a, FinishReason reason, std::string error = {}) {
     a.info.reason = reason;
     a.info.error = std::move(error);
-    a.info.prompt_tokens = int64_t(a.request.prompt.size());
-    a.info.generated_tokens = std::max<int64_t>(0, int64_t(a.history.size()) - a.info.prompt_tokens);
+    a.info.prompt_tokens = a.decoding.prompt_tokens();
+    a.info.generated_tokens = a.decoding.generated_tokens();
     a.info.queue_seconds = seconds_between(a.submitted, a.admitted);
     auto now = Clock::now();
     bool got_first = a.first_token != Clock::time_point{};
@@ -178,10 +178,7 @@ void Engine::loop() {
       stats_.queued = int64_t(queue_.size());
     }
     for (auto& a : running)
-      if (a->seq < 0 && !a->handle->cancelled()) {
-        a->seq = kv_->create_sequence();
-        a->history = a->request.prompt;
-      }
+      if (a->seq < 0 && !a->handle->cancelled()) a->seq = kv_->create_sequence();
 
     // Drop cancelled requests before spending a step on them.
     for (auto& a : running)
@@ -248,21 +245,19 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
     }
   }
 
-  std::vector<float>& scratch = step_scratch_;
   for (size_t r = 0; r < rows.size(); ++r) {
     Active& a = *owners[r];
     if (a.prefilling()) {
       a.prefilled += int64_t(rows[r].tokens.size());
       if (a.prefilling()) continue;  // more prompt chunks to go
     }
-    const float* row_logits = logits.data() + r * size_t(vocab);
-    scratch.assign(row_logits, row_logits + vocab);
+    const std::span<const float> row_logits(logits.data() + r * size_t(vocab), size_t(vocab));
     TokenEvent ev;
-    ev.token = a.sampler.sample(scratch, a.history);
+    ev.token = a.decoding.next(row_logits);
     if (a.request.top_logprobs >= 0) {
-      float m = *std::max_element(row_logits, row_logits + vocab);
+      float m = *std::max_element(row_logits.begin(), row_logits.end());
       double sum = 0;
-      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(row_logits[v]) - m);
+      for (float l : row_logits) sum += std::exp(double(l) - m);
       const float lse = m + float(std::log(sum));
       ev.logprob = row_logits[ev.token] - lse;
       int k = std::min<int>(a.request.top_logprobs, int(vocab));
@@ -274,22 +269,14 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
       for (int i = 0; i < k; ++i) ev.top.push_back({order[i], row_logits[order[i]] - lse});
     }
     if (a.first_token == Clock::time_point{}) a.first_token = Clock::now();
-    a.history.push_back(ev.token);
     a.pending = ev.token;
-    const int64_t generated = int64_t(a.history.size() - a.request.prompt.size());
-    const bool stop = std::find(a.request.stop_ids.begin(), a.request.stop_ids.end(), ev.token) !=
-                      a.request.stop_ids.end();
     a.handle->push(std::move(ev));
     {
       std::lock_guard lock(mutex_);
       ++stats_.generated_tokens_total;
     }
-    if (stop) {
-      a.info.reason = FinishReason::Stop;
-      a.pending = -2;
-    } else if ((a.request.max_tokens >= 0 && generated >= a.request.max_tokens) ||
-               int64_t(a.history.size()) >= ctx_size_) {  // prompt + output fill the context
-      a.info.reason = FinishReason::Length;
+    if (a.decoding.finished()) {
+      a.info.reason = *a.decoding.finished();
       a.pending = -2;
     }
   }

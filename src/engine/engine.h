@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/generator.h"
+#include "engine/decoding.h"
 #include "engine/sampler.h"
 #include "model/llama.h"
 
@@ -127,7 +127,7 @@ class Engine {
   std::vector<BatchRow> step_rows_;
   std::vector<Active*> step_owners_;
   std::vector<int32_t> step_single_, step_order_;
-  std::vector<float> step_logits_, step_scratch_;
+  std::vector<float> step_logits_;
   std::thread thread_;
 };
 

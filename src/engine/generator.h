@@ -1,6 +1,6 @@
-// One sequence's generation loop: prefill the prompt as one batched pass,
-// then decode a token at a time until EOS, the token limit, the context end,
-// or the caller says stop.
+// One sequence's generation loop, synchronous, for the command line: prefill
+// the prompt as one batched pass, then decode a token at a time until the
+// sequence's Decoding finishes or the caller says stop.
 #pragma once
 
 #include <cstdint>
@@ -8,16 +8,14 @@
 #include <span>
 #include <vector>
 
-#include "engine/sampler.h"
+#include "engine/decoding.h"
 #include "model/llama.h"
 
 namespace hearth {
 
-enum class FinishReason { Stop, Length, Cancelled };
-const char* finish_reason_name(FinishReason r);
-
 struct GenerateOptions {
   int64_t max_tokens = -1;  // -1: until EOS or the context is full
+  int64_t ctx_size = 0;     // 0: the model's max_position_embeddings
   SamplingParams sampling;
   std::vector<int32_t> eos_ids;
   std::vector<float>* prompt_logits = nullptr;  // if set, receives [n_prompt, vocab]
@@ -44,8 +42,7 @@ class Generator {
   LlamaModel& model_;
   ThreadPool& pool_;
   KvCache& kv_;
-  std::vector<float> logits_, scratch_;
-  std::vector<int32_t> history_;
+  std::vector<float> logits_;
 };
 
 }  // namespace hearth

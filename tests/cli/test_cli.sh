@@ -28,6 +28,10 @@ check "generate --prompt continues the prompt" contains "$tmp/cont" ", there was
 "$hearth" generate --prompt "Once upon a time" --max-tokens 30 --temperature 1 --seed 42 >"$tmp/s2" 2>/dev/null
 check "generate: the same seed gives the same text" cmp -s "$tmp/s1" "$tmp/s2"
 
+"$hearth" generate --prompt "Once upon a time" --max-tokens 40 --ctx-size 12 >/dev/null 2>"$tmp/ctx"
+check "generate --ctx-size: prompt + output stop at the context size" \
+  contains "$tmp/ctx" "5 prompt tokens, " && contains "$tmp/ctx" "7 generated" && contains "$tmp/ctx" "finish: length"
+
 "$hearth" generate --chat --prompt "Tell me a story" --max-tokens 20 >"$tmp/chat1" 2>/dev/null
 check "generate --chat renders the template and answers" test -s "$tmp/chat1"
 

@@ -2,6 +2,7 @@
 // give the same greedy tokens as running each alone; cancellation and
 // completion return every KV block; admission limits hold.
 #include "engine/engine.h"
+#include "engine/generator.h"
 
 #include <gtest/gtest.h>
 
