@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/amx.h"
 #include "core/cpu_features.h"
 #include "core/packed.h"
 
@@ -123,16 +124,126 @@ void tile_any(const Bf16Packed& w, int64_t tile, const uint16_t* xb, int64_t x_s
   }
 }
 
+// ---- AMX: prefill on the tile unit ----
+//
+// A packed tile's 16 consecutive column-pair vectors are exactly an AMX "B"
+// tile (16 pair rows x 16 weight rows x 2 BF16) for 32 columns, and 16
+// tokens' BF16 activations over those columns are an "A" tile, so one
+// TDPBF16PS adds a 16-token x 16-row block of products over 32 columns. Tiles
+// 0-3 accumulate up to 2 row tiles x 2 token blocks, 4-5 hold activations,
+// 6-7 weights: each loaded tile serves two multiplies.
+constexpr int kAmxTokens = 16;  // tokens per tile (A and C rows)
+constexpr int kAmxPairs = 16;   // column pairs per tile (A columns, B rows)
+
+// Where an accumulator tile (16 tokens x 16 rows) at token t0, row row0 of
+// y is stored: straight into y when the whole block exists, else into a
+// buffer that finish() copies from. (_tile_stored needs a literal tile
+// number, so the caller names the tile.)
+class OutBlock {
+ public:
+  OutBlock(const Bf16Packed& w, int64_t n_tokens, int64_t t0, int64_t row0, float* y)
+      : dst_(y + t0 * w.rows + row0),
+        y_stride_(w.rows),
+        n_t_(std::min<int64_t>(kAmxTokens, n_tokens - t0)),
+        n_r_(std::min<int64_t>(kRows, w.rows - row0)) {}
+  bool direct() const { return n_t_ == kAmxTokens && n_r_ == kRows; }
+  float* data() { return direct() ? dst_ : block_; }
+  int64_t stride_bytes() const { return (direct() ? y_stride_ : kRows) * 4; }
+  void finish() {
+    if (!direct())
+      for (int64_t t = 0; t < n_t_; ++t) std::memcpy(dst_ + t * y_stride_, block_ + t * kRows, n_r_ * 4);
+  }
+
+ private:
+  float* dst_;
+  int64_t y_stride_, n_t_, n_r_;
+  alignas(64) float block_[kAmxTokens * kRows];
+};
+
+#define HEARTH_AMX_STORE(T, t0, row0)                        \
+  do {                                                       \
+    OutBlock out(w, n_tokens, t0, row0, y);                  \
+    _tile_stored(T, out.data(), out.stride_bytes());         \
+    out.finish();                                            \
+  } while (0)
+
+// RT row tiles (from `tile`) x TB token blocks (from t0) over all columns.
+// xb: the activations as BF16, n_tokens rows padded with zero rows to whole
+// token blocks, `stride` elements apart.
+template <int RT, int TB>
+__attribute__((target("amx-tile,amx-bf16"))) void amx_block(const Bf16Packed& w, int64_t tile,
+                                                            const uint16_t* xb, int64_t stride,
+                                                            int64_t t0, int64_t n_tokens,
+                                                            float* y) {
+  const uint16_t* b0 = reinterpret_cast<const uint16_t*>(w.data.get()) + tile * w.pairs * 32;
+  const uint16_t* b1 = b0 + w.pairs * 32;
+  const uint16_t* a0 = xb + t0 * stride;
+  const uint16_t* a1 = a0 + kAmxTokens * stride;
+  _tile_zero(0);
+  if constexpr (TB == 2) _tile_zero(1);
+  if constexpr (RT == 2) _tile_zero(2);
+  if constexpr (RT == 2 && TB == 2) _tile_zero(3);
+  for (int64_t p = 0; p < w.pairs; p += kAmxPairs) {
+    _tile_loadd(4, a0 + 2 * p, stride * 2);
+    _tile_loadd(6, b0 + p * 32, 64);
+    if constexpr (TB == 2) _tile_loadd(5, a1 + 2 * p, stride * 2);
+    if constexpr (RT == 2) _tile_loadd(7, b1 + p * 32, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (TB == 2) _tile_dpbf16ps(1, 5, 6);
+    if constexpr (RT == 2) _tile_dpbf16ps(2, 4, 7);
+    if constexpr (RT == 2 && TB == 2) _tile_dpbf16ps(3, 5, 7);
+  }
+  const int64_t row0 = tile * kRows;
+  HEARTH_AMX_STORE(0, t0, row0);
+  if constexpr (TB == 2) HEARTH_AMX_STORE(1, t0 + kAmxTokens, row0);
+  if constexpr (RT == 2) HEARTH_AMX_STORE(2, t0, row0 + kRows);
+  if constexpr (RT == 2 && TB == 2) HEARTH_AMX_STORE(3, t0 + kAmxTokens, row0 + kRows);
+}
+#undef HEARTH_AMX_STORE
+
+// Whether the tile unit takes this call: enough tokens to fill its tiles,
+// and whole 32-column tiles (true of every real model's widths).
+bool use_amx(const Bf16Packed& w, int64_t n_tokens) {
+  return n_tokens >= kAmxTokens && w.pairs % kAmxPairs == 0 && amx_bf16_available();
+}
+
+void amx_matmul(ThreadPool& pool, const Bf16Packed& w, const uint16_t* xb, int64_t stride,
+                int64_t n_tokens, float* y) {
+  const int64_t blocks = (n_tokens + kAmxTokens - 1) / kAmxTokens;
+  // Each task takes two row tiles and runs every token block past them, so
+  // the weights stream once while the activations stay in cache.
+  pool.parallel_for((w.tiles + 1) / 2, 1, [&](int64_t b, int64_t e) {
+    amx_configure();
+    for (int64_t pair = b; pair < e; ++pair) {
+      const int64_t tile = 2 * pair;
+      const bool two_tiles = tile + 1 < w.tiles;
+      for (int64_t blk = 0; blk < blocks; blk += 2) {
+        const int64_t t0 = blk * kAmxTokens;
+        const bool two_blocks = blk + 1 < blocks;
+        if (two_tiles && two_blocks) amx_block<2, 2>(w, tile, xb, stride, t0, n_tokens, y);
+        else if (two_tiles) amx_block<2, 1>(w, tile, xb, stride, t0, n_tokens, y);
+        else if (two_blocks) amx_block<1, 2>(w, tile, xb, stride, t0, n_tokens, y);
+        else amx_block<1, 1>(w, tile, xb, stride, t0, n_tokens, y);
+      }
+    }
+    amx_release();
+  });
+}
+
 }  // namespace
 
 void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
   // Activations as BF16 pairs, each row padded to a whole number of pairs.
+  // The AMX path reads whole 16-token blocks: rows past n_tokens are zero.
   static std::vector<uint16_t> xb;  // engine-thread scratch
   const int64_t stride = 2 * w.pairs;
-  xb.assign(size_t(n_tokens * stride), 0);
+  const bool amx = use_amx(w, n_tokens);
+  const int64_t padded = amx ? (n_tokens + kAmxTokens - 1) / kAmxTokens * kAmxTokens : n_tokens;
+  xb.assign(size_t(padded * stride), 0);
   for (int64_t t = 0; t < n_tokens; ++t)
     for (int64_t c = 0; c < w.cols; ++c) xb[t * stride + c] = f32_to_bf16(x[t * w.cols + c]);
+  if (amx) return amx_matmul(pool, w, xb.data(), stride, n_tokens, y);
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
     for (int64_t tile = b; tile < e; ++tile)
       for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens)

@@ -1,0 +1,63 @@
+#include "core/amx.h"
+
+#include <cstdint>
+#include <cstdlib>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace hearth {
+
+#if defined(__x86_64__)
+namespace {
+
+constexpr long kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an XSAVE feature
+constexpr long kXfeatureXtiledata = 18;     // the tile data registers
+
+bool cpu_has_amx_bf16() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  const bool tile = (d >> 24) & 1, bf16 = (d >> 22) & 1;
+  return tile && bf16;
+}
+
+// LDTILECFG's 64-byte operand (palette 1).
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+}  // namespace
+
+bool amx_bf16_available() {
+  static const bool available = cpu_has_amx_bf16() && !std::getenv("HEARTH_NO_AMX") &&
+                                syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  return available;
+}
+
+__attribute__((target("amx-tile"))) void amx_configure() {
+  static const TileConfig config = [] {
+    TileConfig c;
+    for (int t = 0; t < 8; ++t) c.bytes_per_row[t] = 64, c.rows[t] = 16;
+    return c;
+  }();
+  _tile_loadconfig(&config);
+}
+
+__attribute__((target("amx-tile"))) void amx_release() {
+  _tile_release();
+}
+#else
+bool amx_bf16_available() {
+  return false;
+}
+#endif
+
+}  // namespace hearth

@@ -1,0 +1,142 @@
+// The admin routes' content: the model object, /stats and /metrics.
+#include <malloc.h>
+
+#include <sstream>
+
+#include "server/server_impl.h"
+
+namespace hearth::server {
+
+ojson Server::Impl::model_object() const {
+  return {{"id", model.id},
+          {"object", "model"},
+          {"created", model.created},
+          {"owned_by", "hearth"},
+          {"architecture", model.architecture},
+          {"context_length", engine.ctx_size()}};
+}
+
+void Server::Impl::trim_if_idle() const {
+  // Freed heap goes back to the OS only when asked; do it while idle so RSS
+  // reflects what is live.
+  if (metrics.in_flight.load() == 0) {
+    EngineStats st = engine.stats();
+    if (st.queued == 0 && st.running == 0) malloc_trim(0);
+  }
+}
+
+ojson Server::Impl::stats() const {
+  trim_if_idle();
+  const EngineStats st = engine.stats();
+  const ProcessMemory mem = process_memory();
+  const double uptime = std::chrono::duration<double>(Clock::now() - started).count();
+  const auto& m = metrics;
+  const double decode_s = double(m.decode_us.load()) / 1e6;
+  const auto& cfg = engine.model().config();
+  return {
+      {"server",
+       {{"version", kVersion},
+        {"sanitized", kSanitized},
+        {"host", opt.host},
+        {"port", port},
+        {"started", started_unix},
+        {"uptime_seconds", uptime},
+        {"api_key_required", !opt.api_key.empty()},
+        {"max_body_bytes", opt.max_body_bytes},
+        {"shutting_down", draining.load()},
+        {"http_requests_total", m.http_total()},
+        {"requests_in_flight", m.in_flight.load()}}},
+      {"model",
+       {{"id", model.id},
+        {"path", model.dir.string()},
+        {"architecture", model.architecture},
+        {"vocab_size", cfg.vocab_size},
+        {"context_length", engine.ctx_size()},
+        {"layers", cfg.num_layers},
+        {"hidden_size", cfg.hidden_size},
+        {"weight_bytes", engine.model().weight_bytes()},
+        {"threads", engine.threads()}}},
+      {"queue",
+       {{"queued", st.queued},
+        {"running", st.running},
+        {"max_queue", opt.max_queue},
+        {"max_batch", opt.max_batch},
+        {"rejected_total", st.requests_rejected}}},
+      {"memory",
+       {{"rss_bytes", mem.rss_bytes},
+        {"peak_rss_bytes", mem.peak_rss_bytes},
+        {"virtual_bytes", mem.virtual_bytes},
+        {"weight_bytes", engine.model().weight_bytes()},
+        {"kv_bytes", st.kv_bytes},
+        {"kv_blocks_total", st.kv_blocks_total},
+        {"kv_blocks_free", st.kv_blocks_free}}},
+      {"generation",
+       {{"requests_total", st.requests_total},
+        {"chat_requests", m.chat_requests.load()},
+        {"completion_requests", m.completion_requests.load()},
+        {"streamed_requests", m.streamed_requests.load()},
+        {"completed", m.completed.load()},
+        {"cancelled", m.client_cancelled.load()},
+        {"failed", m.failed.load()},
+        {"engine_cancelled", st.requests_cancelled},
+        {"prompt_tokens_total", st.prompt_tokens_total},
+        {"generated_tokens_total", st.generated_tokens_total},
+        {"engine_steps", st.steps},
+        {"time_to_first_token_avg_seconds",
+         m.time_to_first_token.count() ? m.time_to_first_token.sum() / double(m.time_to_first_token.count()) : 0.0},
+        {"decode_tokens_per_second_avg", decode_s > 0 ? double(m.decode_tokens.load()) / decode_s : 0.0}}},
+  };
+}
+
+std::string Server::Impl::prometheus() const {
+  trim_if_idle();
+  const EngineStats st = engine.stats();
+  const ProcessMemory mem = process_memory();
+  std::ostringstream o;
+  auto metric = [&](const char* name, const char* type, const char* help, auto value) {
+    o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << value << '\n';
+  };
+  auto histogram = [&](const char* name, const char* help, const Histogram& h) {
+    o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " histogram\n";
+    auto b = h.buckets();
+    for (size_t i = 0; i < b.size(); ++i) o << name << "_bucket{le=\"" << Histogram::kBounds[i] << "\"} " << b[i] << '\n';
+    o << name << "_bucket{le=\"+Inf\"} " << h.count() << '\n';
+    o << name << "_sum " << h.sum() << '\n' << name << "_count " << h.count() << '\n';
+  };
+  o << "# HELP hearth_http_requests_total HTTP requests answered, by route and status.\n"
+       "# TYPE hearth_http_requests_total counter\n";
+  for (const auto& [key, n] : metrics.http_counts())
+    o << "hearth_http_requests_total{route=\"" << key.first << "\",status=\"" << key.second << "\"} " << n << '\n';
+  const auto& m = metrics;
+  metric("hearth_uptime_seconds", "gauge", "Seconds since the server started.",
+         std::chrono::duration<double>(Clock::now() - started).count());
+  metric("hearth_requests_in_flight", "gauge", "Generation requests being answered.", m.in_flight.load());
+  metric("hearth_queue_waiting", "gauge", "Requests waiting for a batch slot.", st.queued);
+  metric("hearth_queue_running", "gauge", "Requests being generated.", st.running);
+  metric("hearth_queue_max", "gauge", "Queue limit (--max-queue).", opt.max_queue);
+  metric("hearth_requests_rejected_total", "counter", "Requests refused with 429 because the queue was full.",
+         st.requests_rejected);
+  metric("hearth_generation_requests_total", "counter", "Requests accepted by the engine.", st.requests_total);
+  metric("hearth_generation_completed_total", "counter", "Requests answered in full.", m.completed.load());
+  metric("hearth_generation_cancelled_total", "counter", "Requests cancelled (client gone or shutdown).",
+         m.client_cancelled.load());
+  metric("hearth_generation_failed_total", "counter", "Requests the engine failed.", m.failed.load());
+  metric("hearth_prompt_tokens_total", "counter", "Prompt tokens prefilled.", st.prompt_tokens_total);
+  metric("hearth_generated_tokens_total", "counter", "Tokens generated.", st.generated_tokens_total);
+  metric("hearth_engine_steps_total", "counter", "Engine batch steps run.", st.steps);
+  metric("hearth_kv_blocks_total", "gauge", "KV pool blocks.", st.kv_blocks_total);
+  metric("hearth_kv_blocks_free", "gauge", "KV pool blocks free.", st.kv_blocks_free);
+  metric("hearth_kv_bytes", "gauge", "KV pool size in bytes.", st.kv_bytes);
+  metric("hearth_weight_bytes", "gauge", "Model weights in bytes.", engine.model().weight_bytes());
+  metric("hearth_process_resident_memory_bytes", "gauge", "Resident set size.", mem.rss_bytes);
+  metric("hearth_process_peak_resident_memory_bytes", "gauge", "Peak resident set size.", mem.peak_rss_bytes);
+  histogram("hearth_time_to_first_token_seconds", "From acceptance to the first generated token.",
+            m.time_to_first_token);
+  histogram("hearth_request_duration_seconds", "From acceptance to the last token.", m.request_duration);
+  metric("hearth_decode_seconds_total", "counter", "Time spent decoding after the first token.",
+         double(m.decode_us.load()) / 1e6);
+  metric("hearth_decode_tokens_total", "counter", "Tokens decoded after the first one.", m.decode_tokens.load());
+  return o.str();
+}
+
+}  // namespace hearth::server

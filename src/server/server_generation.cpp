@@ -1,0 +1,227 @@
+// The OpenAI generation routes: /v1/chat/completions and /v1/completions,
+// answered whole or as a server-sent event stream.
+#include <algorithm>
+
+#include "server/server_impl.h"
+
+namespace hearth::server {
+
+namespace {
+
+size_t utf8_length(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+ojson token_bytes(const std::string& s) {
+  ojson b = ojson::array();
+  for (unsigned char c : s) b.push_back(int(c));
+  return b;
+}
+
+}  // namespace
+
+void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
+  const ojson body = parse_body(req.body);
+  ApiRequest api = ep == Endpoint::Chat ? parse_chat_request(body) : parse_completion_request(body);
+  ++(ep == Endpoint::Chat ? metrics.chat_requests : metrics.completion_requests);
+  if (draining) throw ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down");
+  const std::string param = ep == Endpoint::Chat ? "messages" : "prompt";
+
+  GenerationRequest g;
+  g.prompt = prompts.build(api);
+  const int64_t ctx = engine.ctx_size();
+  if (int64_t(g.prompt.size()) >= ctx)
+    throw bad_request(param,
+                      "the prompt is " + std::to_string(g.prompt.size()) + " tokens; this server's context holds " +
+                          std::to_string(ctx) + " tokens, which must leave room for at least one generated token",
+                      "context_length_exceeded");
+  g.sampling = model.sampling;
+  api.sampling.apply_to(g.sampling);
+  const int64_t vocab = engine.model().config().vocab_size;
+  for (const auto& [id, bias] : g.sampling.logit_bias)
+    if (id >= vocab)
+      throw bad_request("logit_bias", "token id " + std::to_string(id) + " in 'logit_bias' is outside the vocabulary (" +
+                                          std::to_string(vocab) + " tokens)");
+  g.sampling.xtc_special_tokens = model.eos_ids;
+  g.sampling.xtc_special_tokens.insert(g.sampling.xtc_special_tokens.end(), model.newline_ids.begin(),
+                                       model.newline_ids.end());
+  g.max_tokens = api.max_tokens.value_or(model.max_tokens);
+  g.stop_ids = model.eos_ids;
+  g.top_logprobs = api.logprobs;
+
+  std::shared_ptr<RequestHandle> handle;
+  try {
+    handle = engine.submit(std::move(g));
+  } catch (const QueueFull&) {
+    ++metrics.rejected_queue_full;
+    throw ApiError(429, "the request queue is full (" + std::to_string(opt.max_queue) + " waiting); retry later",
+                   "resource_admission", {}, "queue_full");
+  } catch (const std::invalid_argument& e) {
+    throw bad_request(param, e.what());
+  } catch (const std::runtime_error& e) {  // the engine is shutting down
+    throw ApiError(503, e.what(), "server_error", {}, "server_shutting_down");
+  }
+  auto job = std::make_shared<Job>(*this, std::move(api), handle);
+  const int fd = find_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  if (fd >= 0) job->watch_id = watch.add(fd, [handle] { handle->cancel(); });
+
+  if (job->api.stream) {
+    ++metrics.streamed_requests;
+    respond_stream(job, res);
+  } else {
+    respond_whole(job, res);
+  }
+}
+
+ojson Server::Impl::usage(const GenerationStream& g) const {
+  return {{"prompt_tokens", g.prompt_tokens()},
+          {"completion_tokens", g.completion_tokens()},
+          {"total_tokens", g.prompt_tokens() + g.completion_tokens()},
+          {"prompt_tokens_details", {{"cached_tokens", 0}}}};
+}
+
+ojson Server::Impl::chat_logprobs(const std::vector<TokenLogprob>& lps) const {
+  ojson content = ojson::array();
+  for (const auto& t : lps) {
+    ojson top = ojson::array();
+    for (const auto& [id, lp] : t.top) {
+      std::string text = token_text(id);
+      top.push_back({{"token", text}, {"logprob", lp}, {"bytes", token_bytes(text)}});
+    }
+    content.push_back({{"token", t.text}, {"logprob", t.logprob}, {"bytes", token_bytes(t.text)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}, {"refusal", nullptr}};
+}
+
+ojson Server::Impl::completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const {
+  ojson tokens = ojson::array(), values = ojson::array(), tops = ojson::array(), offsets = ojson::array();
+  for (const auto& t : lps) {
+    tokens.push_back(t.text);
+    values.push_back(t.logprob);
+    ojson top = ojson::object();
+    for (const auto& [id, lp] : t.top) top[token_text(id)] = lp;
+    tops.push_back(top);
+    offsets.push_back(job.text_offset);
+    job.text_offset += utf8_length(t.text);
+  }
+  return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res) {
+  GenerationStream& g = *job->stream;
+  std::string text;
+  std::vector<TokenLogprob> lps;
+  Piece p;
+  while (g.next(p)) {
+    text += p.text;
+    for (auto& t : p.logprobs) lps.push_back(std::move(t));
+  }
+  job->record();
+  if (!g.error().empty()) throw ApiError(500, "generation failed: " + g.error(), "server_error");
+  if (g.finish_reason() == "cancelled") {
+    if (draining) throw ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down");
+    throw ApiError(500, "the request was cancelled", "server_error", {}, "cancelled");
+  }
+  const bool chat = job->api.endpoint == Endpoint::Chat;
+  ojson choice;
+  if (chat) {
+    choice = {{"index", 0},
+              {"message", {{"role", "assistant"}, {"content", text}}},
+              {"logprobs", job->api.logprobs >= 0 ? chat_logprobs(lps) : ojson(nullptr)},
+              {"finish_reason", g.finish_reason()}};
+  } else {
+    choice = {{"index", 0},
+              {"text", text},
+              {"logprobs", job->api.logprobs >= 0 ? completion_logprobs(*job, lps) : ojson(nullptr)},
+              {"finish_reason", g.finish_reason()}};
+  }
+  ojson out = {{"id", job->id},
+               {"object", chat ? "chat.completion" : "text_completion"},
+               {"created", job->created},
+               {"model", model.id},
+               {"system_fingerprint", kFingerprint},
+               {"choices", ojson::array({choice})},
+               {"usage", usage(g)}};
+  res.status = 200;
+  res.set_content(dump(out), "application/json");
+}
+
+ojson Server::Impl::chunk(Job& job, const Piece* piece, const std::string* finish_reason, bool first) {
+  const bool chat = job.api.endpoint == Endpoint::Chat;
+  ojson choice = {{"index", 0}};
+  const bool lp = job.api.logprobs >= 0 && piece && !piece->logprobs.empty();
+  if (chat) {
+    ojson delta = ojson::object();
+    if (first) delta["role"] = "assistant";
+    if (piece) delta["content"] = piece->text;
+    else if (first) delta["content"] = "";
+    choice["delta"] = delta;
+    choice["logprobs"] = lp ? chat_logprobs(piece->logprobs) : ojson(nullptr);
+  } else {
+    choice["text"] = piece ? piece->text : "";
+    choice["logprobs"] = lp ? completion_logprobs(job, piece->logprobs) : ojson(nullptr);
+  }
+  choice["finish_reason"] = finish_reason ? ojson(*finish_reason) : ojson(nullptr);
+  return {{"id", job.id},
+          {"object", chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", job.created},
+          {"model", model.id},
+          {"system_fingerprint", kFingerprint},
+          {"choices", ojson::array({choice})}};
+}
+
+void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, httplib::Response& res) {
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto provider = [this, job](size_t, httplib::DataSink& sink) -> bool {
+    auto send = [&](const std::string& payload) {
+      std::string event = "data: " + payload + "\n\n";
+      return sink.write(event.data(), event.size());
+    };
+    GenerationStream& g = *job->stream;
+    const bool chat = job->api.endpoint == Endpoint::Chat;
+    if (chat && !send(dump(chunk(*job, nullptr, nullptr, true)))) {
+      g.cancel();
+      return false;
+    }
+    Piece p;
+    while (g.next(p)) {
+      if (p.empty()) continue;
+      if (!send(dump(chunk(*job, &p, nullptr, false)))) {
+        g.cancel();  // the client is gone: free the sequence at the next step
+        return false;
+      }
+    }
+    job->record();
+    if (!g.error().empty() || g.finish_reason() == "cancelled") {
+      if (g.error().empty() && !draining) return false;  // cancelled because the client left
+      ApiError e = g.error().empty()
+                       ? ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down")
+                       : ApiError(500, "generation failed: " + g.error(), "server_error");
+      send(dump(e.body()));
+    } else {
+      ojson last = chunk(*job, nullptr, &g.finish_reason(), false);
+      if (chat) last["choices"][0]["delta"] = ojson::object();
+      last["usage"] = usage(g);
+      send(dump(last));
+      if (job->api.include_usage) {
+        ojson u = chunk(*job, nullptr, nullptr, false);
+        u["choices"] = ojson::array();
+        u["usage"] = usage(g);
+        send(dump(u));
+      }
+    }
+    send("[DONE]");
+    sink.done();
+    return true;
+  };
+  // The provider owns the job; both go when the response is destroyed
+  // (before the socket closes), even if the provider never ran, and ~Job
+  // then cancels an unfinished generation and unregisters it.
+  res.set_chunked_content_provider("text/event-stream", std::move(provider));
+}
+
+}  // namespace hearth::server

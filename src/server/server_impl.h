@@ -1,0 +1,148 @@
+// What the server's translation units share: the server's state
+// (Server::Impl) and one generation request being answered (Job). The
+// routes are split by concern: server.cpp (setup, errors, auth, shutdown),
+// server_generation.cpp (the OpenAI generation routes), server_admin.cpp
+// (models, stats, metrics).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+#include "server/api_error.h"
+#include "server/connection_watch.h"
+#include "server/generation.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/server.h"
+
+namespace hearth::server {
+
+using ojson = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+inline constexpr const char* kVersion = "0.1.0";
+inline constexpr const char* kFingerprint = "hearth-0.1.0";
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;  // ASan keeps freed memory in quarantine: RSS says little
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+// Generated text may hold invalid UTF-8 in per-token strings (a byte-fallback
+// token alone); it is written with U+FFFD rather than failing the response.
+inline std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+inline std::time_t unix_now() { return std::time(nullptr); }
+
+// ---- one generation request being answered ----
+
+struct Job {
+  Server::Impl& s;
+  ApiRequest api;
+  std::string id;
+  std::time_t created = unix_now();
+  std::shared_ptr<RequestHandle> handle;
+  std::unique_ptr<GenerationStream> stream;
+  int watch_id = -1;
+  Clock::time_point t0 = Clock::now();
+  size_t text_offset = 0;  // completions logprobs: code points emitted so far
+
+  Job(Server::Impl& server, ApiRequest request, std::shared_ptr<RequestHandle> h);
+  ~Job();
+  void record();  // metrics, once the stream is over
+  bool recorded = false;
+};
+
+struct Server::Impl {
+  Engine& engine;
+  const text::Tokenizer& tok;
+  const PromptBuilder& prompts;
+  ServedModel model;
+  ServerOptions opt;
+
+  httplib::Server http;
+  ConnectionWatch watch;
+  ServerMetrics metrics;
+  Clock::time_point started = Clock::now();
+  std::time_t started_unix = unix_now();
+  int port = 0;
+
+  std::atomic<bool> draining{false}, run_done{false};
+  std::atomic<int> shutdown_calls{0};
+  std::thread shutdown_thread;
+  std::mutex flight_mutex;
+  std::condition_variable flight_cv;
+  std::set<std::shared_ptr<RequestHandle>> in_flight;
+
+  Impl(Engine& e, const text::Tokenizer& t, const PromptBuilder& p, ServedModel m, ServerOptions o)
+      : engine(e), tok(t), prompts(p), model(std::move(m)), opt(std::move(o)) {
+    if (auto ids = tok.encode("a", false); !ids.empty()) {
+      anchor = ids.back();
+      anchor_text = tok.decode(std::span<const int32_t>(&anchor, 1));
+    }
+    setup();
+  }
+  ~Impl() {
+    if (shutdown_thread.joinable()) shutdown_thread.join();
+  }
+
+  void setup();
+  void send_error(httplib::Response& res, const ApiError& e) const;
+  void check_auth(const httplib::Request& req) const;
+  httplib::Server::Handler guarded(bool auth, std::function<void(const httplib::Request&, httplib::Response&)> f);
+
+  void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep);
+  void respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res);
+  void respond_stream(const std::shared_ptr<Job>& job, httplib::Response& res);
+  ojson chunk(Job& job, const Piece* piece, const std::string* finish_reason, bool first);
+  ojson usage(const GenerationStream& g) const;
+  ojson chat_logprobs(const std::vector<TokenLogprob>& lps) const;
+  ojson completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const;
+  // A token's text as it reads after other text (decoders drop a leading
+  // space at the start of a sequence): decode(anchor, id) - decode(anchor).
+  std::string token_text(int32_t id) const {
+    if (anchor < 0) return tok.decode(std::span<const int32_t>(&id, 1));
+    const int32_t pair[2] = {anchor, id};
+    std::string both = tok.decode(pair);
+    return both.compare(0, anchor_text.size(), anchor_text) == 0 ? both.substr(anchor_text.size()) : both;
+  }
+  int32_t anchor = -1;
+  std::string anchor_text;
+
+  ojson model_object() const;
+  ojson stats() const;
+  std::string prometheus() const;
+  void trim_if_idle() const;
+
+  void begin_flight(const std::shared_ptr<RequestHandle>& h) {
+    std::lock_guard lock(flight_mutex);
+    in_flight.insert(h);
+    metrics.in_flight = int64_t(in_flight.size());
+  }
+  void end_flight(const std::shared_ptr<RequestHandle>& h) {
+    {
+      std::lock_guard lock(flight_mutex);
+      in_flight.erase(h);
+      metrics.in_flight = int64_t(in_flight.size());
+    }
+    flight_cv.notify_all();
+  }
+  void cancel_all() {
+    std::lock_guard lock(flight_mutex);
+    for (auto& h : in_flight) h->cancel();
+  }
+  void shutdown();
+};
+
+}  // namespace hearth::server
