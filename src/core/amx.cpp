@@ -18,11 +18,19 @@ namespace {
 constexpr long kArchReqXcompPerm = 0x1023;  // arch_prctl: ask for an XSAVE feature
 constexpr long kXfeatureXtiledata = 18;     // the tile data registers
 
-bool cpu_has_amx_bf16() {
+// CPUID leaf 7 EDX: AMX-BF16 is bit 22, AMX-TILE 24, AMX-INT8 25.
+bool cpu_has_amx(int bit) {
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  const bool tile = (d >> 24) & 1, bf16 = (d >> 22) & 1;
-  return tile && bf16;
+  return ((d >> 24) & 1) && ((d >> bit) & 1);
+}
+
+// Asks Linux for the tile state once for the process; false if refused or
+// switched off.
+bool tiles_granted() {
+  static const bool granted = !std::getenv("HEARTH_NO_AMX") &&
+                              syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  return granted;
 }
 
 // LDTILECFG's 64-byte operand (palette 1).
@@ -37,8 +45,12 @@ struct alignas(64) TileConfig {
 }  // namespace
 
 bool amx_bf16_available() {
-  static const bool available = cpu_has_amx_bf16() && !std::getenv("HEARTH_NO_AMX") &&
-                                syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  static const bool available = cpu_has_amx(22) && tiles_granted();
+  return available;
+}
+
+bool amx_int8_available() {
+  static const bool available = cpu_has_amx(25) && tiles_granted();
   return available;
 }
 
@@ -56,6 +68,9 @@ __attribute__((target("amx-tile"))) void amx_release() {
 }
 #else
 bool amx_bf16_available() {
+  return false;
+}
+bool amx_int8_available() {
   return false;
 }
 #endif

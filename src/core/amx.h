@@ -9,6 +9,8 @@ namespace hearth {
 // Whether this CPU has AMX with BF16 multiplies and the OS granted the tile
 // state. HEARTH_NO_AMX=1 says no, so the AVX-512 paths can be compared.
 bool amx_bf16_available();
+// The same for INT8 multiplies (signed activations x unsigned codes).
+bool amx_int8_available();
 
 #if defined(__x86_64__)
 // Configures all eight tiles as 16 rows x 64 bytes, the one shape the

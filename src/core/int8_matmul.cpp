@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/amx.h"
 #include "core/cpu_features.h"
 #include "core/packed.h"
 
@@ -266,12 +267,151 @@ void tile_any(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, 
   }
 }
 
+// ---- AMX: prefill on the tile unit ----
+//
+// A group's 8-bit codes in quad order (16 vectors per 64 columns) are exactly
+// an AMX "B" tile: 16 quad rows x 16 weight rows x 4 codes. 16 tokens' int8
+// activations over those columns are an "A" tile, so one TDPBSUD (signed
+// activations x unsigned codes) gives the group's Σ q·xq for a 16-token x
+// 16-row block; the vector unit then applies the group's scales, steps and
+// biases as the VNNI kernel does. 4-bit codes are first unpacked to bytes,
+// once per row tile, into a per-thread buffer. Tiles: 0 accumulates, 4-5
+// hold activations, 6-7 codes (two of each for 128-column groups).
+constexpr int kAmxTokens = 16;
+
+// Whether the tile unit takes this call: enough tokens to fill a tile, and
+// groups of whole 64-column tiles.
+bool use_amx(const Int8Packed& w, int64_t n_tokens) {
+  return n_tokens >= kAmxTokens && (w.group_size == 64 || w.group_size == 128) &&
+         amx_int8_available();
+}
+
+// A row tile's 4-bit codes as bytes, in quad order: GS * 16 bytes per group.
+__attribute__((target("avx512f,avx512bw"))) void unpack_codes(const Int8Packed& w, int64_t tile,
+                                                              uint8_t* out) {
+  const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const int64_t groups = w.cols / w.group_size;
+  for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes)
+    for (int j = 0; j < w.group_size / 8; ++j, out += 128) {
+      const __m512i v = _mm512_load_si512(blk + j * 64);
+      _mm512_store_si512(out, _mm512_and_si512(v, low4));
+      _mm512_store_si512(out + 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+    }
+}
+
+// C = Σ A·B over group g's columns: activations in tile A, codes in tile B.
+// (The tile intrinsics take literal tile numbers, hence a macro.)
+#define HEARTH_AMX_GROUP_DOT(C, A, B, g)                   \
+  do {                                                     \
+    const uint8_t* b_ = codes + (g) * code_stride;         \
+    _tile_zero(C);                                         \
+    _tile_loadd(A, x + (g) * GS, w.cols);                  \
+    _tile_loadd(B, b_, 64);                                \
+    _tile_dpbsud(C, A, B);                                 \
+    if constexpr (GS == 128) {                             \
+      _tile_loadd(A, x + (g) * GS + 64, w.cols);           \
+      _tile_loadd(B, b_ + 1024, 64);                       \
+      _tile_dpbsud(C, A, B);                               \
+    }                                                      \
+  } while (0)
+
+// Group g of a row tile (its scales and biases at meta) for the 16 tokens
+// from t0: acc[t] += dot[t] * scale * step + bias * sum.
+__attribute__((target("avx512f,avx512bw,amx-tile,amx-int8"), always_inline)) inline void
+amx_scale_group(DType scale_dtype, const uint8_t* meta, size_t esize, const int32_t (*dot)[kRows],
+                const QuantizedActivations& a, int64_t t0, int64_t g, int64_t groups,
+                __m512* acc) {
+  const __m512 scale = load16_f32(scale_dtype, meta);
+  const __m512 bias = load16_f32(scale_dtype, meta + kRows * esize);
+#pragma GCC unroll 16
+  for (int t = 0; t < kAmxTokens; ++t) {
+    const int64_t gi = (t0 + t) * groups + g;
+    const __m512 q = _mm512_cvtepi32_ps(_mm512_load_si512(dot[t]));
+    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(q, scale), _mm512_set1_ps(a.step[gi]), acc[t]);
+    acc[t] = _mm512_fmadd_ps(bias, _mm512_set1_ps(a.sum[gi]), acc[t]);
+  }
+}
+
+// One row tile x the 16 tokens from t0. codes: the tile's codes as bytes,
+// group g at codes + g * code_stride. Two accumulator tiles alternate, so
+// the tile unit works on group g+1 while the vector unit scales group g.
+template <int GS>
+__attribute__((target("avx512f,avx512bw,amx-tile,amx-int8"))) void amx_block(
+    const Int8Packed& w, int64_t tile, const uint8_t* codes, size_t code_stride,
+    const QuantizedActivations& a, int64_t t0, int64_t n_tokens, float* y) {
+  const int64_t groups = w.cols / GS;
+  const size_t esize = dtype_size(w.scale_dtype);
+  const uint8_t* meta = w.data.get() + tile * w.tile_bytes + size_t(GS) * kRows * w.bits / 8;
+  const int8_t* x = a.q.data() + t0 * w.cols;
+  __m512 acc[kAmxTokens];
+#pragma GCC unroll 16
+  for (int t = 0; t < kAmxTokens; ++t) acc[t] = _mm512_setzero_ps();
+  alignas(64) int32_t dot[2][kAmxTokens][kRows];
+  HEARTH_AMX_GROUP_DOT(0, 4, 6, 0);
+  for (int64_t g = 0; g < groups; g += 2) {
+    if (g + 1 < groups) HEARTH_AMX_GROUP_DOT(1, 5, 7, g + 1);
+    _tile_stored(0, dot[0], kRows * 4);
+    amx_scale_group(w.scale_dtype, meta + g * w.group_bytes, esize, dot[0], a, t0, g, groups, acc);
+    if (g + 1 < groups) {
+      if (g + 2 < groups) HEARTH_AMX_GROUP_DOT(0, 4, 6, g + 2);
+      _tile_stored(1, dot[1], kRows * 4);
+      amx_scale_group(w.scale_dtype, meta + (g + 1) * w.group_bytes, esize, dot[1], a, t0, g + 1,
+                      groups, acc);
+    }
+  }
+  const int64_t row0 = tile * kRows;
+  const __mmask16 valid =
+      w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);
+  for (int t = 0; t < kAmxTokens && t0 + t < n_tokens; ++t)
+    _mm512_mask_storeu_ps(y + (t0 + t) * w.rows + row0, valid, acc[t]);
+}
+#undef HEARTH_AMX_GROUP_DOT
+
+void amx_matmul(ThreadPool& pool, const Int8Packed& w, const QuantizedActivations& a,
+                int64_t n_tokens, float* y) {
+  const int64_t groups = w.cols / w.group_size;
+  // Each task takes row tiles and runs every token block past each, so the
+  // weights stream (and 4-bit codes are unpacked) once.
+  pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
+    thread_local AlignedBytes unpacked{nullptr, nullptr};
+    thread_local size_t unpacked_bytes = 0;
+    amx_configure();
+    for (int64_t tile = b; tile < e; ++tile) {
+      const uint8_t* codes = w.data.get() + tile * w.tile_bytes;
+      size_t stride = w.group_bytes;
+      if (w.bits == 4) {
+        if (const size_t need = size_t(groups) * w.group_size * kRows; need > unpacked_bytes)
+          unpacked = aligned_bytes(need), unpacked_bytes = need;
+        unpack_codes(w, tile, unpacked.get());
+        codes = unpacked.get();
+        stride = size_t(w.group_size) * kRows;
+      }
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += kAmxTokens) {
+        if (w.group_size == 64)
+          amx_block<64>(w, tile, codes, stride, a, t0, n_tokens, y);
+        else
+          amx_block<128>(w, tile, codes, stride, a, t0, n_tokens, y);
+      }
+    }
+    amx_release();
+  });
+}
+
 }  // namespace
 
 void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
   static QuantizedActivations a;  // engine-thread scratch, reused across calls
   quantize_activations(pool, w, x, n_tokens, a);
+  if (use_amx(w, n_tokens)) {
+    // The tile path reads whole 16-token blocks: zero tokens pad the last.
+    const int64_t padded = (n_tokens + kAmxTokens - 1) / kAmxTokens * kAmxTokens;
+    a.q.resize(size_t(padded * w.cols));
+    a.step.resize(size_t(padded * (w.cols / w.group_size)));
+    a.sum.resize(a.step.size());
+    return amx_matmul(pool, w, a, n_tokens, y);
+  }
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
     for (int64_t tile = b; tile < e; ++tile)
       for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {

@@ -29,8 +29,12 @@ std::vector<float> randn(size_t n, uint64_t seed, float scale = 1.0f) {
 // Whether this CPU should take the packed kernels; the HEARTH_NO_* switches
 // (set by the test registered as core_ops_portable_test) turn them off so
 // the portable paths run the same checks.
-bool expect_int8_kernel() { return cpu_features().avx512vnni && !std::getenv("HEARTH_NO_INT8"); }
-bool expect_bf16_kernel() { return cpu_features().avx512bf16 && !std::getenv("HEARTH_NO_BF16_DOT"); }
+bool expect_int8_kernel() {
+  return cpu_features().avx512vnni && !std::getenv("HEARTH_NO_INT8");
+}
+bool expect_bf16_kernel() {
+  return cpu_features().avx512bf16 && !std::getenv("HEARTH_NO_BF16_DOT");
+}
 
 float max_abs(const std::vector<float>& v) {
   float m = 0;
@@ -143,7 +147,9 @@ TEST(Ops, QuantizedMatmulMatchesReference) {
   for (int bits : {2, 3, 4, 6, 8})
     for (int group : {32, 64, 128})
       for (int64_t rows : {1, 7, 16, 33})
-        for (int64_t n : {1, 2, 5, 9}) {
+        // 16 tokens and more take the AMX path where the CPU has it (groups
+        // of 64 and 128); 37 tokens end in a partial 16-token block.
+        for (int64_t n : {1, 2, 5, 9, 16, 37}) {
           int64_t cols = group * 3;
           QuantMatrix w(bits, group, rows, cols, uint64_t(bits * 1000 + group + rows));
           w.m.packed = int8_pack(w.m, pool);
@@ -194,23 +200,25 @@ TEST(Ops, QuantizedMatmulMatchesReference) {
 TEST(Ops, QuantizedMatmulIsExactOnRepresentableActivations) {
   ThreadPool pool(2);
   for (int bits : {4, 8})
-    for (int group : {32, 64, 128}) {
-      const int64_t rows = 19, cols = group * 2, n = 3;
-      QuantMatrix w(bits, group, rows, cols, uint64_t(bits + group));
-      w.m.packed = int8_pack(w.m, pool);
-      if (expect_int8_kernel()) {
-        ASSERT_TRUE(w.m.packed) << "the int8 kernel should be used here";
+    for (int group : {32, 64, 128})
+      for (int64_t n : {3, 21}) {  // 21: the AMX path, where the CPU has it
+        const int64_t rows = 19, cols = group * 2;
+        QuantMatrix w(bits, group, rows, cols, uint64_t(bits + group));
+        w.m.packed = int8_pack(w.m, pool);
+        if (expect_int8_kernel()) {
+          ASSERT_TRUE(w.m.packed) << "the int8 kernel should be used here";
+        }
+        std::mt19937_64 rng(3);
+        std::vector<float> x(size_t(n * cols));
+        for (size_t i = 0; i < x.size(); ++i)
+          x[i] = i % group == 5 ? 1.27f : float(int(rng() % 255) - 127) * 0.01f;
+        std::vector<float> got(size_t(n * rows)), want(size_t(n * rows));
+        matmul(pool, w.m, x.data(), n, got.data());
+        reference::matmul(w.m, x.data(), n, want.data());
+        SCOPED_TRACE("bits " + std::to_string(bits) + " group " + std::to_string(group) +
+                     " tokens " + std::to_string(n));
+        expect_close(got, want, 2e-5f);
       }
-      std::mt19937_64 rng(3);
-      std::vector<float> x(size_t(n * cols));
-      for (size_t i = 0; i < x.size(); ++i)
-        x[i] = i % group == 5 ? 1.27f : float(int(rng() % 255) - 127) * 0.01f;
-      std::vector<float> got(size_t(n * rows)), want(size_t(n * rows));
-      matmul(pool, w.m, x.data(), n, got.data());
-      reference::matmul(w.m, x.data(), n, want.data());
-      SCOPED_TRACE("bits " + std::to_string(bits) + " group " + std::to_string(group));
-      expect_close(got, want, 2e-5f);
-    }
 }
 
 // Matrices packed as one stack give the concatenation of their outputs.
