@@ -80,17 +80,20 @@ void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float
   const size_t slot = size_t(pos % bt);
   uint8_t* kb = block_data(layer, block, false);
   uint8_t* vb = block_data(layer, block, true);
-  auto put = [&](uint8_t* base, size_t i, float x) {
-    if (shape_.dtype == DType::F32)
-      reinterpret_cast<float*>(base)[i] = x;
-    else
-      reinterpret_cast<uint16_t*>(base)[i] = f32_to_bf16(x);
-  };
-  for (int h = 0; h < shape_.kv_heads; ++h)
-    for (int d = 0; d < hd; ++d) {
-      put(kb, (size_t(h) * hd + d) * bt + slot, k[h * hd + d]);  // keys transposed
-      put(vb, (size_t(h) * bt + slot) * hd + d, v[h * hd + d]);
+  // Keys go in transposed ([head][dim][slot]); values row by row.
+  auto put = [&](auto* keys, auto* values, auto convert) {
+    for (int h = 0; h < shape_.kv_heads; ++h) {
+      const float *kh = k + h * hd, *vh = v + h * hd;
+      auto* key_col = keys + size_t(h) * hd * bt + slot;
+      auto* value_row = values + (size_t(h) * bt + slot) * hd;
+      for (int d = 0; d < hd; ++d) key_col[size_t(d) * bt] = convert(kh[d]);
+      for (int d = 0; d < hd; ++d) value_row[d] = convert(vh[d]);
     }
+  };
+  if (shape_.dtype == DType::F32)
+    put(reinterpret_cast<float*>(kb), reinterpret_cast<float*>(vb), [](float x) { return x; });
+  else
+    put(reinterpret_cast<uint16_t*>(kb), reinterpret_cast<uint16_t*>(vb), f32_to_bf16);
 }
 
 KvView KvCache::view(int layer, int seq) const {
