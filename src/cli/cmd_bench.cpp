@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "core/amx.h"
 #include "core/bandwidth.h"
 #include "core/cpu_features.h"
 #include "core/ops.h"
@@ -16,6 +17,14 @@
 namespace hearth::cli {
 
 namespace {
+
+// The CPU features the kernels use, and whether prefill runs on AMX tiles.
+std::string cpu_summary() {
+  std::string s = cpu_features().summary();
+  if (amx_bf16_available()) s += " amx-bf16";
+  if (amx_int8_available()) s += " amx-int8";
+  return s;
+}
 
 const char* kHelp = R"(usage: hearth bench [--model DIR] [options]
 
@@ -138,7 +147,7 @@ int cmd_bench(int argc, char** argv) {
       {"model", dir.string()},
       {"architecture", cfg.architecture},
       {"threads", pool.size()},
-      {"cpu", cpu_features().summary()},
+      {"cpu", cpu_summary()},
       {"simd_target", simd::target_name()},
       {"weight_bytes", model->weight_bytes()},
       {"memory_read_bandwidth_gbps", bandwidth / 1e9},
@@ -161,7 +170,7 @@ int cmd_bench(int argc, char** argv) {
   std::printf("model      %s (%s), %.1f MB of weights\n", dir.string().c_str(),
               cfg.architecture.c_str(), model->weight_bytes() / 1e6);
   std::printf("machine    %d threads, %s, SIMD target %s, memory read %.1f GB/s\n", pool.size(),
-              cpu_features().summary().c_str(), simd::target_name(), bandwidth / 1e9);
+              cpu_summary().c_str(), simd::target_name(), bandwidth / 1e9);
   for (const auto& p : prefill)
     std::printf("prefill    %5lld tokens  %9.1f tok/s\n", (long long)p["tokens"].get<int64_t>(),
                 p["tokens_per_second"].get<double>());
