@@ -6,6 +6,10 @@
 
 namespace hearth {
 
+// Tokens per tile: the rows of an activation or accumulator tile. Calls with
+// fewer tokens than this stay on the AVX-512 kernels.
+constexpr int kAmxTokens = 16;
+
 // Whether this CPU has AMX with BF16 multiplies and the OS granted the tile
 // state. HEARTH_NO_AMX=1 says no, so the AVX-512 paths can be compared.
 bool amx_bf16_available();

@@ -132,7 +132,6 @@ void tile_any(const Bf16Packed& w, int64_t tile, const uint16_t* xb, int64_t x_s
 // TDPBF16PS adds a 16-token x 16-row block of products over 32 columns. Tiles
 // 0-3 accumulate up to 2 row tiles x 2 token blocks, 4-5 hold activations,
 // 6-7 weights: each loaded tile serves two multiplies.
-constexpr int kAmxTokens = 16;  // tokens per tile (A and C rows)
 constexpr int kAmxPairs = 16;   // column pairs per tile (A columns, B rows)
 
 // Where an accumulator tile (16 tokens x 16 rows) at token t0, row row0 of

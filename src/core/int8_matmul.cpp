@@ -277,7 +277,6 @@ void tile_any(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, 
 // biases as the VNNI kernel does. 4-bit codes are first unpacked to bytes,
 // once per row tile, into a per-thread buffer. Tiles: 0 accumulates, 4-5
 // hold activations, 6-7 codes (two of each for 128-column groups).
-constexpr int kAmxTokens = 16;
 
 // Whether the tile unit takes this call: enough tokens to fill a tile, and
 // groups of whole 64-column tiles.
