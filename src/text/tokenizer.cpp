@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "text/byte_trie.h"
 #include "text/tokenizer_components.h"
 #include "text/unicode.h"
 
@@ -19,55 +20,6 @@ namespace u = hearth::text::unicode;
 using detail::json;
 
 namespace {
-
-// Longest-match dictionary splitter for added tokens (a byte trie).
-class Splitter {
- public:
-  void add(const std::string& s) {
-    if (s.empty()) return;
-    int32_t node = 0;
-    for (unsigned char c : s) {
-      auto& kids = nodes_[static_cast<size_t>(node)].kids;
-      auto it = std::lower_bound(kids.begin(), kids.end(), c, [](const auto& a, unsigned char b) { return a.first < b; });
-      if (it != kids.end() && it->first == c) {
-        node = it->second;
-      } else {
-        const auto child = static_cast<int32_t>(nodes_.size());
-        kids.insert(it, {c, child});
-        nodes_.emplace_back();
-        node = child;
-      }
-    }
-    nodes_[static_cast<size_t>(node)].end = true;
-    first_[static_cast<unsigned char>(s[0])] = true;
-    empty_ = false;
-  }
-  bool empty() const { return empty_; }
-  // Length of the longest entry starting at text[i], or 0.
-  size_t longest(std::string_view text, size_t i) const {
-    if (!first_[static_cast<unsigned char>(text[i])]) return 0;
-    int32_t node = 0;
-    size_t best = 0;
-    for (size_t j = i; j < text.size(); ++j) {
-      const auto& kids = nodes_[static_cast<size_t>(node)].kids;
-      const auto c = static_cast<unsigned char>(text[j]);
-      auto it = std::lower_bound(kids.begin(), kids.end(), c, [](const auto& a, unsigned char b) { return a.first < b; });
-      if (it == kids.end() || it->first != c) break;
-      node = it->second;
-      if (nodes_[static_cast<size_t>(node)].end) best = j + 1 - i;
-    }
-    return best;
-  }
-
- private:
-  struct Node {
-    std::vector<std::pair<unsigned char, int32_t>> kids;
-    bool end = false;
-  };
-  std::vector<Node> nodes_{1};
-  std::array<bool, 256> first_{};
-  bool empty_ = true;
-};
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -109,7 +61,7 @@ struct Tokenizer::Impl {
   std::vector<Added> added;
   std::unordered_map<std::string, size_t, detail::StringHash, std::equal_to<>> added_index;  // content → added[]
   std::shared_ptr<detail::Vocab> added_contents = std::make_shared<detail::Vocab>();
-  Splitter unnormalized, normalized;
+  ByteTrie unnormalized, normalized;  // added tokens, for longest-match splitting
 
   std::vector<std::string> id_to_token;  // model vocabulary overlaid with added tokens
   std::vector<char> special;             // by id
@@ -133,9 +85,9 @@ struct Tokenizer::Impl {
     if (a.normalized && normalizer) {
       const std::string n = normalizer->normalize(a.content);
       added_index.emplace(n, idx);
-      normalized.add(n);
+      normalized.insert(n, a.id);
     } else {
-      unnormalized.add(a.content);
+      unnormalized.insert(a.content, a.id);
     }
     if (static_cast<size_t>(a.id) >= id_to_token.size()) id_to_token.resize(static_cast<size_t>(a.id) + 1);
     id_to_token[static_cast<size_t>(a.id)] = a.content;
@@ -157,12 +109,12 @@ struct Tokenizer::Impl {
 
   // Splits `text` around added tokens (longest match first), then applies
   // lstrip/rstrip to the neighbouring text as the reference does.
-  void split_added(std::string_view text, const Splitter& sp, std::vector<Section>& out) const {
+  void split_added(std::string_view text, const ByteTrie& sp, std::vector<Section>& out) const {
     const size_t first = out.size();
     size_t start = 0, i = 0;
     if (!sp.empty()) {
       while (i < text.size()) {
-        size_t len = sp.longest(text, i);
+        size_t len = sp.longest_prefix(text, i);
         const Added* info = nullptr;
         if (len) {
           info = &added[added_index.find(text.substr(i, len))->second];

@@ -8,6 +8,7 @@
 #include <queue>
 #include <stdexcept>
 
+#include "text/byte_trie.h"
 #include "text/tokenizer_components.h"
 #include "text/unicode.h"
 
@@ -484,27 +485,7 @@ class Unigram final : public Model {
     for (double s : scores_) min_score = std::min(min_score, s);
     unk_score_ = (scores_.empty() ? 0.0 : min_score) - 10.0;
     if (unk_id) scores_[static_cast<size_t>(*unk_id)] = unk_score_;
-    // Byte trie over all pieces.
-    nodes_.emplace_back();
-    for (size_t id = 0; id < id_to_token.size(); ++id) {
-      const std::string& p = id_to_token[id];
-      if (p.empty()) continue;
-      int32_t node = 0;
-      for (unsigned char c : p) {
-        auto& kids = nodes_[static_cast<size_t>(node)].kids;
-        auto it = std::lower_bound(kids.begin(), kids.end(), c,
-                                   [](const std::pair<unsigned char, int32_t>& a, unsigned char b) { return a.first < b; });
-        if (it != kids.end() && it->first == c) {
-          node = it->second;
-        } else {
-          const auto child = static_cast<int32_t>(nodes_.size());
-          kids.insert(it, {c, child});
-          nodes_.emplace_back();
-          node = child;
-        }
-      }
-      nodes_[static_cast<size_t>(node)].id = vocab.find(p);
-    }
+    for (const std::string& p : id_to_token) trie_.insert(p, vocab.find(p));
     for (int b = 0; b < 256; ++b) {
       char name[8];
       std::snprintf(name, sizeof name, "<0x%02X>", b);
@@ -519,18 +500,6 @@ class Unigram final : public Model {
   }
 
  private:
-  struct Node {
-    std::vector<std::pair<unsigned char, int32_t>> kids;
-    int32_t id = -1;
-  };
-
-  int32_t child(int32_t node, unsigned char c) const {
-    const auto& kids = nodes_[static_cast<size_t>(node)].kids;
-    auto it = std::lower_bound(kids.begin(), kids.end(), c,
-                               [](const std::pair<unsigned char, int32_t>& a, unsigned char b) { return a.first < b; });
-    return it != kids.end() && it->first == c ? it->second : -1;
-  }
-
   void encode_word(const std::string& w, std::vector<int32_t>& ids) const {
     if (w.empty()) return;
     // Character boundaries.
@@ -557,9 +526,9 @@ class Unigram final : public Model {
       bool single = false;
       int32_t node = 0;
       for (size_t b = pos[k]; b < w.size(); ++b) {
-        node = child(node, static_cast<unsigned char>(w[b]));
+        node = trie_.child(node, static_cast<unsigned char>(w[b]));
         if (node < 0) break;
-        const int32_t id = nodes_[static_cast<size_t>(node)].id;
+        const int32_t id = trie_.id(node);
         if (id >= 0 && (b + 1 == w.size() || (static_cast<unsigned char>(w[b + 1]) & 0xC0) != 0x80)) {
           const size_t end = char_at[b + 1];
           ending[end].emplace_back(k, id, scores_[static_cast<size_t>(id)]);
@@ -608,7 +577,7 @@ class Unigram final : public Model {
   std::vector<double> scores_;
   double unk_score_ = 0;
   bool byte_fallback_ = false;
-  std::vector<Node> nodes_;
+  ByteTrie trie_;  // every piece, with its id
   std::array<int32_t, 256> byte_ids_{};
 };
 
