@@ -37,6 +37,8 @@ beats the built-in defaults. See docs/server-config.md.
   --frequency-penalty F --frequency-context-size N
   --threads N                  kernel threads (default: physical cores)
   --ctx-size N                 context length (default: the model's max_position_embeddings)
+  --kv-type T                  KV cache entries: f32 (default) or bf16 (half the memory and
+                               half the attention traffic; logits move by BF16 rounding)
   --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
   --max-batch N                sequences generated together (default: 8)
   --max-body BYTES             largest request body (default: 8388608)
@@ -88,7 +90,7 @@ int cmd_serve(int argc, char** argv) {
   }
   std::vector<std::string> known = {"model",     "host",      "port",     "api-key",      "max-tokens",
                                     "threads",   "ctx-size",  "max-queue", "max-batch",   "max-body",
-                                    "http-threads", "shutdown-timeout"};
+                                    "http-threads", "shutdown-timeout", "kv-type"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
@@ -142,6 +144,7 @@ int cmd_serve(int argc, char** argv) {
   EngineOptions eopt;
   eopt.threads = thread_count(args);
   eopt.ctx_size = args.integer("ctx-size", 0);
+  eopt.kv_type = kv_type(args);
   eopt.max_queue = sopt.max_queue;
   eopt.max_batch = sopt.max_batch;
   if (eopt.ctx_size < 0) throw std::runtime_error("--ctx-size must be >= 1");

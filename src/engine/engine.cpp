@@ -71,7 +71,7 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
                     ? std::min<int64_t>(options.ctx_size, model_->config().max_position_embeddings)
                     : model_->config().max_position_embeddings),
       pool_(options.threads > 0 ? options.threads : ThreadPool::default_threads()) {
-  KvCacheShape shape = model_->kv_shape();
+  KvCacheShape shape = model_->kv_shape(options.kv_type);
   int64_t per_seq = (ctx_size_ + shape.block_tokens - 1) / shape.block_tokens;
   int64_t blocks = std::min<int64_t>(per_seq * std::max(1, options_.max_batch),
                                      KvCache::blocks_for_bytes(shape, kDefaultKvBudget));

@@ -76,6 +76,7 @@ struct QueueFull : std::runtime_error {
 struct EngineOptions {
   int threads = 0;              // 0: physical cores
   int64_t ctx_size = 0;         // 0: the model's max_position_embeddings
+  DType kv_type = DType::F32;   // KV cache entries: F32 or BF16
   int max_queue = 64;           // waiting requests beyond the running ones
   int max_batch = 8;            // sequences decoded together
   int64_t prefill_chunk = 512;  // prompt tokens per sequence per step

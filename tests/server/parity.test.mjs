@@ -2,7 +2,7 @@
 // `hearth generate` with the same settings, in-process and token for token.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HEARTH, run, startServer } from './lib.mjs';
+import { HEARTH, run, startServer, stats } from './lib.mjs';
 
 const CASES = [
   ['Once upon a time', 64],
@@ -41,6 +41,24 @@ test('greedy chat equals `hearth generate --chat --temperature 0`', async () => 
         messages: [{ role: 'system', content: 'Be kind.' }, { role: 'user', content: prompt }],
       });
       assert.equal(r.choices[0].message.content, stdout.replace(/\n$/, ''), `chat ${JSON.stringify(prompt)}`);
+    }
+  } finally {
+    assert.equal((await srv.stop()).code, 0);
+  }
+});
+
+test('--kv-type bf16: greedy completions equal `hearth generate --kv-type bf16`; the KV pool is half the bytes', async () => {
+  const f32 = await startServer();
+  const f32Bytes = (await stats(f32)).memory.kv_bytes;
+  assert.equal((await f32.stop()).code, 0);
+  const srv = await startServer(['--kv-type', 'bf16']);
+  try {
+    assert.equal((await stats(srv)).memory.kv_bytes * 2, f32Bytes);
+    const client = srv.client();
+    for (const [prompt, n] of CASES.slice(0, 2)) {
+      const { stdout } = await run(HEARTH, ['generate', '--prompt', prompt, '--max-tokens', String(n), '--temperature', '0', '--kv-type', 'bf16']);
+      const r = await client.completions.create({ model: 'stories260k', prompt, max_tokens: n, temperature: 0 });
+      assert.equal(r.choices[0].text, stdout.replace(/\n$/, ''), `prompt ${JSON.stringify(prompt)}, ${n} tokens`);
     }
   } finally {
     assert.equal((await srv.stop()).code, 0);
