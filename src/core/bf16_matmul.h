@@ -29,6 +29,10 @@ struct Bf16Packed {
 bool bf16_supported(const Matrix& w);
 std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool);
 std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts, ThreadPool& pool);
+// out[i] = f32_to_bf16(x[i]) (nearest even, NaNs kept quiet): how the
+// activations are rounded, vectorized.
+void to_bf16(const float* x, int64_t n, uint16_t* out);
+
 void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens, float* y);
 
 }  // namespace hearth

@@ -2,6 +2,7 @@
 // sizes, for every weight format.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -115,6 +116,19 @@ TEST(Ops, DenseMatmulMatchesReference) {
                        std::to_string(cols));
           expect_close(got, want, 1e-5f);
         }
+}
+
+// The vectorized activation rounding equals f32_to_bf16 bit for bit: ties
+// to even, NaNs kept quiet, infinities, denormals, and an odd-length tail.
+TEST(Ops, ActivationRoundingToBf16MatchesScalar) {
+  std::vector<float> x = randn(1000, 17, 1e3f);
+  const uint32_t specials[] = {0x7f800000u, 0xff800000u, 0x7fc00001u, 0xff812345u, 0x00000001u,
+                               0x807fffffu, 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu};
+  for (size_t i = 0; i < std::size(specials); ++i) x[i * 37] = std::bit_cast<float>(specials[i]);
+  x.resize(999);
+  std::vector<uint16_t> got(x.size());
+  to_bf16(x.data(), int64_t(x.size()), got.data());
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], f32_to_bf16(x[i])) << "at " << i;
 }
 
 // The BF16 dot-product kernel rounds activations to BF16: it must equal the
