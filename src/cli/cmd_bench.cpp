@@ -33,6 +33,8 @@ const char* kHelp = R"(usage: hearth bench [--model DIR] [options]
   --kv-type T        KV cache entries: f32 (default) or bf16
   --prefill LIST     prompt lengths to time (default: 64,512)
   --decode N         tokens to decode (default: 128)
+  --context N        decode after a prompt of N tokens (default: 1); the KV cache read
+                     per token then counts in the streamed bytes
   --repeats N        timed runs per measurement; the best is reported (default: 3)
   --json             print one JSON object instead of the table
 )";
@@ -49,10 +51,13 @@ int cmd_bench(int argc, char** argv) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  args.allow_only({"model", "threads", "prefill", "decode", "repeats", "json", "kv-type"});
+  args.allow_only(
+      {"model", "threads", "prefill", "decode", "context", "repeats", "json", "kv-type"});
   const bool json_out = args.has("json");
   const int repeats = int(args.integer("repeats", 3));
   const int64_t decode_tokens = args.integer("decode", 128);
+  const int64_t context = args.integer("context", 1);
+  if (context < 1) throw std::runtime_error("--context must be at least 1");
   std::vector<int64_t> prefill_lengths;
   {
     std::string list = args.str("prefill", "64,512");
@@ -73,10 +78,11 @@ int cmd_bench(int argc, char** argv) {
   progress("measuring memory read bandwidth");
   const double bandwidth = measure_read_bandwidth(pool);
 
-  int64_t max_prompt = 1;
+  int64_t max_prompt = context;
   for (int64_t n : prefill_lengths) max_prompt = std::max(max_prompt, n);
-  const int64_t ctx =
-      std::min<int64_t>(cfg.max_position_embeddings, std::max(max_prompt, decode_tokens + 1));
+  const int64_t ctx = std::min<int64_t>(cfg.max_position_embeddings,
+                                        std::max(max_prompt, context + decode_tokens));
+  if (context >= ctx) throw std::runtime_error("--context leaves no room to decode");
   auto kv = make_kv_cache(args, *model, ctx);
   std::mt19937 rng(1234);
   std::vector<int32_t> tokens(static_cast<size_t>(max_prompt));
@@ -134,13 +140,19 @@ int cmd_bench(int argc, char** argv) {
   for (int r = 0; r < repeats; ++r) {
     GenerateStats stats;
     generator.run(
-        std::span(tokens.data(), 1), opt, [](int32_t, std::span<const float>) { return true; },
+        std::span(tokens.data(), size_t(context)), opt,
+        [](int32_t, std::span<const float>) { return true; },
         &stats);
     // The first token comes from the prefill; decode steps are the rest.
     double tps = double(stats.generated_tokens - 1) / stats.decode_seconds;
     if (tps > best_decode) best_decode = tps, generated = stats.generated_tokens;
   }
-  const double bytes_per_token = double(model->bytes_per_decode_token());
+  // Weights, plus the KV entries attention reads at the run's mean length.
+  const KvCacheShape kv_shape = model->kv_shape(kv_type(args));
+  const double kv_bytes_per_position =
+      2.0 * kv_shape.layers * kv_shape.kv_heads * kv_shape.head_dim * dtype_size(kv_shape.dtype);
+  const double bytes_per_token = double(model->bytes_per_decode_token()) +
+                                 kv_bytes_per_position * (double(context) + double(generated) / 2);
   const double decode_bandwidth = bytes_per_token * best_decode;
 
   nlohmann::json out = {
@@ -158,6 +170,7 @@ int cmd_bench(int argc, char** argv) {
         {"fraction_of_bandwidth", gemv_bandwidth / bandwidth}}},
       {"decode",
        {{"tokens", generated},
+        {"context", context},
         {"tokens_per_second", best_decode},
         {"bytes_per_token", bytes_per_token},
         {"gbps", decode_bandwidth / 1e9},
@@ -178,9 +191,10 @@ int cmd_bench(int argc, char** argv) {
               head.bytes() / 1e6, gemv_bandwidth / 1e9, 100 * gemv_bandwidth / bandwidth);
   std::printf(
       "decode     %5lld tokens  %9.1f tok/s  %.1f MB/token  %.1f GB/s = %.0f%% of memory "
-      "bandwidth\n",
+      "bandwidth%s\n",
       (long long)generated, best_decode, bytes_per_token / 1e6, decode_bandwidth / 1e9,
-      100 * decode_bandwidth / bandwidth);
+      100 * decode_bandwidth / bandwidth,
+      context > 1 ? (" (after " + std::to_string(context) + " tokens)").c_str() : "");
   return 0;
 }
 

@@ -57,6 +57,13 @@ check "bench --json prints the measurements" \
            if(!(b.decode.tokens_per_second>0 && b.prefill[0].tokens_per_second>0 && b.memory_read_bandwidth_gbps>0)) process.exit(1)' \
   "$tmp/bench.json"
 
+"$hearth" bench --prefill 8 --decode 8 --repeats 1 --json >"$tmp/b1.json" 2>/dev/null
+"$hearth" bench --prefill 8 --decode 8 --context 200 --repeats 1 --json >"$tmp/b200.json" 2>/dev/null
+check "bench --context: decodes after the prompt and counts its KV reads in the bytes" \
+  node -e 'const fs=require("fs"); const [a,b]=process.argv.slice(1).map(f=>JSON.parse(fs.readFileSync(f)));
+           if(!(b.decode.context===200 && a.decode.context===1 && b.decode.bytes_per_token>a.decode.bytes_per_token)) process.exit(1)' \
+  "$tmp/b1.json" "$tmp/b200.json"
+
 "$hearth" nonsense >/dev/null 2>&1; rc=$?
 check "an unknown command is refused" clean_error $rc
 
