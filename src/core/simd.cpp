@@ -9,6 +9,7 @@
 #define HWY_TARGET_INCLUDE "core/simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format off
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
 // clang-format on
@@ -214,12 +215,18 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
   // are allocated); only [lo, hi) is used.
   for (int64_t b = lo / bt; b < n_blocks; ++b) {
     const T* kb = static_cast<const T*>(k_blocks[b]) + int64_t(kv_head) * hd * bt;
+    // Blocks lie anywhere in the pool, beyond the hardware prefetcher's
+    // reach: fetch the next one's keys while this one is read.
+    const T* kb_next =
+        b + 1 < n_blocks ? static_cast<const T*>(k_blocks[b + 1]) + int64_t(kv_head) * hd * bt : kb;
     int64_t j0 = 0;
     // Two key vectors per pass: each broadcast query element serves both.
     for (; j0 + 2 * N <= bt; j0 += 2 * N) {
       hn::Vec<DF> a0[R], a1[R];
       for (int r = 0; r < R; ++r) a0[r] = a1[r] = hn::Zero(d);
       for (int k = 0; k < hd; ++k) {
+        hwy::Prefetch(kb_next + k * bt + j0);
+        hwy::Prefetch(kb_next + k * bt + j0 + N);
         const auto k0v = LoadF32(d, kb + k * bt + j0), k1v = LoadF32(d, kb + k * bt + j0 + N);
         for (int r = 0; r < R; ++r) {
           const auto qv = hn::Set(d, q[r][k]);
@@ -265,6 +272,7 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
     return static_cast<const T*>(v_blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
   };
   constexpr int C = R <= 4 ? 4 : 2;
+  constexpr int64_t kValuesAhead = 8;  // rows: crosses into the next block early
   int64_t k0 = 0;
   for (; k0 + C * N <= hd; k0 += C * N) {
     hn::Vec<DF> acc[R][C];
@@ -272,6 +280,8 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
       for (int c = 0; c < C; ++c) acc[r][c] = hn::Zero(d);
     for (int64_t j = lo; j < hi; ++j) {
       const T* v = value(j) + k0;
+      if (j + kValuesAhead < hi)
+        for (int c = 0; c < C; ++c) hwy::Prefetch(value(j + kValuesAhead) + k0 + c * N);
       hn::Vec<DF> vv[C];
       for (int c = 0; c < C; ++c) vv[c] = LoadF32(d, v + c * N);
       for (int r = 0; r < R; ++r) {
