@@ -193,6 +193,45 @@ void Scale(float* x, float s, int64_t n) {
 // load; up to kMaxRows at once.
 constexpr int kMaxRows = 8;
 
+// Row j of the values of one kv head, through the block table.
+template <typename T>
+struct ValueRows {
+  const void* const* blocks;
+  int bt, hd, kv_head;
+  const T* operator()(int64_t j) const {
+    return static_cast<const T*>(blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
+  }
+};
+
+// Passes of C vectors from column k0 while they fit in hd:
+// rows[r].out[cols] = sum_j scores[r][j] * V[j][cols]. Returns the next k0.
+template <typename T, int R, int C>
+int64_t ValuePasses(const ValueRows<T>& values, const float* scores, int64_t stride, int64_t lo,
+                    int64_t hi, const AttentionRow* rows, int64_t k0) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  constexpr int64_t kAhead = 8;  // rows prefetched ahead: crosses into the next block early
+  for (; k0 + C * N <= values.hd; k0 += C * N) {
+    hn::Vec<DF> acc[R][C];
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) acc[r][c] = hn::Zero(d);
+    for (int64_t j = lo; j < hi; ++j) {
+      const T* v = values(j) + k0;
+      if (j + kAhead < hi)
+        for (int c = 0; c < C; ++c) hwy::Prefetch(values(j + kAhead) + k0 + c * N);
+      hn::Vec<DF> vv[C];
+      for (int c = 0; c < C; ++c) vv[c] = LoadF32(d, v + c * N);
+      for (int r = 0; r < R; ++r) {
+        const auto p = hn::Set(d, scores[r * stride + j]);
+        for (int c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(p, vv[c], acc[r][c]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) hn::StoreU(acc[r][c], d, rows[r].out + k0 + c * N);
+  }
+  return k0;
+}
+
 // R rows at once (a compile-time count, so the accumulators stay in
 // registers). Scores are computed over the union of the rows' ranges; each
 // row's softmax covers its own range, and its probabilities outside it are
@@ -266,46 +305,19 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
     std::fill(sr + lo, sr + first, 0.0f);
     std::fill(sr + rows[r].n_ctx, sr + hi, 0.0f);
   }
-  // out = sum_j p_j V_j: C vectors of every row's output in registers per
-  // pass, so each broadcast weight p serves C vectors.
-  auto value = [&](int64_t j) {
-    return static_cast<const T*>(v_blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
-  };
-  constexpr int C = R <= 4 ? 4 : 2;
-  constexpr int64_t kValuesAhead = 8;  // rows: crosses into the next block early
+  // out = sum_j p_j V_j, in passes over j of C vectors of every row's
+  // output (in registers): each broadcast weight p serves C vectors, and
+  // with few rows one pass covers whole value rows, read in order.
+  const ValueRows<T> values{v_blocks, bt, hd, kv_head};
   int64_t k0 = 0;
-  for (; k0 + C * N <= hd; k0 += C * N) {
-    hn::Vec<DF> acc[R][C];
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) acc[r][c] = hn::Zero(d);
-    for (int64_t j = lo; j < hi; ++j) {
-      const T* v = value(j) + k0;
-      if (j + kValuesAhead < hi)
-        for (int c = 0; c < C; ++c) hwy::Prefetch(value(j + kValuesAhead) + k0 + c * N);
-      hn::Vec<DF> vv[C];
-      for (int c = 0; c < C; ++c) vv[c] = LoadF32(d, v + c * N);
-      for (int r = 0; r < R; ++r) {
-        const auto p = hn::Set(d, scores[r * stride + j]);
-        for (int c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(p, vv[c], acc[r][c]);
-      }
-    }
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) hn::StoreU(acc[r][c], d, rows[r].out + k0 + c * N);
-  }
-  for (; k0 + N <= hd; k0 += N) {
-    hn::Vec<DF> acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d);
-    for (int64_t j = lo; j < hi; ++j) {
-      const auto v = LoadF32(d, value(j) + k0);
-      for (int r = 0; r < R; ++r)
-        acc[r] = hn::MulAdd(hn::Set(d, scores[r * stride + j]), v, acc[r]);
-    }
-    for (int r = 0; r < R; ++r) hn::StoreU(acc[r], d, rows[r].out + k0);
-  }
+  if constexpr (R <= 2) k0 = ValuePasses<T, R, 8>(values, scores, stride, lo, hi, rows, k0);
+  if constexpr (R <= 4) k0 = ValuePasses<T, R, 4>(values, scores, stride, lo, hi, rows, k0);
+  k0 = ValuePasses<T, R, 2>(values, scores, stride, lo, hi, rows, k0);
+  k0 = ValuePasses<T, R, 1>(values, scores, stride, lo, hi, rows, k0);
   for (; k0 < hd; ++k0)
     for (int r = 0; r < R; ++r) {
       float a = 0;
-      for (int64_t j = lo; j < hi; ++j) a += scores[r * stride + j] * ScalarF32(value(j), k0);
+      for (int64_t j = lo; j < hi; ++j) a += scores[r * stride + j] * ScalarF32(values(j), k0);
       rows[r].out[k0] = a;
     }
 }

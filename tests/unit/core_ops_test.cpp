@@ -328,7 +328,7 @@ TEST(Ops, RopeMatchesReference) {
 TEST(Ops, AttentionOverBlocksMatchesReference) {
   for (DType t : {DType::F32, DType::BF16})
     for (int64_t n_ctx : {1, 7, 33, 70})
-      for (auto [bt, hd] : {std::pair{16, 8}, std::pair{32, 64}, std::pair{8, 6}}) {
+      for (auto [bt, hd] : {std::pair{16, 8}, std::pair{32, 64}, std::pair{8, 6}, std::pair{32, 128}}) {
         const int kv_heads = 2;
         int64_t n_blocks = (n_ctx + bt - 1) / bt;
         std::vector<std::vector<uint8_t>> kb, vb;
