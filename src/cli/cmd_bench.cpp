@@ -80,8 +80,8 @@ int cmd_bench(int argc, char** argv) {
 
   int64_t max_prompt = context;
   for (int64_t n : prefill_lengths) max_prompt = std::max(max_prompt, n);
-  const int64_t ctx = std::min<int64_t>(cfg.max_position_embeddings,
-                                        std::max(max_prompt, context + decode_tokens));
+  const int64_t ctx =
+      std::min<int64_t>(cfg.max_position_embeddings, std::max(max_prompt, context + decode_tokens));
   if (context >= ctx) throw std::runtime_error("--context leaves no room to decode");
   auto kv = make_kv_cache(args, *model, ctx);
   std::mt19937 rng(1234);
@@ -141,8 +141,7 @@ int cmd_bench(int argc, char** argv) {
     GenerateStats stats;
     generator.run(
         std::span(tokens.data(), size_t(context)), opt,
-        [](int32_t, std::span<const float>) { return true; },
-        &stats);
+        [](int32_t, std::span<const float>) { return true; }, &stats);
     // The first token comes from the prefill; decode steps are the rest.
     double tps = double(stats.generated_tokens - 1) / stats.decode_seconds;
     if (tps > best_decode) best_decode = tps, generated = stats.generated_tokens;

@@ -163,7 +163,7 @@ void tile_any(const Bf16Packed& w, int64_t tile, const uint16_t* xb, int64_t x_s
 // TDPBF16PS adds a 16-token x 16-row block of products over 32 columns. Tiles
 // 0-3 accumulate up to 2 row tiles x 2 token blocks, 4-5 hold activations,
 // 6-7 weights: each loaded tile serves two multiplies.
-constexpr int kAmxPairs = 16;   // column pairs per tile (A columns, B rows)
+constexpr int kAmxPairs = 16;  // column pairs per tile (A columns, B rows)
 
 // Where an accumulator tile (16 tokens x 16 rows) at token t0, row row0 of
 // y is stored: straight into y when the whole block exists, else into a
@@ -181,7 +181,8 @@ class OutBlock {
   int64_t stride_bytes() const { return (direct() ? y_stride_ : kRows) * 4; }
   void finish() {
     if (!direct())
-      for (int64_t t = 0; t < n_t_; ++t) std::memcpy(dst_ + t * y_stride_, block_ + t * kRows, n_r_ * 4);
+      for (int64_t t = 0; t < n_t_; ++t)
+        std::memcpy(dst_ + t * y_stride_, block_ + t * kRows, n_r_ * 4);
   }
 
  private:
@@ -190,11 +191,11 @@ class OutBlock {
   alignas(64) float block_[kAmxTokens * kRows];
 };
 
-#define HEARTH_AMX_STORE(T, t0, row0)                        \
-  do {                                                       \
-    OutBlock out(w, n_tokens, t0, row0, y);                  \
-    _tile_stored(T, out.data(), out.stride_bytes());         \
-    out.finish();                                            \
+#define HEARTH_AMX_STORE(T, t0, row0)                \
+  do {                                               \
+    OutBlock out(w, n_tokens, t0, row0, y);          \
+    _tile_stored(T, out.data(), out.stride_bytes()); \
+    out.finish();                                    \
   } while (0)
 
 // RT row tiles (from `tile`) x TB token blocks (from t0) over all columns.
@@ -254,10 +255,14 @@ void amx_matmul(ThreadPool& pool, const Bf16Packed& w, const uint16_t* xb, int64
         for (int64_t blk = sb; blk < std::min(blocks, sb + super); blk += 2) {
           const int64_t t0 = blk * kAmxTokens;
           const bool two_blocks = blk + 1 < blocks;
-          if (two_tiles && two_blocks) amx_block<2, 2>(w, tile, xb, stride, t0, n_tokens, y);
-          else if (two_tiles) amx_block<2, 1>(w, tile, xb, stride, t0, n_tokens, y);
-          else if (two_blocks) amx_block<1, 2>(w, tile, xb, stride, t0, n_tokens, y);
-          else amx_block<1, 1>(w, tile, xb, stride, t0, n_tokens, y);
+          if (two_tiles && two_blocks)
+            amx_block<2, 2>(w, tile, xb, stride, t0, n_tokens, y);
+          else if (two_tiles)
+            amx_block<2, 1>(w, tile, xb, stride, t0, n_tokens, y);
+          else if (two_blocks)
+            amx_block<1, 2>(w, tile, xb, stride, t0, n_tokens, y);
+          else
+            amx_block<1, 1>(w, tile, xb, stride, t0, n_tokens, y);
         }
       }
     amx_release();

@@ -301,26 +301,25 @@ __attribute__((target("avx512f,avx512bw"))) void unpack_codes(const Int8Packed& 
 
 // C = Σ A·B over group g's columns: activations in tile A, codes in tile B.
 // (The tile intrinsics take literal tile numbers, hence a macro.)
-#define HEARTH_AMX_GROUP_DOT(C, A, B, g)                   \
-  do {                                                     \
-    const uint8_t* b_ = codes + (g) * code_stride;         \
-    _tile_zero(C);                                         \
-    _tile_loadd(A, x + (g) * GS, w.cols);                  \
-    _tile_loadd(B, b_, 64);                                \
-    _tile_dpbsud(C, A, B);                                 \
-    if constexpr (GS == 128) {                             \
-      _tile_loadd(A, x + (g) * GS + 64, w.cols);           \
-      _tile_loadd(B, b_ + 1024, 64);                       \
-      _tile_dpbsud(C, A, B);                               \
-    }                                                      \
+#define HEARTH_AMX_GROUP_DOT(C, A, B, g)         \
+  do {                                           \
+    const uint8_t* b_ = codes + (g)*code_stride; \
+    _tile_zero(C);                               \
+    _tile_loadd(A, x + (g)*GS, w.cols);          \
+    _tile_loadd(B, b_, 64);                      \
+    _tile_dpbsud(C, A, B);                       \
+    if constexpr (GS == 128) {                   \
+      _tile_loadd(A, x + (g)*GS + 64, w.cols);   \
+      _tile_loadd(B, b_ + 1024, 64);             \
+      _tile_dpbsud(C, A, B);                     \
+    }                                            \
   } while (0)
 
 // Group g of a row tile (its scales and biases at meta) for the 16 tokens
 // from t0: acc[t] += dot[t] * scale * step + bias * sum.
 __attribute__((target("avx512f,avx512bw,amx-tile,amx-int8"), always_inline)) inline void
 amx_scale_group(DType scale_dtype, const uint8_t* meta, size_t esize, const int32_t (*dot)[kRows],
-                const QuantizedActivations& a, int64_t t0, int64_t g, int64_t groups,
-                __m512* acc) {
+                const QuantizedActivations& a, int64_t t0, int64_t g, int64_t groups, __m512* acc) {
   const __m512 scale = load16_f32(scale_dtype, meta);
   const __m512 bias = load16_f32(scale_dtype, meta + kRows * esize);
 #pragma GCC unroll 16

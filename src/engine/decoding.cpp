@@ -16,8 +16,7 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
-Decoding::Decoding(std::span<const int32_t> prompt, const SamplingParams& sampling,
-                   StopRules rules)
+Decoding::Decoding(std::span<const int32_t> prompt, const SamplingParams& sampling, StopRules rules)
     : sampler_(sampling),
       rules_(std::move(rules)),
       prompt_tokens_(int64_t(prompt.size())),
