@@ -4,11 +4,17 @@
 // state to a process only on request (arch_prctl), asked once here.
 #pragma once
 
+#include <cstdint>
+
 namespace hearth {
 
 // Tokens per tile: the rows of an activation or accumulator tile. Calls with
 // fewer tokens than this stay on the AVX-512 kernels.
 constexpr int kAmxTokens = 16;
+// n tokens rounded up to whole tiles: the tile paths read activations so.
+constexpr int64_t amx_padded_tokens(int64_t n) {
+  return (n + kAmxTokens - 1) / kAmxTokens * kAmxTokens;
+}
 
 // Whether this CPU has AMX with BF16 multiplies and the OS granted the tile
 // state. HEARTH_NO_AMX=1 says no, so the AVX-512 paths can be compared.

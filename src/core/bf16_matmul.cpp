@@ -1,8 +1,10 @@
 #include "core/bf16_matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/amx.h"
@@ -96,11 +98,18 @@ void to_bf16(const float* x, int64_t n, uint16_t* out) {
 #if defined(__x86_64__)
 namespace {
 
-// NT tokens, A independent accumulators per token to hide vdpbf16ps latency.
-template <int NT, int A>
+// Independent accumulators per token, enough chains to hide vdpbf16ps's
+// latency: with more tokens, the tokens' chains already overlap.
+constexpr int accumulators(int tokens) {
+  return tokens == 1 ? 4 : tokens < 4 ? 2 : 1;
+}
+
+// One tile of 16 rows against NT tokens.
+template <int NT>
 __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed& w, int64_t tile,
                                                                const uint16_t* xb, int64_t x_stride,
                                                                int64_t t0, float* y) {
+  constexpr int A = accumulators(NT);
   const uint16_t* blk = reinterpret_cast<const uint16_t*>(w.data.get()) + tile * w.pairs * 32;
   __m512 acc[NT][A];
   for (int t = 0; t < NT; ++t)
@@ -124,8 +133,7 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed&
           _mm512_dpbf16_ps(acc[t][0], wv, (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * p));
   }
   const int64_t row0 = tile * kRows;
-  const __mmask16 valid =
-      w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);
+  const __mmask16 valid = tile_row_mask(w.rows, row0);
   for (int t = 0; t < NT; ++t) {
     __m512 sum = acc[t][0];
     for (int a = 1; a < A; ++a) sum = _mm512_add_ps(sum, acc[t][a]);
@@ -133,26 +141,16 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed&
   }
 }
 
+// tile_kernel for 1..kMaxTokens tokens, indexed by token count - 1.
+template <size_t... I>
+constexpr auto token_kernels(std::index_sequence<I...>) {
+  return std::array{&tile_kernel<int(I) + 1>...};
+}
+
 void tile_any(const Bf16Packed& w, int64_t tile, const uint16_t* xb, int64_t x_stride, int64_t t0,
               int nt, float* y) {
-  switch (nt) {
-    case 1:
-      return tile_kernel<1, 4>(w, tile, xb, x_stride, t0, y);
-    case 2:
-      return tile_kernel<2, 2>(w, tile, xb, x_stride, t0, y);
-    case 3:
-      return tile_kernel<3, 2>(w, tile, xb, x_stride, t0, y);
-    case 4:
-      return tile_kernel<4, 1>(w, tile, xb, x_stride, t0, y);
-    case 5:
-      return tile_kernel<5, 1>(w, tile, xb, x_stride, t0, y);
-    case 6:
-      return tile_kernel<6, 1>(w, tile, xb, x_stride, t0, y);
-    case 7:
-      return tile_kernel<7, 1>(w, tile, xb, x_stride, t0, y);
-    default:
-      return tile_kernel<8, 1>(w, tile, xb, x_stride, t0, y);
-  }
+  static constexpr auto kKernels = token_kernels(std::make_index_sequence<kMaxTokens>());
+  kKernels[size_t(nt - 1)](w, tile, xb, x_stride, t0, y);
 }
 
 // ---- AMX: prefill on the tile unit ----
@@ -278,11 +276,16 @@ void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t 
   static std::vector<uint16_t> xb;  // engine-thread scratch
   const int64_t stride = 2 * w.pairs;
   const bool amx = use_amx(w, n_tokens);
-  const int64_t padded = amx ? (n_tokens + kAmxTokens - 1) / kAmxTokens * kAmxTokens : n_tokens;
-  xb.assign(size_t(padded * stride), 0);
+  const int64_t padded = amx ? amx_padded_tokens(n_tokens) : n_tokens;
+  xb.resize(size_t(padded * stride));
   pool.parallel_for(n_tokens, 8, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) to_bf16(x + t * w.cols, w.cols, xb.data() + t * stride);
+    for (int64_t t = b; t < e; ++t) {
+      uint16_t* row = xb.data() + t * stride;
+      to_bf16(x + t * w.cols, w.cols, row);
+      std::fill(row + w.cols, row + stride, uint16_t(0));  // an odd column count's last pair
+    }
   });
+  std::fill(xb.begin() + n_tokens * stride, xb.end(), uint16_t(0));
   if (amx) return amx_matmul(pool, w, xb.data(), stride, n_tokens, y);
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
     for (int64_t tile = b; tile < e; ++tile)

@@ -1,9 +1,11 @@
 #include "core/int8_matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/amx.h"
@@ -156,6 +158,15 @@ __attribute__((target("avx512f,avx512bw"))) inline __m512 load16_f32(DType t, co
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // BF16
 }
 
+// One group's contribution for one token: acc + (Σ q·xq) * scale * step +
+// bias * (step * Σ xq), lanes being the tile's 16 rows.
+__attribute__((target("avx512f"), always_inline)) inline __m512 add_group(__m512 acc, __m512i dot,
+                                                                          __m512 scale, __m512 bias,
+                                                                          float step, float sum) {
+  acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), scale), _mm512_set1_ps(step), acc);
+  return _mm512_fmadd_ps(bias, _mm512_set1_ps(sum), acc);
+}
+
 // One tile of 16 rows against NT tokens, group size GS (a compile-time
 // constant, so the inner loops unroll fully and the accumulators stay in
 // registers); writes y[t0 + t][row0 .. row0+16).
@@ -219,39 +230,26 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
         sum = _mm512_add_epi32(sum, _mm512_srai_epi32(isum[t][1], 4));
       else if constexpr (kChains == 2)
         sum = _mm512_add_epi32(sum, isum[t][1]);
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), scale),
-                               _mm512_set1_ps(a.step[gi]), acc[t]);
-      acc[t] = _mm512_fmadd_ps(bias, _mm512_set1_ps(a.sum[gi]), acc[t]);
+      acc[t] = add_group(acc[t], sum, scale, bias, a.step[gi], a.sum[gi]);
     }
   }
   const int64_t row0 = tile * kRows;
-  const __mmask16 valid =
-      w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);
+  const __mmask16 valid = tile_row_mask(w.rows, row0);
 #pragma GCC unroll 8
   for (int t = 0; t < NT; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * w.rows + row0, valid, acc[t]);
+}
+
+// tile_kernel for 1..kMaxTokens tokens, indexed by token count - 1.
+template <int Bits, int GS, size_t... I>
+constexpr auto token_kernels(std::index_sequence<I...>) {
+  return std::array{&tile_kernel<Bits, int(I) + 1, GS>...};
 }
 
 template <int Bits, int GS>
 void tile_for_tokens(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0,
                      int nt, float* y) {
-  switch (nt) {
-    case 1:
-      return tile_kernel<Bits, 1, GS>(w, tile, a, t0, y);
-    case 2:
-      return tile_kernel<Bits, 2, GS>(w, tile, a, t0, y);
-    case 3:
-      return tile_kernel<Bits, 3, GS>(w, tile, a, t0, y);
-    case 4:
-      return tile_kernel<Bits, 4, GS>(w, tile, a, t0, y);
-    case 5:
-      return tile_kernel<Bits, 5, GS>(w, tile, a, t0, y);
-    case 6:
-      return tile_kernel<Bits, 6, GS>(w, tile, a, t0, y);
-    case 7:
-      return tile_kernel<Bits, 7, GS>(w, tile, a, t0, y);
-    default:
-      return tile_kernel<Bits, 8, GS>(w, tile, a, t0, y);
-  }
+  static constexpr auto kKernels = token_kernels<Bits, GS>(std::make_index_sequence<kMaxTokens>());
+  kKernels[size_t(nt - 1)](w, tile, a, t0, y);
 }
 
 template <int Bits>
@@ -325,9 +323,7 @@ amx_scale_group(DType scale_dtype, const uint8_t* meta, size_t esize, const int3
 #pragma GCC unroll 16
   for (int t = 0; t < kAmxTokens; ++t) {
     const int64_t gi = (t0 + t) * groups + g;
-    const __m512 q = _mm512_cvtepi32_ps(_mm512_load_si512(dot[t]));
-    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(q, scale), _mm512_set1_ps(a.step[gi]), acc[t]);
-    acc[t] = _mm512_fmadd_ps(bias, _mm512_set1_ps(a.sum[gi]), acc[t]);
+    acc[t] = add_group(acc[t], _mm512_load_si512(dot[t]), scale, bias, a.step[gi], a.sum[gi]);
   }
 }
 
@@ -359,8 +355,7 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-int8"))) void amx_block(
     }
   }
   const int64_t row0 = tile * kRows;
-  const __mmask16 valid =
-      w.rows - row0 >= kRows ? __mmask16(0xffff) : __mmask16((1u << (w.rows - row0)) - 1);
+  const __mmask16 valid = tile_row_mask(w.rows, row0);
   for (int t = 0; t < kAmxTokens && t0 + t < n_tokens; ++t)
     _mm512_mask_storeu_ps(y + (t0 + t) * w.rows + row0, valid, acc[t]);
 }
@@ -404,7 +399,7 @@ void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t 
   quantize_activations(pool, w, x, n_tokens, a);
   if (use_amx(w, n_tokens)) {
     // The tile path reads whole 16-token blocks: zero tokens pad the last.
-    const int64_t padded = (n_tokens + kAmxTokens - 1) / kAmxTokens * kAmxTokens;
+    const int64_t padded = amx_padded_tokens(n_tokens);
     a.q.resize(size_t(padded * w.cols));
     a.step.resize(size_t(padded * (w.cols / w.group_size)));
     a.sum.resize(a.step.size());
