@@ -193,6 +193,37 @@ void Scale(float* x, float s, int64_t n) {
 // load; up to kMaxRows at once.
 constexpr int kMaxRows = 8;
 
+// Scores of keys [j0, ...) of one block (kb: its keys of one kv head,
+// transposed) in passes of V key vectors while they fit in the block:
+// scores[r * stride + j] = q[r] . K[j] * scale. Prefetches the same keys of
+// the next block (kb_next). Returns the next j0.
+template <typename T, int R, int V>
+int64_t ScorePasses(const T* kb, const T* kb_next, int bt, int hd, const float* const* q,
+                    float scale, float* scores, int64_t stride, int64_t j0) {
+  const DF d;
+  const int64_t N = hn::Lanes(d);
+  for (; j0 + V * N <= bt; j0 += V * N) {
+    hn::Vec<DF> acc[R][V];
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v) acc[r][v] = hn::Zero(d);
+    for (int k = 0; k < hd; ++k) {
+      hn::Vec<DF> kv[V];
+      for (int v = 0; v < V; ++v) {
+        hwy::Prefetch(kb_next + k * bt + j0 + v * N);
+        kv[v] = LoadF32(d, kb + k * bt + j0 + v * N);
+      }
+      for (int r = 0; r < R; ++r) {
+        const auto qv = hn::Set(d, q[r][k]);
+        for (int v = 0; v < V; ++v) acc[r][v] = hn::MulAdd(qv, kv[v], acc[r][v]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < V; ++v)
+        hn::StoreU(hn::Mul(acc[r][v], hn::Set(d, scale)), d, scores + r * stride + j0 + v * N);
+  }
+  return j0;
+}
+
 // Row j of the values of one kv head, through the block table.
 template <typename T>
 struct ValueRows {
@@ -239,8 +270,6 @@ int64_t ValuePasses(const ValueRows<T>& values, const float* scores, int64_t str
 template <typename T, int R>
 void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const void* const* v_blocks,
                 int bt, int hd, int kv_head, float scale, float* scores) {
-  const DF d;
-  const int64_t N = hn::Lanes(d);
   int64_t lo = rows[0].first, hi = rows[0].n_ctx;
   const float* q[R];
   for (int r = 0; r < R; ++r) {
@@ -258,45 +287,16 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
     // reach: fetch the next one's keys while this one is read.
     const T* kb_next =
         b + 1 < n_blocks ? static_cast<const T*>(k_blocks[b + 1]) + int64_t(kv_head) * hd * bt : kb;
-    int64_t j0 = 0;
-    // Two key vectors per pass: each broadcast query element serves both.
-    for (; j0 + 2 * N <= bt; j0 += 2 * N) {
-      hn::Vec<DF> a0[R], a1[R];
-      for (int r = 0; r < R; ++r) a0[r] = a1[r] = hn::Zero(d);
-      for (int k = 0; k < hd; ++k) {
-        hwy::Prefetch(kb_next + k * bt + j0);
-        hwy::Prefetch(kb_next + k * bt + j0 + N);
-        const auto k0v = LoadF32(d, kb + k * bt + j0), k1v = LoadF32(d, kb + k * bt + j0 + N);
-        for (int r = 0; r < R; ++r) {
-          const auto qv = hn::Set(d, q[r][k]);
-          a0[r] = hn::MulAdd(qv, k0v, a0[r]);
-          a1[r] = hn::MulAdd(qv, k1v, a1[r]);
-        }
+    // Two key vectors per pass (each broadcast query element serves both),
+    // then one, then single keys.
+    int64_t j0 = ScorePasses<T, R, 2>(kb, kb_next, bt, hd, q, scale, scores + b * bt, stride, 0);
+    j0 = ScorePasses<T, R, 1>(kb, kb_next, bt, hd, q, scale, scores + b * bt, stride, j0);
+    for (int r = 0; r < R; ++r)
+      for (int64_t j = j0; j < bt; ++j) {
+        float s = 0;
+        for (int k = 0; k < hd; ++k) s += q[r][k] * ScalarF32(kb, k * bt + j);
+        scores[r * stride + b * bt + j] = s * scale;
       }
-      for (int r = 0; r < R; ++r) {
-        hn::StoreU(hn::Mul(a0[r], hn::Set(d, scale)), d, scores + r * stride + b * bt + j0);
-        hn::StoreU(hn::Mul(a1[r], hn::Set(d, scale)), d, scores + r * stride + b * bt + j0 + N);
-      }
-    }
-    for (; j0 < bt; j0 += N) {
-      if (j0 + N <= bt) {
-        hn::Vec<DF> acc[R];
-        for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d);
-        for (int k = 0; k < hd; ++k) {
-          const auto kv = LoadF32(d, kb + k * bt + j0);
-          for (int r = 0; r < R; ++r) acc[r] = hn::MulAdd(hn::Set(d, q[r][k]), kv, acc[r]);
-        }
-        for (int r = 0; r < R; ++r)
-          hn::StoreU(hn::Mul(acc[r], hn::Set(d, scale)), d, scores + r * stride + b * bt + j0);
-      } else {
-        for (int r = 0; r < R; ++r)
-          for (int64_t j = j0; j < bt; ++j) {
-            float s = 0;
-            for (int k = 0; k < hd; ++k) s += q[r][k] * ScalarF32(kb, k * bt + j);
-            scores[r * stride + b * bt + j] = s * scale;
-          }
-      }
-    }
   }
   for (int r = 0; r < R; ++r) {
     float* sr = scores + r * stride;
