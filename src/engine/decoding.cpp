@@ -1,6 +1,7 @@
 #include "engine/decoding.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace hearth {
 
@@ -16,11 +17,11 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
-Decoding::Decoding(std::span<const int32_t> prompt, const SamplingParams& sampling, StopRules rules)
+Decoding::Decoding(std::vector<int32_t> prompt, const SamplingParams& sampling, StopRules rules)
     : sampler_(sampling),
       rules_(std::move(rules)),
       prompt_tokens_(int64_t(prompt.size())),
-      history_(prompt.begin(), prompt.end()) {}
+      history_(std::move(prompt)) {}
 
 int32_t Decoding::next(std::span<const float> logits) {
   scratch_.assign(logits.begin(), logits.end());

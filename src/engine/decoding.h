@@ -24,7 +24,7 @@ struct StopRules {
 
 class Decoding {
  public:
-  Decoding(std::span<const int32_t> prompt, const SamplingParams& sampling, StopRules rules);
+  Decoding(std::vector<int32_t> prompt, const SamplingParams& sampling, StopRules rules);
 
   // Samples the next token from one row of logits (left untouched) and
   // appends it to the history; finished() then says whether it was the last.
@@ -32,6 +32,7 @@ class Decoding {
   std::optional<FinishReason> finished() const { return finished_; }
 
   std::span<const int32_t> history() const { return history_; }
+  std::span<const int32_t> prompt() const { return history().first(size_t(prompt_tokens_)); }
   int64_t prompt_tokens() const { return prompt_tokens_; }
   int64_t generated_tokens() const { return int64_t(history_.size()) - prompt_tokens_; }
 

@@ -58,10 +58,11 @@ struct Engine::Active {
   Active(GenerationRequest r, std::shared_ptr<RequestHandle> h, int64_t ctx_size)
       : request(std::move(r)),
         handle(std::move(h)),
-        decoding(request.prompt, request.sampling,
+        // The prompt moves into the decoding state; request.prompt is empty after.
+        decoding(std::move(request.prompt), request.sampling,
                  {request.stop_ids, request.max_tokens, ctx_size}),
         submitted(Clock::now()) {}
-  bool prefilling() const { return prefilled < int64_t(request.prompt.size()); }
+  bool prefilling() const { return prefilled < decoding.prompt_tokens(); }
 };
 
 Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
@@ -166,8 +167,8 @@ void Engine::loop() {
       std::lock_guard lock(mutex_);
       while (!queue_.empty() && int(running.size()) < options_.max_batch) {
         Active& a = *queue_.front();
-        int64_t need = (int64_t(a.request.prompt.size()) + kv_->shape().block_tokens) /
-                       kv_->shape().block_tokens;
+        int64_t need =
+            (a.decoding.prompt_tokens() + kv_->shape().block_tokens) / kv_->shape().block_tokens;
         if (!a.handle->cancelled() && need > kv_->blocks_free()) break;
         std::unique_ptr<Active> next = std::move(queue_.front());
         queue_.pop_front();
@@ -218,8 +219,8 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
     std::span<const int32_t> tokens;
     if (a.prefilling()) {
       int64_t n =
-          std::min<int64_t>(options_.prefill_chunk, int64_t(a.request.prompt.size()) - a.prefilled);
-      tokens = std::span(a.request.prompt.data() + a.prefilled, size_t(n));
+          std::min<int64_t>(options_.prefill_chunk, a.decoding.prompt_tokens() - a.prefilled);
+      tokens = a.decoding.prompt().subspan(size_t(a.prefilled), size_t(n));
     } else {
       single[i] = a.pending;
       tokens = std::span(&single[i], 1);

@@ -29,7 +29,8 @@ FinishReason Generator::run(std::span<const int32_t> prompt, const GenerateOptio
     throw std::invalid_argument("the prompt has " + std::to_string(prompt.size()) +
                                 " tokens; the context holds " + std::to_string(ctx));
   SequenceGuard seq{kv_, kv_.create_sequence()};
-  Decoding decoding(prompt, options.sampling, {options.eos_ids, options.max_tokens, ctx});
+  Decoding decoding({prompt.begin(), prompt.end()}, options.sampling,
+                    {options.eos_ids, options.max_tokens, ctx});
   GenerateStats local;
   GenerateStats& st = stats ? *stats : local;
   st.prompt_tokens = int64_t(prompt.size());
