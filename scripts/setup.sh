@@ -13,6 +13,8 @@ packages=(
   libcpp-httplib-dev                            # HTTP server
   libpcre2-dev                                  # Unicode regex for tokenizers
   libutf8proc-dev                               # Unicode normalization
+  libxxhash-dev                                 # block hashes of the prompt cache
+  nginx-light                                   # the replica load-balancing test (docs/deploy.md)
   python3-numpy python3-jinja2                  # independent numeric / template references
   nodejs npm                                    # test tooling (reference tokenizer, API clients)
   chromium                                      # headless browser for the web page test
