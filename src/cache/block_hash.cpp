@@ -1,5 +1,6 @@
 #include "cache/block_hash.h"
 
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
 #include <cstdio>

@@ -97,6 +97,7 @@ int cmd_bench(int argc, char** argv) {
     double best = 1e30;
     for (int r = 0; r < repeats + 1; ++r) {  // the first run warms caches and page tables
       int seq = kv->create_sequence();
+      if (!kv->reserve(seq, n)) throw std::runtime_error("the KV pool is smaller than the prompt");
       BatchRow row{seq, std::span(tokens.data(), size_t(n)), false};
       auto t0 = std::chrono::steady_clock::now();
       model->forward(pool, *kv, std::span(&row, 1), logits);

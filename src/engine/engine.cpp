@@ -1,8 +1,11 @@
 #include "engine/engine.h"
 
+#include "cache/model_namespace.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 
 namespace hearth {
 
@@ -11,8 +14,21 @@ using Clock = std::chrono::steady_clock;
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
-// KV pool: enough for max_batch full contexts, capped at this many bytes.
-constexpr size_t kDefaultKvBudget = size_t(4) << 30;
+int64_t blocks_for_tokens(int64_t tokens, int block_tokens) {
+  return (tokens + block_tokens - 1) / block_tokens;
+}
+
+// MemAvailable from /proc/meminfo, in bytes (0 if unreadable).
+size_t memory_available() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  size_t kb = 0;
+  while (f >> key >> kb) {
+    if (key == "MemAvailable:") return kb * 1024;
+    f.ignore(256, '\n');
+  }
+  return 0;
+}
 }  // namespace
 
 // ---- RequestHandle ----
@@ -45,13 +61,20 @@ void RequestHandle::close(FinishInfo info) {
 
 // ---- Engine ----
 
+size_t default_kv_budget(size_t weight_bytes) {
+  const size_t usable = memory_available() / 100 * 85;
+  return usable > weight_bytes ? usable - weight_bytes : 0;
+}
+
 struct Engine::Active {
   GenerationRequest request;
   std::shared_ptr<RequestHandle> handle;
   Decoding decoding;
   int seq = -1;
-  int64_t prefilled = 0;  // prompt tokens already in the KV cache
-  int32_t pending = -1;   // the last sampled token, fed at the next step
+  int64_t computed = 0;  // history tokens whose keys/values are in the KV cache
+  bool started = false;  // admitted at least once
+  bool done = false;     // finished in the last step (info.reason says how)
+  cache::ChainCursor published;
   Clock::time_point submitted, admitted, first_token;
   FinishInfo info;
 
@@ -62,21 +85,38 @@ struct Engine::Active {
         decoding(std::move(request.prompt), request.sampling,
                  {request.stop_ids, request.max_tokens, ctx_size}),
         submitted(Clock::now()) {}
-  bool prefilling() const { return prefilled < decoding.prompt_tokens(); }
+  std::span<const int32_t> history() const { return decoding.history(); }
+  // The tokens to feed at the next step, at most `chunk` of them.
+  int64_t next_chunk(int64_t chunk) const {
+    return std::min<int64_t>(chunk, int64_t(history().size()) - computed);
+  }
 };
 
 Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
     : model_(std::move(model)),
       options_(options),
-      ctx_size_(options.ctx_size > 0
-                    ? std::min<int64_t>(options.ctx_size, model_->config().max_position_embeddings)
-                    : model_->config().max_position_embeddings),
       pool_(options.threads > 0 ? options.threads : ThreadPool::default_threads()) {
-  KvCacheShape shape = model_->kv_shape(options.kv_type);
-  int64_t per_seq = (ctx_size_ + shape.block_tokens - 1) / shape.block_tokens;
-  int64_t blocks = std::min<int64_t>(per_seq * std::max(1, options_.max_batch),
-                                     KvCache::blocks_for_bytes(shape, kDefaultKvBudget));
-  kv_ = std::make_unique<KvCache>(shape, std::max<int64_t>(blocks, per_seq));
+  const KvCacheShape shape = model_->kv_shape(options.kv_type);
+  admission_.weights_bytes = model_->weight_bytes();
+  admission_.usable_bytes = memory_available() / 100 * 85;
+  admission_.memory_budget_bytes =
+      options.kv_budget > 0 ? options.kv_budget : default_kv_budget(admission_.weights_bytes);
+  const int64_t model_ctx = model_->config().max_position_embeddings;
+  const int64_t wanted_ctx = options.ctx_size > 0 ? std::min(options.ctx_size, model_ctx) : model_ctx;
+  // The pool holds at least one whole context, so a lone request always fits.
+  const int64_t min_blocks = blocks_for_tokens(std::min<int64_t>(wanted_ctx, 4096), shape.block_tokens);
+  const int64_t blocks =
+      std::max(KvCache::blocks_for_bytes(shape, admission_.memory_budget_bytes), min_blocks);
+  kv_ = std::make_unique<KvCache>(shape, blocks);
+  admission_.memory_budget_bytes = kv_->bytes();
+  admission_.max_safe_context = blocks * shape.block_tokens;
+  ctx_size_ = std::min(wanted_ctx, admission_.max_safe_context);
+  admission_.enforced_context_tokens = ctx_size_;
+  const int64_t cache_bytes = options.prompt_cache >= 0 ? options.prompt_cache : int64_t(kv_->bytes() / 2);
+  if (cache_bytes > 0)
+    cache_ = std::make_unique<cache::PrefixCache>(
+        *kv_, cache::root_hash(cache::model_namespace(*model_, shape)),
+        cache::PrefixCacheOptions{size_t(cache_bytes), options.retention});
   stats_.kv_blocks_total = stats_.kv_blocks_free = kv_->blocks_total();
   stats_.kv_bytes = kv_->bytes();
   thread_ = std::thread([this] { loop(); });
@@ -127,20 +167,101 @@ EngineStats Engine::stats() const {
   return stats_;
 }
 
+std::optional<cache::PrefixCacheStats> Engine::cache_stats() const {
+  if (!cache_) return std::nullopt;
+  return cache_->stats();
+}
+
+bool Engine::close_session(const std::string& id) {
+  return cache_ && cache_->close_session(id);
+}
+
+bool Engine::start(Active& a) {
+  // Attach the cached prefix of the history, then reserve the rest of it.
+  const std::span<const int32_t> tokens = a.history();
+  const int64_t n = int64_t(tokens.size()), bt = kv_->shape().block_tokens;
+  a.seq = kv_->create_sequence();
+  if (cache_) {
+    cache::PrefixMatch m = cache_->lookup(tokens, a.request.session);
+    // The last history token is always computed, for its logits: a fully
+    // cached history shares all but its last block, and takes a private copy
+    // of that one so its last position can be written again.
+    const bool whole = m.tokens == n;
+    int64_t shared = int64_t(m.blocks.size()) - (whole ? 1 : 0);
+    kv_->attach(a.seq, std::span(m.blocks).first(size_t(shared)));
+    if (whole) {
+      const int32_t last = m.blocks.back();
+      kv_->retain(last);  // not evicted while making room for its copy
+      std::optional<int32_t> copy = kv_->copy_block(last);
+      if (!copy && cache_->evict(1) == 1) copy = kv_->copy_block(last);
+      kv_->unref(last);
+      if (copy) {
+        kv_->attach(a.seq, std::span(&*copy, 1));
+        kv_->unref(*copy);  // the sequence's reference is the only one
+        kv_->set_length(a.seq, n - 1);
+        ++shared;  // indexed already: nothing to publish
+      }
+    }
+    a.published = {shared > 0 ? m.chain[size_t(shared - 1)] : cache_->root(), shared};
+  }
+  const int64_t need = blocks_for_tokens(n, int(bt)) - int64_t(kv_->blocks(a.seq).size());
+  if (need > kv_->blocks_free() && cache_) cache_->evict(need - kv_->blocks_free());
+  if (!kv_->reserve(a.seq, n)) {
+    kv_->release(a.seq);
+    a.seq = -1;
+    return false;
+  }
+  a.computed = kv_->length(a.seq);
+  if (!a.started) {
+    a.started = true;
+    a.admitted = Clock::now();
+    a.info.cached_tokens = std::min(a.computed, a.decoding.prompt_tokens());
+    std::lock_guard lock(mutex_);
+    stats_.cached_tokens_total += a.info.cached_tokens;
+  }
+  return true;
+}
+
+void Engine::preempt(std::unique_ptr<Active> a) {
+  // Its full blocks stay in the prompt cache, so resuming is mostly a hit.
+  kv_->release(a->seq);
+  a->seq = -1;
+  a->computed = 0;
+  ++a->info.preemptions;
+  std::lock_guard lock(mutex_);
+  ++stats_.preemptions;
+  --stats_.running;
+  queue_.push_front(std::move(a));
+  stats_.queued = int64_t(queue_.size());
+}
+
+bool Engine::make_room(int64_t blocks, Running& running, const Active& asking) {
+  // Cache blocks go first; then the youngest requests, the asking one last.
+  if (blocks > kv_->blocks_free() && cache_) cache_->evict(blocks - kv_->blocks_free());
+  while (blocks > kv_->blocks_free() && running.back().get() != &asking) {
+    std::unique_ptr<Active> victim = std::move(running.back());
+    running.pop_back();
+    preempt(std::move(victim));
+  }
+  return blocks <= kv_->blocks_free();
+}
+
 void Engine::loop() {
-  std::vector<std::unique_ptr<Active>> running;
+  Running running;
   auto finish = [&](Active& a, FinishReason reason, std::string error = {}) {
     a.info.reason = reason;
     a.info.error = std::move(error);
     a.info.prompt_tokens = a.decoding.prompt_tokens();
     a.info.generated_tokens = a.decoding.generated_tokens();
-    a.info.queue_seconds = seconds_between(a.submitted, a.admitted);
     auto now = Clock::now();
+    if (!a.started) a.admitted = now;
+    a.info.queue_seconds = seconds_between(a.submitted, a.admitted);
     bool got_first = a.first_token != Clock::time_point{};
     a.info.prefill_seconds = seconds_between(a.admitted, got_first ? a.first_token : now);
     a.info.decode_seconds = got_first ? seconds_between(a.first_token, now) : 0;
     if (a.seq >= 0) kv_->release(a.seq);
     a.seq = -1;
+    a.done = true;
     std::lock_guard lock(mutex_);
     if (reason == FinishReason::Cancelled) ++stats_.requests_cancelled;
     --stats_.running;
@@ -162,96 +283,94 @@ void Engine::loop() {
       for (auto& a : running) finish(*a, FinishReason::Cancelled, "the server is shutting down");
       return;
     }
-    // Admit waiting requests while there is a batch slot and KV for the prompt.
-    {
-      std::lock_guard lock(mutex_);
-      while (!queue_.empty() && int(running.size()) < options_.max_batch) {
-        Active& a = *queue_.front();
-        int64_t need =
-            (a.decoding.prompt_tokens() + kv_->shape().block_tokens) / kv_->shape().block_tokens;
-        if (!a.handle->cancelled() && need > kv_->blocks_free()) break;
-        std::unique_ptr<Active> next = std::move(queue_.front());
+    // Admit waiting requests, oldest first, while there is a batch slot and
+    // KV for the whole history (evicting cache blocks if need be).
+    for (;;) {
+      std::unique_ptr<Active> next;
+      {
+        std::lock_guard lock(mutex_);
+        if (queue_.empty() || int(running.size()) >= options_.max_batch) break;
+        next = std::move(queue_.front());
         queue_.pop_front();
-        next->admitted = Clock::now();
-        running.push_back(std::move(next));
+        stats_.queued = int64_t(queue_.size());
         ++stats_.running;
       }
+      if (next->handle->cancelled() || start(*next)) {
+        running.push_back(std::move(next));
+        continue;
+      }
+      std::lock_guard lock(mutex_);  // no room yet: it waits at the front
+      --stats_.running;
+      queue_.push_front(std::move(next));
       stats_.queued = int64_t(queue_.size());
+      break;
     }
-    for (auto& a : running)
-      if (a->seq < 0 && !a->handle->cancelled()) a->seq = kv_->create_sequence();
 
     // Drop cancelled requests before spending a step on them.
     for (auto& a : running)
       if (a->handle->cancelled()) finish(*a, FinishReason::Cancelled);
-    std::erase_if(running, [](const auto& a) { return a->seq < 0; });
+    std::erase_if(running, [](const auto& a) { return a->done; });
+
+    // Blocks for this step's tokens, oldest requests first: a request that
+    // cannot grow takes them from the cache, then from younger requests.
+    for (size_t i = 0; i < running.size(); ++i) {
+      Active& a = *running[i];
+      const int64_t want = a.computed + a.next_chunk(options_.prefill_chunk);
+      const int64_t more = blocks_for_tokens(want, kv_->shape().block_tokens) - int64_t(kv_->blocks(a.seq).size());
+      if (more > 0 && !make_room(more, running, a)) {
+        std::unique_ptr<Active> self = std::move(running[i]);
+        running.erase(running.begin() + ptrdiff_t(i));
+        preempt(std::move(self));
+        break;  // everything after it was younger and is gone already
+      }
+      kv_->reserve(a.seq, want);
+    }
     if (running.empty()) continue;
 
     try {
       step(running);
     } catch (const std::exception& e) {
       for (auto& a : running)
-        if (a->seq >= 0) finish(*a, FinishReason::Stop, std::string("engine error: ") + e.what());
+        if (!a->done) finish(*a, FinishReason::Stop, std::string("engine error: ") + e.what());
     }
-    // Finish what ended in this step (step() marks them by setting pending = -2).
     for (auto& a : running)
-      if (a->seq >= 0 && a->pending == -2) finish(*a, a->info.reason);
-    std::erase_if(running, [](const auto& a) { return a->seq < 0; });
+      if (a->done && a->seq >= 0) finish(*a, a->info.reason);
+    std::erase_if(running, [](const auto& a) { return a->done; });
+    const int64_t cached = cache_ ? cache_->reclaimable() : 0;
     {
       std::lock_guard lock(mutex_);
       stats_.kv_blocks_free = kv_->blocks_free();
+      stats_.kv_blocks_cached = cached;
+      stats_.sequences = kv_->sequences();
       ++stats_.steps;
     }
   }
 }
 
-void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
+void Engine::step(Running& running) {
   const int64_t vocab = model_->config().vocab_size;
   // Step scratch lives in the engine so a warm step allocates nothing.
   std::vector<BatchRow>& rows = step_rows_;
-  std::vector<Active*>& owners = step_owners_;
-  std::vector<int32_t>& single = step_single_;
   rows.clear();
-  owners.clear();
-  single.resize(running.size());
-  for (size_t i = 0; i < running.size(); ++i) {
-    Active& a = *running[i];
-    std::span<const int32_t> tokens;
-    if (a.prefilling()) {
-      int64_t n =
-          std::min<int64_t>(options_.prefill_chunk, a.decoding.prompt_tokens() - a.prefilled);
-      tokens = a.decoding.prompt().subspan(size_t(a.prefilled), size_t(n));
-    } else {
-      single[i] = a.pending;
-      tokens = std::span(&single[i], 1);
-    }
-    if (!kv_->reserve(a.seq, kv_->length(a.seq) + int64_t(tokens.size()))) {
-      // Out of KV memory: this sequence cannot grow; end it as at the context limit.
-      a.info.reason = FinishReason::Length;
-      a.pending = -2;
-      continue;
-    }
-    rows.push_back(BatchRow{a.seq, tokens, false});
-    owners.push_back(&a);
+  int64_t prompt_fed = 0;
+  for (auto& a : running) {
+    const int64_t n = a->next_chunk(options_.prefill_chunk);
+    rows.push_back(BatchRow{a->seq, a->history().subspan(size_t(a->computed), size_t(n)), false});
+    prompt_fed += std::max<int64_t>(0, std::min(a->computed + n, a->decoding.prompt_tokens()) - a->computed);
   }
-  if (rows.empty()) return;
-
   std::vector<float>& logits = step_logits_;
   model_->forward(pool_, *kv_, rows, logits);
   {
     std::lock_guard lock(mutex_);
-    for (const auto& r : rows) {
-      if (owners[&r - rows.data()]->prefilling())
-        stats_.prompt_tokens_total += int64_t(r.tokens.size());
-    }
+    stats_.prompt_tokens_total += prompt_fed;
   }
 
   for (size_t r = 0; r < rows.size(); ++r) {
-    Active& a = *owners[r];
-    if (a.prefilling()) {
-      a.prefilled += int64_t(rows[r].tokens.size());
-      if (a.prefilling()) continue;  // more prompt chunks to go
-    }
+    Active& a = *running[r];
+    a.computed += int64_t(rows[r].tokens.size());
+    if (cache_)  // blocks that filled become reusable at once (a follow-up turn hits them)
+      cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+    if (a.computed < int64_t(a.history().size())) continue;  // more history to feed first
     const std::span<const float> row_logits(logits.data() + r * size_t(vocab), size_t(vocab));
     TokenEvent ev;
     ev.token = a.decoding.next(row_logits);
@@ -270,7 +389,6 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
       for (int i = 0; i < k; ++i) ev.top.push_back({order[i], row_logits[order[i]] - lse});
     }
     if (a.first_token == Clock::time_point{}) a.first_token = Clock::now();
-    a.pending = ev.token;
     a.handle->push(std::move(ev));
     {
       std::lock_guard lock(mutex_);
@@ -278,7 +396,7 @@ void Engine::step(std::vector<std::unique_ptr<Active>>& running) {
     }
     if (a.decoding.finished()) {
       a.info.reason = *a.decoding.finished();
-      a.pending = -2;
+      a.done = true;
     }
   }
 }

@@ -1,8 +1,16 @@
-// The engine: one thread that owns the model, the KV pool and the scheduler,
-// running continuous batching. Requests come in through submit() (any
-// thread); each step runs one ragged batch in which new requests prefill
-// their prompt and running ones decode a token; tokens go back through each
-// request's own channel (RequestHandle). No lock is held across a model step.
+// The engine: one thread that owns the model, the KV pool, the prompt cache
+// and the scheduler, running continuous batching. Requests come in through
+// submit() (any thread); each step runs one ragged batch in which new
+// requests prefill their prompt and running ones decode a token; tokens go
+// back through each request's own channel (RequestHandle). No lock is held
+// across a model step.
+//
+// Every request follows one rule: the tokens of its history (prompt, then
+// what it generated) that are not in its KV yet are fed, a chunk per step,
+// and when the last one is in, a token is sampled. A prefix found in the
+// prompt cache is attached instead of computed; a request preempted for
+// KV memory frees its blocks and later resumes the same way, mostly from
+// the blocks it published to the cache.
 #pragma once
 
 #include <atomic>
@@ -17,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "cache/prefix_cache.h"
 #include "engine/decoding.h"
 #include "engine/sampler.h"
 #include "model/llama.h"
@@ -29,6 +38,7 @@ struct GenerationRequest {
   int64_t max_tokens = -1;        // -1: until a stop token or the context is full
   std::vector<int32_t> stop_ids;  // generation ends after emitting one of these
   int top_logprobs = -1;          // -1: no logprobs; 0: the chosen token's; k: and the top k
+  std::string session;            // the conversation this continues ("": none)
 };
 
 struct TokenEvent {
@@ -41,6 +51,8 @@ struct FinishInfo {
   FinishReason reason = FinishReason::Length;
   std::string error;  // set when the request failed inside the engine
   int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens taken from the prompt cache, not computed
+  int preemptions = 0;        // times it gave its KV back and resumed later
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
 };
 
@@ -77,6 +89,9 @@ struct EngineOptions {
   int threads = 0;              // 0: physical cores
   int64_t ctx_size = 0;         // 0: the model's max_position_embeddings
   DType kv_type = DType::F32;   // KV cache entries: F32 or BF16
+  size_t kv_budget = 0;         // KV pool bytes; 0: default_kv_budget()
+  int64_t prompt_cache = -1;    // bytes the prompt cache may index; -1: half the pool; 0: off
+  cache::Retention retention = cache::Retention::Lru;
   int max_queue = 64;           // waiting requests beyond the running ones
   int max_batch = 8;            // sequences decoded together
   int64_t prefill_chunk = 512;  // prompt tokens per sequence per step
@@ -86,10 +101,24 @@ struct EngineStats {
   int64_t queued = 0, running = 0;
   int64_t requests_total = 0, requests_rejected = 0, requests_cancelled = 0;
   int64_t prompt_tokens_total = 0, generated_tokens_total = 0;
-  int64_t kv_blocks_total = 0, kv_blocks_free = 0;
+  int64_t kv_blocks_total = 0, kv_blocks_free = 0, kv_blocks_cached = 0;  // cached: held only by the cache
+  int64_t sequences = 0;  // KV sequences alive
   size_t kv_bytes = 0;
-  int64_t steps = 0;
+  int64_t steps = 0, preemptions = 0;
+  int64_t cached_tokens_total = 0;  // prompt tokens attached from the cache instead of computed
 };
+
+// What the engine admits: the context it enforces and the memory it budgets.
+struct AdmissionInfo {
+  int64_t max_safe_context = 0;         // the longest sequence the KV pool can hold
+  int64_t enforced_context_tokens = 0;  // the context limit requests get (ctx_size)
+  size_t memory_budget_bytes = 0;       // the KV pool
+  size_t usable_bytes = 0;              // the memory the default budget was taken from
+  size_t weights_bytes = 0;
+};
+
+// The default KV budget: 85% of the memory available now, less the weights.
+size_t default_kv_budget(size_t weight_bytes);
 
 class Engine {
  public:
@@ -104,20 +133,31 @@ class Engine {
   void shutdown();
 
   EngineStats stats() const;
+  // nullopt when the prompt cache is off.
+  std::optional<cache::PrefixCacheStats> cache_stats() const;
+  const AdmissionInfo& admission() const { return admission_; }
+  // Drops a session's checkpoint (not its blocks); false if there was none.
+  bool close_session(const std::string& id);
   const LlamaModel& model() const { return *model_; }
   int64_t ctx_size() const { return ctx_size_; }
   int threads() const { return pool_.size(); }
 
  private:
   struct Active;
+  using Running = std::vector<std::unique_ptr<Active>>;
   void loop();
-  void step(std::vector<std::unique_ptr<Active>>& running);
+  bool start(Active& a);
+  bool make_room(int64_t blocks, Running& running, const Active& asking);
+  void preempt(std::unique_ptr<Active> a);
+  void step(Running& running);
 
   std::unique_ptr<LlamaModel> model_;
   EngineOptions options_;
   int64_t ctx_size_;
   ThreadPool pool_;
+  AdmissionInfo admission_;
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<cache::PrefixCache> cache_;  // null when the prompt cache is off
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
@@ -126,8 +166,7 @@ class Engine {
   EngineStats stats_;
   // Engine-thread scratch for step(), reused so a warm step allocates nothing.
   std::vector<BatchRow> step_rows_;
-  std::vector<Active*> step_owners_;
-  std::vector<int32_t> step_single_, step_order_;
+  std::vector<int32_t> step_order_;
   std::vector<float> step_logits_;
   std::thread thread_;
 };

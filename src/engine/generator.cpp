@@ -36,8 +36,13 @@ FinishReason Generator::run(std::span<const int32_t> prompt, const GenerateOptio
   st.prompt_tokens = int64_t(prompt.size());
 
   auto t0 = std::chrono::steady_clock::now();
-  BatchRow row{seq.seq, prompt, options.prompt_logits != nullptr};
-  model_.forward(pool_, kv_, std::span(&row, 1), logits_);
+  // The caller sizes the pool for the context (the engine budgets it).
+  auto forward = [&](const BatchRow& row) {
+    if (!kv_.reserve(row.seq, kv_.length(row.seq) + int64_t(row.tokens.size())))
+      throw std::runtime_error("the KV pool is out of blocks");
+    model_.forward(pool_, kv_, std::span(&row, 1), logits_);
+  };
+  forward(BatchRow{seq.seq, prompt, options.prompt_logits != nullptr});
   if (options.prompt_logits) *options.prompt_logits = logits_;
   st.prefill_seconds = seconds_since(t0);
 
@@ -55,8 +60,7 @@ FinishReason Generator::run(std::span<const int32_t> prompt, const GenerateOptio
       reason = *decoding.finished();
       break;
     }
-    BatchRow next{seq.seq, std::span(&token, 1), false};
-    model_.forward(pool_, kv_, std::span(&next, 1), logits_);
+    forward(BatchRow{seq.seq, std::span(&token, 1), false});
   }
   st.decode_seconds = seconds_since(t0);
   return reason;

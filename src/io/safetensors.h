@@ -53,6 +53,8 @@ class Safetensors {
   const TensorInfo& get(const std::string& name) const;  // throws if missing
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   size_t total_bytes() const;
+  // The mapped files, whole (headers included), in the order they were opened.
+  const std::vector<std::unique_ptr<MappedFile>>& files() const { return files_; }
 
  private:
   void add_file(const std::filesystem::path& file);

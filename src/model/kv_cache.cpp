@@ -2,7 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <cstring>
 #include <new>
+#include <string>
 #include <stdexcept>
 
 namespace hearth {
@@ -28,16 +30,43 @@ KvCache::KvCache(const KvCacheShape& shape, int64_t n_blocks) : shape_(shape), n
     storage_ = static_cast<uint8_t*>(p);
   }
   free_.reserve(size_t(n_blocks));
+  // Low ids on top: blocks are reused most-recently-freed first, so the
+  // resident part of the pool stays as small as the peak use.
   for (int64_t b = n_blocks - 1; b >= 0; --b) free_.push_back(int32_t(b));
+  refs_.assign(size_t(n_blocks), 0);
 }
 
 KvCache::~KvCache() {
   if (storage_) ::munmap(storage_, storage_bytes_);
 }
 
-uint8_t* KvCache::block_data(int layer, int32_t block, bool value) const {
+uint8_t* KvCache::layer_data(int layer, int32_t block, bool value) const {
   size_t offset = (size_t(block) * shape_.layers + layer) * 2 + (value ? 1 : 0);
   return storage_ + offset * layer_block_bytes_;
+}
+
+std::span<uint8_t> KvCache::block_data(int32_t block) {
+  return {layer_data(0, block, false), block_bytes()};
+}
+
+std::optional<int32_t> KvCache::allocate() {
+  if (free_.empty()) return std::nullopt;
+  int32_t b = free_.back();
+  free_.pop_back();
+  refs_[size_t(b)] = 1;
+  return b;
+}
+
+void KvCache::unref(int32_t block) {
+  int32_t& r = refs_.at(size_t(block));
+  if (r <= 0) throw std::logic_error("KV block " + std::to_string(block) + " released twice");
+  if (--r == 0) free_.push_back(block);
+}
+
+std::optional<int32_t> KvCache::copy_block(int32_t block) {
+  std::optional<int32_t> b = allocate();
+  if (b) std::memcpy(block_data(*b).data(), block_data(block).data(), block_bytes());
+  return b;
 }
 
 int KvCache::create_sequence() {
@@ -51,7 +80,8 @@ int KvCache::create_sequence() {
 void KvCache::release(int seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
-  for (int32_t b : it->second.blocks) free_.push_back(b);
+  const std::vector<int32_t>& blocks = it->second.blocks;
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) unref(*b);
   seqs_.erase(it);
 }
 
@@ -62,24 +92,40 @@ bool KvCache::reserve(int seq, int64_t n_tokens) {
   if (need <= 0) return true;
   if (need > int64_t(free_.size())) return false;
   for (int64_t i = 0; i < need; ++i) {
-    int32_t b = free_.back();
-    free_.pop_back();
+    int32_t b = *allocate();
     s.blocks.push_back(b);
     for (int l = 0; l < shape_.layers; ++l) {
-      s.k_ptrs[l].push_back(block_data(l, b, false));
-      s.v_ptrs[l].push_back(block_data(l, b, true));
+      s.k_ptrs[l].push_back(layer_data(l, b, false));
+      s.v_ptrs[l].push_back(layer_data(l, b, true));
     }
   }
   return true;
+}
+
+void KvCache::attach(int seq, std::span<const int32_t> blocks) {
+  Sequence& s = seqs_.at(seq);
+  if (s.length != capacity(seq))
+    throw std::logic_error("KV blocks can only be attached after full blocks");
+  for (int32_t b : blocks) {
+    retain(b);
+    s.blocks.push_back(b);
+    for (int l = 0; l < shape_.layers; ++l) {
+      s.k_ptrs[l].push_back(layer_data(l, b, false));
+      s.v_ptrs[l].push_back(layer_data(l, b, true));
+    }
+  }
+  s.length += int64_t(blocks.size()) * shape_.block_tokens;
 }
 
 void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float* v) {
   const Sequence& s = seqs_.at(seq);
   const int bt = shape_.block_tokens, hd = shape_.head_dim;
   const int32_t block = s.blocks.at(size_t(pos / bt));
+  // A shared block holds other sequences' (or the cache's) positions too.
+  if (refs_[size_t(block)] != 1) throw std::logic_error("write to a shared KV block");
   const size_t slot = size_t(pos % bt);
-  uint8_t* kb = block_data(layer, block, false);
-  uint8_t* vb = block_data(layer, block, true);
+  uint8_t* kb = layer_data(layer, block, false);
+  uint8_t* vb = layer_data(layer, block, true);
   // Keys go in transposed ([head][dim][slot]); values row by row.
   auto put = [&](auto* keys, auto* values, auto convert) {
     for (int h = 0; h < shape_.kv_heads; ++h) {

@@ -3,10 +3,19 @@
 // values of block_tokens consecutive positions: keys [kv_heads][head_dim]
 // [block_tokens], values [kv_heads][block_tokens][head_dim] (see KvView).
 // The attention kernel reads a sequence through its table (core/ops.h KvView).
+//
+// Blocks are reference-counted so that equal prefixes share them: a sequence
+// holds one reference per block in its table, and the prompt cache (cache/)
+// holds one on each block it indexes. Only full blocks are shared, and a
+// sequence only writes positions past its shared ones, so a shared block is
+// never written (store() checks it); copy_block() gives a private copy where
+// a sequence must rewrite the end of one.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "core/dtype.h"
@@ -30,13 +39,31 @@ class KvCache {
   KvCache& operator=(const KvCache&) = delete;
 
   int create_sequence();
-  // Frees the sequence's blocks. Unknown ids are ignored.
+  // Drops the sequence's references (last block first); blocks nobody else
+  // holds go back to the free list. Unknown ids are ignored.
   void release(int seq);
-  // Makes room for n_tokens positions in total; false if the pool is out of blocks
-  // (then nothing was allocated).
+  // Makes room for n_tokens positions in total with blocks from the free
+  // list; false if there are not enough (then nothing was allocated).
   bool reserve(int seq, int64_t n_tokens);
+  // Appends full blocks to a sequence whose blocks are all full (a prefix
+  // hit), taking a reference on each; the length grows by whole blocks.
+  void attach(int seq, std::span<const int32_t> blocks);
   int64_t length(int seq) const { return seqs_.at(seq).length; }
   void set_length(int seq, int64_t n) { seqs_.at(seq).length = n; }
+  // Positions the sequence's blocks can hold.
+  int64_t capacity(int seq) const { return int64_t(seqs_.at(seq).blocks.size()) * shape_.block_tokens; }
+  std::span<const int32_t> blocks(int seq) const { return seqs_.at(seq).blocks; }
+
+  // Reference counting of single blocks, for the prompt cache.
+  std::optional<int32_t> allocate();  // a free block with one reference
+  void retain(int32_t block) { ++refs_.at(size_t(block)); }
+  void unref(int32_t block);  // frees the block when the last reference goes
+  int refs(int32_t block) const { return refs_.at(size_t(block)); }
+  // A new block with one reference holding a copy of `block`'s contents.
+  std::optional<int32_t> copy_block(int32_t block);
+  // All layers' keys and values of one block: block_bytes() contiguous bytes
+  // (what the SSD tier writes and reads back).
+  std::span<uint8_t> block_data(int32_t block);
 
   // Stores the key and value of one position (kv_heads * head_dim floats each).
   void store(int layer, int seq, int64_t pos, const float* k, const float* v);
@@ -46,6 +73,7 @@ class KvCache {
   int64_t blocks_free() const { return int64_t(free_.size()); }
   int64_t sequences() const { return int64_t(seqs_.size()); }
   size_t bytes() const { return storage_bytes_; }
+  size_t block_bytes() const { return block_bytes(shape_); }
   const KvCacheShape& shape() const { return shape_; }
 
   // Blocks needed for a byte budget, for sizing the pool.
@@ -58,7 +86,7 @@ class KvCache {
     int64_t length = 0;
     std::vector<std::vector<const void*>> k_ptrs, v_ptrs;  // [layer][block]
   };
-  uint8_t* block_data(int layer, int32_t block, bool value) const;
+  uint8_t* layer_data(int layer, int32_t block, bool value) const;
 
   KvCacheShape shape_;
   int64_t n_blocks_;
@@ -66,6 +94,7 @@ class KvCache {
   uint8_t* storage_ = nullptr;
   size_t storage_bytes_ = 0;
   std::vector<int32_t> free_;
+  std::vector<int32_t> refs_;  // per block
   std::map<int, Sequence> seqs_;
   int next_seq_ = 0;
 };

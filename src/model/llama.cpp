@@ -33,6 +33,7 @@ void expect_float(const io::TensorInfo& t) {
 
 std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& dir) {
   std::unique_ptr<LlamaModel> m(new LlamaModel());
+  m->dir_ = dir;
   m->config_ = io::ModelConfig::load(dir);
   m->weights_ = io::Safetensors::open_dir(dir);
   m->rope_ = make_rope_table(m->config_);
@@ -194,8 +195,8 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
   tok_pos.clear();
   for (size_t r = 0; r < rows.size(); ++r) {
     int64_t start = kv.length(rows[r].seq);
-    if (!kv.reserve(rows[r].seq, start + int64_t(rows[r].tokens.size())))
-      throw std::runtime_error("KV cache is full");
+    if (kv.capacity(rows[r].seq) < start + int64_t(rows[r].tokens.size()))
+      throw std::logic_error("forward: the caller did not reserve KV blocks for the new tokens");
     for (size_t i = 0; i < rows[r].tokens.size(); ++i) {
       tok_row.push_back(int(r));
       tok_pos.push_back(start + int64_t(i));

@@ -36,11 +36,13 @@ class LlamaModel {
   static std::unique_ptr<LlamaModel> load(const std::filesystem::path& dir);
 
   const io::ModelConfig& config() const { return config_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  const io::Safetensors& weights() const { return weights_; }
   KvCacheShape kv_shape(DType dtype = DType::F32, int block_tokens = 32) const;
 
-  // Runs the rows, appends their keys/values to the cache (whose sequences
-  // must have room: see KvCache::reserve) and advances each sequence's
-  // length. logits receives, row after row, vocab_size floats per requested
+  // Runs the rows, appends their keys/values to the cache and advances each
+  // sequence's length. The caller owns reservation: each sequence must
+  // already hold blocks for its new tokens (KvCache::reserve). logits receives, row after row, vocab_size floats per requested
   // position.
   void forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow> rows,
                std::vector<float>& logits);
@@ -62,6 +64,7 @@ class LlamaModel {
   Matrix load_matrix(const std::string& module, int64_t rows, int64_t cols) const;
   std::vector<float> load_vector(const std::string& name, int64_t n) const;
 
+  std::filesystem::path dir_;
   io::ModelConfig config_;
   io::Safetensors weights_;
   RopeTable rope_;

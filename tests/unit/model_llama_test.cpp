@@ -20,6 +20,7 @@ struct Fixture {
   std::vector<float> logits;
 
   std::vector<float> run(int seq, std::vector<int32_t> tokens, bool all = false) {
+    EXPECT_TRUE(kv.reserve(seq, kv.length(seq) + int64_t(tokens.size())));
     BatchRow row{seq, tokens, all};
     model->forward(pool, kv, std::span(&row, 1), logits);
     return logits;
@@ -65,6 +66,8 @@ TEST(Llama, RaggedBatchEqualsSeparateRuns) {
   for (auto* p : {&p1, &p2, &p3}) want.push_back(f.run(f.kv.create_sequence(), *p));
   // Together, in one forward: the last-token logits of each row.
   int s1 = f.kv.create_sequence(), s2 = f.kv.create_sequence(), s3 = f.kv.create_sequence();
+  for (auto [s, p] : {std::pair{s1, &p1}, {s2, &p2}, {s3, &p3}})
+    ASSERT_TRUE(f.kv.reserve(s, int64_t(p->size()) + 1));
   BatchRow rows[] = {{s1, p1, false}, {s2, p2, false}, {s3, p3, false}};
   f.model->forward(f.pool, f.kv, rows, f.logits);
   ASSERT_EQ(f.logits.size(), 3u * 512);
@@ -92,6 +95,7 @@ TEST(Llama, Bf16KvCacheStaysCloseToF32) {
   std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 29, 300, 100, 7, 50, 60, 70};
   auto want = f.run(f.kv.create_sequence(), prompt, true);
   int seq = kv16.create_sequence();
+  ASSERT_TRUE(kv16.reserve(seq, int64_t(prompt.size())));
   BatchRow row{seq, prompt, true};
   std::vector<float> got;
   f.model->forward(f.pool, kv16, std::span(&row, 1), got);
@@ -116,6 +120,14 @@ TEST(Llama, KvBlocksReturnToThePool) {
   EXPECT_EQ(f.kv.blocks_free(), before - 3);  // 70 tokens in blocks of 32
   f.kv.release(seq);
   EXPECT_EQ(f.kv.blocks_free(), before);
+}
+
+TEST(Llama, ForwardNeedsReservedBlocks) {
+  Fixture f;
+  int seq = f.kv.create_sequence();
+  const std::vector<int32_t> tokens = {1, 2};
+  BatchRow row{seq, tokens, false};
+  EXPECT_THROW(f.model->forward(f.pool, f.kv, std::span(&row, 1), f.logits), std::logic_error);
 }
 
 TEST(Llama, RefusesABadTokenId) {

@@ -1,0 +1,20 @@
+// The cache namespace of a served model: a description of everything that
+// changes the numbers in its KV blocks, hashed into the root of every block
+// chain (block_hash.h). It is derived from the files, not chosen per process,
+// so the SSD tier's blocks match again after a restart and never match
+// another model, KV entry type or block size.
+#pragma once
+
+#include <string>
+
+#include "model/kv_cache.h"
+#include "model/llama.h"
+
+namespace hearth::cache {
+
+// "hearth-kv/1 f32 block=32 config=<hash> weights=<hash>"; the weights hash
+// covers each file's size, its header and samples spread over its data, so
+// it costs a few MB of reads however large the checkpoint is.
+std::string model_namespace(const LlamaModel& model, const KvCacheShape& kv);
+
+}  // namespace hearth::cache

@@ -1,0 +1,126 @@
+// The RAM tier of the prompt cache: an index from block hash (block_hash.h)
+// to a full KV block in the pool, so that a request whose prompt starts with
+// cached blocks attaches them instead of computing them again.
+//
+// Ownership is the pool's reference count: the cache holds one reference on
+// every block it indexes, and sequences hold theirs. A block only the cache
+// holds is reclaimable; evict() drops such blocks, leaves first (a block
+// whose chain continues in the cache is kept while its children are), in
+// the retention order: least recently used, or (cost-size) the shortest
+// chains first, since a long prefix costs the most to compute again.
+// Sessions point at the last block their conversation published; their
+// chains are evicted only after every other candidate.
+//
+// Thread-safe: the engine thread looks up, publishes and evicts; HTTP
+// threads read stats and close sessions.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/block_hash.h"
+#include "model/kv_cache.h"
+
+namespace hearth::cache {
+
+enum class Retention { Lru, CostSize };
+std::optional<Retention> parse_retention(std::string_view name);  // "lru" | "cost-size"
+
+struct PrefixCacheOptions {
+  size_t max_bytes = 0;  // cap on the bytes of indexed blocks
+  Retention retention = Retention::Lru;
+};
+
+struct PrefixCacheStats {
+  int64_t entries = 0;
+  size_t bytes = 0, max_bytes = 0;
+  int64_t hits = 0, misses = 0, hit_tokens = 0;  // lookups that found >= 1 block / none
+  int64_t session_hits = 0, session_misses = 0, sessions = 0;
+  int64_t prefix_scans = 0, evictions = 0;
+};
+
+// Where a sequence stands in publishing its blocks: the hash of the last
+// block published (the chain root before any) and how many there are.
+struct ChainCursor {
+  BlockHash parent;
+  int64_t blocks = 0;
+};
+
+struct PrefixMatch {
+  std::vector<BlockHash> chain;  // the hashes of every full block of the looked-up tokens
+  std::vector<int32_t> blocks;   // the cached ones, from the start
+  int64_t tokens = 0;            // positions they cover
+};
+
+class PrefixCache {
+ public:
+  PrefixCache(KvCache& kv, BlockHash root, PrefixCacheOptions options);
+  ~PrefixCache();  // drops the cache's references
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  const BlockHash& root() const { return root_; }
+  int block_tokens() const { return block_tokens_; }
+
+  // The hashes of the full blocks of `tokens`.
+  std::vector<BlockHash> chain(std::span<const int32_t> tokens) const;
+
+  // The longest run of cached blocks that starts `tokens`, marked as used.
+  // With a session id, counts whether the request continues the session's
+  // checkpoint (a session hit) or not (an edited or branched history).
+  PrefixMatch lookup(std::span<const int32_t> tokens, const std::string& session = {});
+
+  // Indexes the blocks of a sequence that filled since `cursor`:
+  // tokens[0, filled) are held in `blocks` (its block table). A block whose
+  // hash is indexed already (computed twice) is left out. With a session id,
+  // the session's checkpoint moves to the last published block.
+  void publish(ChainCursor& cursor, std::span<const int32_t> tokens, int64_t filled,
+               std::span<const int32_t> blocks, const std::string& session = {});
+
+  // Adds a block restored from elsewhere (the SSD tier) under `hash`; the
+  // cache takes its own reference. False if the hash is indexed already.
+  bool insert(const BlockHash& hash, const BlockHash& parent, int32_t block);
+  bool contains(const BlockHash& hash) const;
+
+  // Frees up to n blocks that only the cache holds; returns how many it freed.
+  int64_t evict(int64_t n);
+  // Blocks only the cache holds (what evict() could free at most).
+  int64_t reclaimable() const;
+
+  bool close_session(const std::string& id);  // false if there was none
+  PrefixCacheStats stats() const;
+
+ private:
+  struct Entry {
+    int32_t block;
+    BlockHash parent;
+    int64_t depth;      // blocks from the root, this one included
+    uint64_t used;      // clock tick of the last lookup or publish
+    int32_t children;   // indexed blocks whose parent this is
+  };
+  struct Session {
+    BlockHash tip;
+    int64_t blocks = 0;
+  };
+  bool index(const BlockHash& hash, const BlockHash& parent, int32_t block);  // mutex held
+  int64_t evict_locked(int64_t n);
+  void enforce_cap();
+
+  KvCache& kv_;
+  const BlockHash root_;
+  const int block_tokens_;
+  PrefixCacheOptions opt_;
+  mutable std::mutex mutex_;
+  std::unordered_map<BlockHash, Entry, BlockHashHasher> entries_;
+  std::unordered_map<std::string, Session> sessions_;
+  uint64_t clock_ = 0;
+  PrefixCacheStats stats_;
+};
+
+}  // namespace hearth::cache
