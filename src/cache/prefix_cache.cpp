@@ -123,26 +123,33 @@ int64_t PrefixCache::evict_locked(int64_t n) {
     uint64_t used;
     BlockHash hash;
   };
-  auto before = [&](const Candidate& a, const Candidate& b) {
-    if (a.session != b.session) return !a.session;
-    if (opt_.retention == Retention::CostSize && a.depth != b.depth) return a.depth < b.depth;
-    return a.used < b.used;
+  auto candidate = [&](const BlockHash& h, const Entry& e) {
+    return Candidate{kept.contains(h), e.depth, e.used, h};
   };
+  // A heap of the evictable leaves, worst to keep on top; freeing a leaf can
+  // make its parent one.
+  auto after = [&](const Candidate& a, const Candidate& b) {
+    if (a.session != b.session) return a.session;
+    if (opt_.retention == Retention::CostSize && a.depth != b.depth) return a.depth > b.depth;
+    return a.used > b.used;
+  };
+  std::vector<Candidate> heap;
+  for (const auto& [h, e] : entries_)
+    if (e.children == 0 && kv_.refs(e.block) == 1) heap.push_back(candidate(h, e));
+  std::make_heap(heap.begin(), heap.end(), after);
   int64_t freed = 0;
-  // Each round frees leaves; freeing them can make their parents leaves.
-  while (freed < n) {
-    std::vector<Candidate> leaves;
-    for (const auto& [h, e] : entries_)
-      if (e.children == 0 && kv_.refs(e.block) == 1) leaves.push_back({kept.contains(h), e.depth, e.used, h});
-    if (leaves.empty()) break;
-    const size_t take = std::min(leaves.size(), size_t(n - freed));
-    std::partial_sort(leaves.begin(), leaves.begin() + ptrdiff_t(take), leaves.end(), before);
-    for (size_t i = 0; i < take; ++i) {
-      auto it = entries_.find(leaves[i].hash);
-      if (auto p = entries_.find(it->second.parent); p != entries_.end()) --p->second.children;
-      kv_.unref(it->second.block);
-      entries_.erase(it);
-      ++freed;
+  while (freed < n && !heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), after);
+    auto it = entries_.find(heap.back().hash);
+    heap.pop_back();
+    const BlockHash parent = it->second.parent;
+    kv_.unref(it->second.block);
+    entries_.erase(it);
+    ++freed;
+    if (auto p = entries_.find(parent); p != entries_.end() && --p->second.children == 0 &&
+                                        kv_.refs(p->second.block) == 1) {
+      heap.push_back(candidate(parent, p->second));
+      std::push_heap(heap.begin(), heap.end(), after);
     }
   }
   stats_.evictions += freed;

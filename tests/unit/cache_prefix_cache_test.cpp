@@ -1,0 +1,232 @@
+// The RAM prompt cache as a data structure over a small KV pool, with made-up
+// token ids and no model: hash chains, lookup of the longest cached prefix,
+// sharing by reference count, eviction order, the cap, and sessions.
+#include "cache/prefix_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace hearth::cache {
+namespace {
+
+constexpr int kBlock = 4;
+
+struct Fixture {
+  KvCache kv{KvCacheShape{1, 1, 4, kBlock, DType::F32}, 16};
+  BlockHash root = root_hash("test model");
+
+  // A sequence that "computed" `tokens`: blocks reserved, length set.
+  int compute(std::span<const int32_t> tokens) {
+    int seq = kv.create_sequence();
+    EXPECT_TRUE(kv.reserve(seq, int64_t(tokens.size())));
+    kv.set_length(seq, int64_t(tokens.size()));
+    return seq;
+  }
+  void publish(PrefixCache& c, int seq, std::span<const int32_t> tokens, const std::string& session = {}) {
+    ChainCursor cur{c.root(), 0};
+    c.publish(cur, tokens, int64_t(tokens.size()), kv.blocks(seq), session);
+  }
+};
+
+std::vector<int32_t> iota(int n, int first = 0) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+size_t cap(int blocks) { return size_t(blocks) * KvCache::block_bytes(KvCacheShape{1, 1, 4, kBlock, DType::F32}); }
+
+TEST(BlockHash, ChainsDependOnEveryTokenAndTheParent) {
+  BlockHash r = root_hash("a"), r2 = root_hash("b");
+  std::vector<int32_t> t = {1, 2, 3, 4};
+  EXPECT_EQ(chain_hash(r, t), chain_hash(r, t));
+  EXPECT_FALSE(chain_hash(r, t) == chain_hash(r2, t));
+  auto t2 = t;
+  t2[3] = 5;
+  EXPECT_FALSE(chain_hash(r, t) == chain_hash(r, t2));
+  EXPECT_FALSE(chain_hash(chain_hash(r, t), t) == chain_hash(r, t));
+  EXPECT_EQ(chain_hash(r, t).hex().size(), 32u);
+}
+
+TEST(PrefixCache, FindsTheLongestCachedRunOfWholeBlocks) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16)});
+  auto tokens = iota(10);  // two full blocks and two tokens
+  int seq = f.compute(tokens);
+  f.publish(c, seq, tokens);
+  EXPECT_EQ(c.stats().entries, 2);
+
+  auto longer = iota(14);  // same first 10, then more
+  PrefixMatch m = c.lookup(longer);
+  EXPECT_EQ(m.tokens, 8);
+  ASSERT_EQ(m.blocks.size(), 2u);
+  EXPECT_EQ(m.blocks[0], f.kv.blocks(seq)[0]);
+  EXPECT_EQ(m.blocks[1], f.kv.blocks(seq)[1]);
+  EXPECT_EQ(m.chain.size(), 3u);
+
+  auto edited = longer;
+  edited[5] = 99;  // the second block differs
+  EXPECT_EQ(c.lookup(edited).tokens, 4);
+  edited[0] = 99;
+  EXPECT_EQ(c.lookup(edited).tokens, 0);
+  PrefixCacheStats s = c.stats();
+  EXPECT_EQ(s.hits, 2);
+  EXPECT_EQ(s.misses, 1);
+  EXPECT_EQ(s.prefix_scans, 3);
+  EXPECT_EQ(s.hit_tokens, 12);
+}
+
+TEST(PrefixCache, OtherNamespacesNeverMatch) {
+  Fixture f;
+  PrefixCache a(f.kv, root_hash("model a"), {cap(16)});
+  PrefixCache b(f.kv, root_hash("model b"), {cap(16)});
+  auto tokens = iota(8);
+  int seq = f.compute(tokens);
+  f.publish(a, seq, tokens);
+  EXPECT_EQ(a.lookup(tokens).tokens, 8);
+  EXPECT_EQ(b.lookup(tokens).tokens, 0);
+}
+
+TEST(PrefixCache, HoldsAReferenceSoBlocksOutliveTheirSequence) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16)});
+  auto tokens = iota(9);
+  int seq = f.compute(tokens);
+  const int32_t first = f.kv.blocks(seq)[0];
+  f.publish(c, seq, tokens);
+  EXPECT_EQ(f.kv.refs(first), 2);
+  f.kv.release(seq);
+  EXPECT_EQ(f.kv.refs(first), 1);
+  EXPECT_EQ(f.kv.blocks_free(), 16 - 2);  // the partial third block went back
+  EXPECT_EQ(c.reclaimable(), 2);
+
+  // A second sequence shares them; writing into them is refused.
+  int again = f.kv.create_sequence();
+  PrefixMatch m = c.lookup(tokens);
+  f.kv.attach(again, m.blocks);
+  EXPECT_EQ(f.kv.length(again), 8);
+  EXPECT_EQ(f.kv.refs(first), 2);
+  EXPECT_EQ(c.reclaimable(), 0);
+  EXPECT_EQ(c.evict(2), 0);  // in use: nothing to free
+  std::vector<float> k(4, 1.0f), v(4, 2.0f);
+  EXPECT_THROW(f.kv.store(0, again, 3, k.data(), v.data()), std::logic_error);
+  f.kv.release(again);
+  EXPECT_EQ(c.evict(5), 2);
+  EXPECT_EQ(f.kv.blocks_free(), 16);
+}
+
+TEST(PrefixCache, ABlockComputedTwiceIsIndexedOnce) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16)});
+  auto tokens = iota(8);
+  int s1 = f.compute(tokens), s2 = f.compute(tokens);
+  f.publish(c, s1, tokens);
+  f.publish(c, s2, tokens);
+  EXPECT_EQ(c.stats().entries, 2);
+  EXPECT_EQ(c.lookup(tokens).blocks[0], f.kv.blocks(s1)[0]);
+  f.kv.release(s1);
+  f.kv.release(s2);
+  EXPECT_EQ(f.kv.blocks_free(), 16 - 2);
+}
+
+TEST(PrefixCache, CopyOnWriteGivesAPrivateBlockWithTheSameContents) {
+  Fixture f;
+  auto tokens = iota(4);
+  int seq = f.compute(tokens);
+  std::vector<float> k = {1, 2, 3, 4}, v = {5, 6, 7, 8};
+  f.kv.store(0, seq, 2, k.data(), v.data());
+  const int32_t b = f.kv.blocks(seq)[0];
+  std::optional<int32_t> copy = f.kv.copy_block(b);
+  ASSERT_TRUE(copy);
+  EXPECT_NE(*copy, b);
+  EXPECT_EQ(f.kv.refs(*copy), 1);
+  auto src = f.kv.block_data(b), dst = f.kv.block_data(*copy);
+  EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin()));
+  f.kv.unref(*copy);
+}
+
+TEST(PrefixCache, EvictsLeavesLeastRecentlyUsedFirst) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16), Retention::Lru});
+  auto a = iota(12), b = iota(8, 100);  // chains of 3 and 2 blocks
+  int sa = f.compute(a), sb = f.compute(b);
+  f.publish(c, sa, a);
+  f.publish(c, sb, b);
+  f.kv.release(sa);
+  f.kv.release(sb);
+  c.lookup(a);  // a is now the more recent
+  EXPECT_EQ(c.evict(1), 1);
+  EXPECT_EQ(c.lookup(b).tokens, 4);  // b lost its leaf, not its first block
+  EXPECT_EQ(c.lookup(a).tokens, 12);
+  EXPECT_EQ(c.evict(1), 1);  // b's first block, now a leaf and the oldest
+  EXPECT_EQ(c.lookup(b).tokens, 0);
+  EXPECT_EQ(c.lookup(a).tokens, 12);
+  EXPECT_EQ(c.stats().evictions, 2);
+}
+
+TEST(PrefixCache, CostSizeKeepsTheLongestPrefixes) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16), Retention::CostSize});
+  auto longer = iota(12), shorter = iota(8, 100);
+  int s1 = f.compute(longer), s2 = f.compute(shorter);
+  f.publish(c, s1, longer);
+  f.publish(c, s2, shorter);
+  f.kv.release(s1);
+  f.kv.release(s2);
+  c.lookup(shorter);  // recency does not save it
+  EXPECT_EQ(c.evict(2), 2);
+  EXPECT_EQ(c.lookup(shorter).tokens, 0);
+  EXPECT_EQ(c.lookup(longer).tokens, 12);
+}
+
+TEST(PrefixCache, TheCapEvictsWhatOnlyTheCacheHolds) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(3)});
+  auto a = iota(8), b = iota(8, 100);
+  int sa = f.compute(a);
+  f.publish(c, sa, a);
+  f.kv.release(sa);
+  int sb = f.compute(b);
+  f.publish(c, sb, b);  // 4 blocks over a cap of 3: a's leaf goes
+  EXPECT_EQ(c.stats().entries, 3);
+  EXPECT_EQ(c.lookup(a).tokens, 4);
+  EXPECT_EQ(c.lookup(b).tokens, 8);
+  EXPECT_EQ(c.stats().bytes, cap(3));
+  f.kv.release(sb);
+}
+
+TEST(PrefixCache, SessionsCountContinuationsAndAreEvictedLast) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16)});
+  auto turn1 = iota(8);
+  int s1 = f.compute(turn1);
+  f.publish(c, s1, turn1, "chat-1");
+  f.kv.release(s1);
+  auto other = iota(8, 200);
+  int s2 = f.compute(other);
+  f.publish(c, s2, other);
+  f.kv.release(s2);
+
+  auto turn2 = iota(13);  // turn 1 and more
+  c.lookup(turn2, "chat-1");
+  auto branched = turn2;
+  branched[6] = 77;
+  c.lookup(branched, "chat-1");
+  c.lookup(turn2, "unknown");  // a new session is neither
+  PrefixCacheStats s = c.stats();
+  EXPECT_EQ(s.session_hits, 1);
+  EXPECT_EQ(s.session_misses, 1);
+  EXPECT_EQ(s.sessions, 1);
+
+  c.lookup(turn1);  // the session's chain is the most recent, and still goes last
+  EXPECT_EQ(c.evict(2), 2);
+  EXPECT_EQ(c.lookup(other).tokens, 0);
+  EXPECT_EQ(c.lookup(turn1).tokens, 8);
+  EXPECT_TRUE(c.close_session("chat-1"));
+  EXPECT_FALSE(c.close_session("chat-1"));
+  EXPECT_EQ(c.lookup(turn1).tokens, 8);  // closing keeps the blocks
+}
+
+}  // namespace
+}  // namespace hearth::cache
