@@ -103,8 +103,9 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
       options.kv_budget > 0 ? options.kv_budget : default_kv_budget(admission_.weights_bytes);
   const int64_t model_ctx = model_->config().max_position_embeddings;
   const int64_t wanted_ctx = options.ctx_size > 0 ? std::min(options.ctx_size, model_ctx) : model_ctx;
-  // The pool holds at least one whole context, so a lone request always fits.
-  const int64_t min_blocks = blocks_for_tokens(std::min<int64_t>(wanted_ctx, 4096), shape.block_tokens);
+  // The context shrinks to what the pool holds, so a lone request always
+  // fits; a budget too small for even a short context is raised to one.
+  const int64_t min_blocks = blocks_for_tokens(std::min<int64_t>(wanted_ctx, 256), shape.block_tokens);
   const int64_t blocks =
       std::max(KvCache::blocks_for_bytes(shape, admission_.memory_budget_bytes), min_blocks);
   kv_ = std::make_unique<KvCache>(shape, blocks);
@@ -246,6 +247,14 @@ bool Engine::make_room(int64_t blocks, Running& running, const Active& asking) {
   return blocks <= kv_->blocks_free();
 }
 
+void Engine::update_kv_stats() {
+  const int64_t cached = cache_ ? cache_->reclaimable() : 0;
+  std::lock_guard lock(mutex_);
+  stats_.kv_blocks_free = kv_->blocks_free();
+  stats_.kv_blocks_cached = cached;
+  stats_.sequences = kv_->sequences();
+}
+
 void Engine::loop() {
   Running running;
   auto finish = [&](Active& a, FinishReason reason, std::string error = {}) {
@@ -310,6 +319,10 @@ void Engine::loop() {
     for (auto& a : running)
       if (a->handle->cancelled()) finish(*a, FinishReason::Cancelled);
     std::erase_if(running, [](const auto& a) { return a->done; });
+    if (running.empty()) {
+      update_kv_stats();
+      continue;
+    }
 
     // Blocks for this step's tokens, oldest requests first: a request that
     // cannot grow takes them from the cache, then from younger requests.
@@ -329,6 +342,8 @@ void Engine::loop() {
 
     try {
       step(running);
+      std::lock_guard lock(mutex_);
+      ++stats_.steps;
     } catch (const std::exception& e) {
       for (auto& a : running)
         if (!a->done) finish(*a, FinishReason::Stop, std::string("engine error: ") + e.what());
@@ -336,14 +351,7 @@ void Engine::loop() {
     for (auto& a : running)
       if (a->done && a->seq >= 0) finish(*a, a->info.reason);
     std::erase_if(running, [](const auto& a) { return a->done; });
-    const int64_t cached = cache_ ? cache_->reclaimable() : 0;
-    {
-      std::lock_guard lock(mutex_);
-      stats_.kv_blocks_free = kv_->blocks_free();
-      stats_.kv_blocks_cached = cached;
-      stats_.sequences = kv_->sequences();
-      ++stats_.steps;
-    }
+    update_kv_stats();
   }
 }
 

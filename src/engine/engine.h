@@ -150,6 +150,7 @@ class Engine {
   bool make_room(int64_t blocks, Running& running, const Active& asking);
   void preempt(std::unique_ptr<Active> a);
   void step(Running& running);
+  void update_kv_stats();
 
   std::unique_ptr<LlamaModel> model_;
   EngineOptions options_;

@@ -42,6 +42,19 @@ GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
   return r;
 }
 
+// Every sequence is gone and each block is free or held only by the cache
+// (the engine releases a request's blocks as it closes its handle).
+void expect_kv_returned(const Engine& engine) {
+  EngineStats s = engine.stats();
+  for (int i = 0; i < 100 && s.sequences != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    s = engine.stats();
+  }
+  EXPECT_EQ(s.sequences, 0);
+  EXPECT_EQ(s.kv_blocks_free + s.kv_blocks_cached, s.kv_blocks_total);
+  EXPECT_EQ(s.running, 0);
+}
+
 TEST(Engine, ConcurrentRequestsMatchSingleRuns) {
   Engine engine(LlamaModel::load(kModel),
                 EngineOptions{.threads = 2, .max_batch = 4, .prefill_chunk = 3});
@@ -56,8 +69,7 @@ TEST(Engine, ConcurrentRequestsMatchSingleRuns) {
     EXPECT_EQ(handles[i]->finish().generated_tokens, 20 + int(i));
     EXPECT_EQ(handles[i]->finish().prompt_tokens, int64_t(prompts[i].size()));
   }
-  EngineStats s = engine.stats();
-  EXPECT_EQ(s.kv_blocks_free, s.kv_blocks_total);
+  expect_kv_returned(engine);
 }
 
 // Prompt and output together fill the context exactly, then Length.
@@ -108,15 +120,8 @@ TEST(Engine, CancelReleasesKv) {
   while (h->next()) {
   }
   EXPECT_EQ(h->finish().reason, FinishReason::Cancelled);
-  // The engine frees the blocks when it closes the handle.
-  EngineStats s = engine.stats();
-  for (int i = 0; i < 100 && s.kv_blocks_free != s.kv_blocks_total; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    s = engine.stats();
-  }
-  EXPECT_EQ(s.kv_blocks_free, s.kv_blocks_total);
-  EXPECT_EQ(s.requests_cancelled, 1);
-  EXPECT_EQ(s.running, 0);
+  expect_kv_returned(engine);
+  EXPECT_EQ(engine.stats().requests_cancelled, 1);
 }
 
 TEST(Engine, RejectsBadRequestsAndAFullQueue) {

@@ -1,0 +1,173 @@
+// The engine with the prompt cache, on the bundled model: a cache hit gives
+// the same greedy tokens as a cold run and logprobs within float rounding;
+// follow-up turns, fully cached histories, shared prefixes running together,
+// eviction and preemption under a tiny KV budget; no block is leaked.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace hearth {
+namespace {
+
+const std::filesystem::path kModel =
+    std::filesystem::path(HEARTH_SOURCE_DIR) / "models/stories260k";
+
+struct Output {
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  FinishInfo info;
+};
+
+Output run(Engine& engine, std::vector<int32_t> prompt, int64_t max_tokens, std::string session = {}) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  r.top_logprobs = 0;
+  r.session = std::move(session);
+  auto h = engine.submit(std::move(r));
+  Output out;
+  while (auto ev = h->next()) {
+    out.tokens.push_back(ev->token);
+    out.logprobs.push_back(ev->logprob);
+  }
+  out.info = h->finish();
+  return out;
+}
+
+// A prompt of n tokens: BOS, then a story-like run of ids.
+std::vector<int32_t> prompt_of(int n, int seed = 0) {
+  std::vector<int32_t> p = {1};
+  for (int i = 1; i < n; ++i) p.push_back(int32_t(260 + (i * 37 + seed * 11) % 240));
+  return p;
+}
+
+void expect_same(const Output& got, const Output& want) {
+  EXPECT_EQ(got.tokens, want.tokens);
+  ASSERT_EQ(got.logprobs.size(), want.logprobs.size());
+  for (size_t i = 0; i < got.logprobs.size(); ++i) EXPECT_NEAR(got.logprobs[i], want.logprobs[i], 1e-4) << i;
+}
+
+void expect_kv_returned(const Engine& engine) {
+  EngineStats s = engine.stats();
+  for (int i = 0; i < 100 && s.sequences != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    s = engine.stats();
+  }
+  EXPECT_EQ(s.sequences, 0);
+  EXPECT_EQ(s.kv_blocks_free + s.kv_blocks_cached, s.kv_blocks_total);
+}
+
+std::unique_ptr<Engine> cold_engine() {
+  return std::make_unique<Engine>(LlamaModel::load(kModel), EngineOptions{.threads = 2, .prompt_cache = 0});
+}
+
+TEST(PromptCache, ARepeatedPromptHitsAndMatchesAColdRun) {
+  auto cold = cold_engine();
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2});
+  const auto prompt = prompt_of(75);
+  const Output want = run(*cold, prompt, 20);
+  EXPECT_EQ(want.info.cached_tokens, 0);
+  const Output first = run(engine, prompt, 20);
+  EXPECT_EQ(first.info.cached_tokens, 0);
+  expect_same(first, want);
+  const Output again = run(engine, prompt, 20);
+  EXPECT_EQ(again.info.cached_tokens, 64);  // two whole blocks of 32
+  expect_same(again, want);
+  auto cs = engine.cache_stats();
+  ASSERT_TRUE(cs);
+  EXPECT_EQ(cs->hits, 1);
+  EXPECT_EQ(cs->misses, 1);
+  EXPECT_FALSE(cold->cache_stats());
+  expect_kv_returned(engine);
+}
+
+TEST(PromptCache, AFollowUpTurnReusesThePromptAndTheReply) {
+  auto cold = cold_engine();
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2});
+  auto turn = prompt_of(40);
+  const Output reply = run(engine, turn, 40, "chat");
+  // The next turn: everything so far plus a new message.
+  turn.insert(turn.end(), reply.tokens.begin(), reply.tokens.end());
+  for (int i = 0; i < 12; ++i) turn.push_back(300 + i);
+  const Output second = run(engine, turn, 15, "chat");
+  // 40 + 39 positions were computed (the last reply token never is): 2 blocks.
+  EXPECT_EQ(second.info.cached_tokens, 64);
+  expect_same(second, run(*cold, turn, 15));
+  EXPECT_EQ(engine.cache_stats()->session_hits, 1);
+  expect_kv_returned(engine);
+}
+
+TEST(PromptCache, AFullyCachedHistoryRecomputesOnlyItsLastToken) {
+  auto cold = cold_engine();
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2});
+  const auto prompt = prompt_of(64);  // exactly two blocks
+  run(engine, prompt, 1);
+  const Output again = run(engine, prompt, 12);
+  EXPECT_EQ(again.info.cached_tokens, 63);  // the shared last block was copied, not rewritten
+  expect_same(again, run(*cold, prompt, 12));
+  // The copy left the cached block intact: a third run still matches.
+  expect_same(run(engine, prompt, 12), again);
+  expect_kv_returned(engine);
+}
+
+TEST(PromptCache, SharedPrefixRequestsRunTogether) {
+  auto cold = cold_engine();
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_batch = 4, .prefill_chunk = 16});
+  const auto shared = prompt_of(70);
+  run(engine, shared, 1);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i) {
+    prompts.push_back(shared);
+    for (int j = 0; j <= i * 5; ++j) prompts.back().push_back(280 + i * 20 + j);
+  }
+  std::vector<Output> got(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    threads.emplace_back([&, i] { got[i] = run(engine, prompts[i], 25); });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(got[i].info.cached_tokens, 64);
+    expect_same(got[i], run(*cold, prompts[i], 25));
+  }
+  expect_kv_returned(engine);
+}
+
+TEST(PromptCache, ATinyBudgetEvictsAndPreemptsYetEveryRequestCompletes) {
+  auto cold = cold_engine();
+  // Six blocks of 32 positions for four requests that each grow to 4 blocks.
+  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  Engine engine(LlamaModel::load(kModel),
+                EngineOptions{.threads = 2, .ctx_size = 128, .kv_budget = 6 * block, .max_batch = 4});
+  EXPECT_EQ(engine.admission().max_safe_context, 6 * 32);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i) prompts.push_back(prompt_of(40, i + 1));
+  std::vector<Output> got(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    threads.emplace_back([&, i] { got[i] = run(engine, prompts[i], 80); });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(got[i].info.reason, FinishReason::Length);
+    EXPECT_EQ(got[i].tokens.size(), 80u);
+    expect_same(got[i], run(*cold, prompts[i], 80));
+  }
+  EXPECT_GT(engine.stats().preemptions, 0);
+  EXPECT_GT(engine.cache_stats()->evictions, 0);
+  expect_kv_returned(engine);
+}
+
+TEST(PromptCache, TheContextShrinksToWhatTheBudgetHolds) {
+  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .kv_budget = 10 * block});
+  EXPECT_EQ(engine.ctx_size(), 10 * 32);
+  EXPECT_EQ(engine.admission().enforced_context_tokens, 10 * 32);
+  EXPECT_THROW(run(engine, prompt_of(330), 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hearth
