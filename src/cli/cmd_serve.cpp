@@ -39,6 +39,12 @@ beats the built-in defaults. See docs/server-config.md.
   --ctx-size N                 context length (default: the model's max_position_embeddings)
   --kv-type T                  KV cache entries: f32 (default) or bf16 (half the memory and
                                half the attention traffic; logits move by BF16 rounding)
+  --kv-budget GB               KV pool size (default: 85% of the memory available at start,
+                               less the weights); the context shrinks to what it holds
+  --prompt-cache GB            bytes of KV the prompt cache may keep for reuse (default: half
+                               the KV budget; 0 turns the cache off)
+  --cache-retention P          what the cache evicts first: lru (default) or cost-size (the
+                               shortest prefixes, keeping long ones that cost most to recompute)
   --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
   --max-batch N                sequences generated together (default: 8)
   --max-body BYTES             largest request body (default: 8388608)
@@ -90,7 +96,8 @@ int cmd_serve(int argc, char** argv) {
   }
   std::vector<std::string> known = {"model",     "host",      "port",     "api-key",      "max-tokens",
                                     "threads",   "ctx-size",  "max-queue", "max-batch",   "max-body",
-                                    "http-threads", "shutdown-timeout", "kv-type"};
+                                    "http-threads", "shutdown-timeout", "kv-type",
+                                    "kv-budget", "prompt-cache", "cache-retention"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
@@ -148,6 +155,20 @@ int cmd_serve(int argc, char** argv) {
   eopt.max_queue = sopt.max_queue;
   eopt.max_batch = sopt.max_batch;
   if (eopt.ctx_size < 0) throw std::runtime_error("--ctx-size must be >= 1");
+  const double kGB = 1024.0 * 1024.0 * 1024.0;
+  if (args.has("kv-budget")) {
+    const double gb = args.number("kv-budget", 0);
+    if (!(gb > 0)) throw std::runtime_error("--kv-budget must be > 0 (GB)");
+    eopt.kv_budget = size_t(gb * kGB);
+  }
+  if (args.has("prompt-cache")) {
+    const double gb = args.number("prompt-cache", 0);
+    if (!(gb >= 0)) throw std::runtime_error("--prompt-cache must be >= 0 (GB; 0 turns the cache off)");
+    eopt.prompt_cache = int64_t(gb * kGB);
+  }
+  const std::string retention = args.str("cache-retention", "lru");
+  if (auto r = cache::parse_retention(retention)) eopt.retention = *r;
+  else throw std::runtime_error("--cache-retention must be lru or cost-size, not '" + retention + "'");
 
   auto model = LlamaModel::load(dir);
   served.architecture = model->config().architecture;
@@ -155,6 +176,12 @@ int cmd_serve(int argc, char** argv) {
 
   server::Server server(engine, *tokenizer, prompts, served, sopt);
   const int port = server.bind();
+  const AdmissionInfo& ad = engine.admission();
+  const auto cache = engine.cache_stats();
+  std::fprintf(stderr, "hearth serve: KV budget %.2f GB (context %lld tokens), prompt cache %s\n",
+               double(ad.memory_budget_bytes) / kGB, (long long)ad.enforced_context_tokens,
+               cache ? (std::to_string(double(cache->max_bytes) / kGB).substr(0, 5) + " GB, " + retention).c_str()
+                     : "off");
   std::printf("hearth serve: listening on http://%s:%d (model %s, context %lld, %d threads)\n", sopt.host.c_str(),
               port, served.id.c_str(), (long long)engine.ctx_size(), engine.threads());
   std::fflush(stdout);

@@ -13,6 +13,7 @@ namespace {
 
 constexpr size_t kMaxStops = 16;
 constexpr int kMaxTopLogprobs = 20;
+constexpr size_t kMaxSessionId = 256;
 
 const char* type_name(const json& v) {
   if (v.is_null()) return "null";
@@ -123,6 +124,17 @@ void parse_sampling(const json& body, ApiRequest& r) {
   }
 }
 
+}  // namespace
+
+const std::string& check_session_id(const std::string& field, const std::string& id) {
+  if (id.empty() || id.size() > kMaxSessionId)
+    throw bad_request(field, "'" + field + "' must be 1 to " + std::to_string(kMaxSessionId) + " bytes, got " +
+                                 std::to_string(id.size()));
+  return id;
+}
+
+namespace {
+
 void parse_common(const json& body, ApiRequest& r) {
   if (const json* v = field(body, "model")) {
     if (!v->is_string()) wrong_type("model", "a string", *v);
@@ -156,6 +168,13 @@ void parse_common(const json& body, ApiRequest& r) {
     for (const auto& s : r.stop)
       if (s.empty()) throw bad_request("stop", "stop strings must not be empty");
   }
+
+  // The conversation, for the prompt cache: session_id wins over prompt_cache_key.
+  for (const char* name : {"prompt_cache_key", "session_id"})
+    if (const json* v = field(body, name)) {
+      if (!v->is_string()) wrong_type(name, "a string", *v);
+      r.session = check_session_id(name, v->get<std::string>());
+    }
 
   r.stream = boolean(body, "stream").value_or(false);
   if (const json* v = field(body, "stream_options")) {

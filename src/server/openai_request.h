@@ -49,12 +49,16 @@ struct ApiRequest {
   SamplingOverrides sampling;
   std::optional<int64_t> max_tokens;  // unset: server default (else until EOS or the context ends)
   std::vector<std::string> stop;
+  std::string session;  // session_id or prompt_cache_key (the server adds the headers' when unset)
   bool stream = false, include_usage = false;
   int logprobs = -1;  // -1: none; 0: the chosen token's; k: and the top k alternatives
 };
 
 ApiRequest parse_chat_request(const nlohmann::ordered_json& body);
 ApiRequest parse_completion_request(const nlohmann::ordered_json& body);
+
+// A session id from the body or a header: 1 to 256 bytes, else a 400 naming `field`.
+const std::string& check_session_id(const std::string& field, const std::string& id);
 
 // Parses a request body; malformed JSON (including invalid UTF-8) and a
 // body that is not an object are 400s.

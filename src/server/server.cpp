@@ -41,6 +41,8 @@ const Route kRoutes[] = {
     {"POST", "/v1/completions", "/v1/completions", "text completion of a raw prompt (OpenAI legacy)", true},
     {"GET", "/stats", "/stats", "server, model, queue, memory and generation counters (JSON)", true},
     {"GET", "/metrics", "/metrics", "the same counters in Prometheus text format", true},
+    {"POST", "/admin/cache/session/close", "/admin/cache/session/close",
+     "forget a session's prompt-cache checkpoint (its blocks stay cached)", true},
 };
 
 const std::vector<std::regex>& route_patterns() {
@@ -189,6 +191,16 @@ void Server::Impl::setup() {
   http.Get("/metrics", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
              res.set_content(prometheus(), "text/plain; version=0.0.4; charset=utf-8");
            }));
+  http.Post("/admin/cache/session/close", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+              const ojson body = parse_body(req.body);
+              std::string id;
+              if (auto it = body.find("session_id"); it != body.end() && !it->is_null()) {
+                if (!it->is_string()) throw bad_request("session_id", "'session_id' must be a string");
+                id = check_session_id("session_id", it->get<std::string>());
+                engine.close_session(id);
+              }
+              res.set_content(dump(ojson{{"closed", !id.empty()}}), "application/json");
+            }));
 
   // Whatever httplib itself answers with an error status (no route, body too
   // large, malformed request) gets OpenAI's error shape; a wrong method on a

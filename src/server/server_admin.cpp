@@ -33,6 +33,21 @@ ojson Server::Impl::stats() const {
   const auto& m = metrics;
   const double decode_s = double(m.decode_us.load()) / 1e6;
   const auto& cfg = engine.model().config();
+  const AdmissionInfo& ad = engine.admission();
+  ojson prompt_cache = {{"enabled", false}};
+  if (auto c = engine.cache_stats())
+    prompt_cache = {{"enabled", true},
+                    {"entries", c->entries},
+                    {"bytes", c->bytes},
+                    {"max_bytes", c->max_bytes},
+                    {"hits", c->hits},
+                    {"misses", c->misses},
+                    {"hit_tokens", c->hit_tokens},
+                    {"session_hits", c->session_hits},
+                    {"session_misses", c->session_misses},
+                    {"sessions", c->sessions},
+                    {"prefix_scans", c->prefix_scans},
+                    {"evictions", c->evictions}};
   return {
       {"server",
        {{"version", kVersion},
@@ -69,7 +84,17 @@ ojson Server::Impl::stats() const {
         {"weight_bytes", engine.model().weight_bytes()},
         {"kv_bytes", st.kv_bytes},
         {"kv_blocks_total", st.kv_blocks_total},
-        {"kv_blocks_free", st.kv_blocks_free}}},
+        {"kv_blocks_free", st.kv_blocks_free},
+        {"kv_blocks_cached", st.kv_blocks_cached},
+        {"kv_sequences", st.sequences}}},
+      {"admission",
+       {{"max_safe_context", ad.max_safe_context},
+        {"enforced_context_tokens", ad.enforced_context_tokens},
+        {"memory_budget_bytes", ad.memory_budget_bytes},
+        {"usable_bytes", ad.usable_bytes},
+        {"weights_bytes", ad.weights_bytes},
+        {"preemptions", st.preemptions}}},
+      {"prompt_cache", prompt_cache},
       {"generation",
        {{"requests_total", st.requests_total},
         {"chat_requests", m.chat_requests.load()},
@@ -80,6 +105,7 @@ ojson Server::Impl::stats() const {
         {"failed", m.failed.load()},
         {"engine_cancelled", st.requests_cancelled},
         {"prompt_tokens_total", st.prompt_tokens_total},
+        {"cached_tokens_total", st.cached_tokens_total},
         {"generated_tokens_total", st.generated_tokens_total},
         {"engine_steps", st.steps},
         {"time_to_first_token_avg_seconds",
@@ -126,7 +152,25 @@ std::string Server::Impl::prometheus() const {
   metric("hearth_engine_steps_total", "counter", "Engine batch steps run.", st.steps);
   metric("hearth_kv_blocks_total", "gauge", "KV pool blocks.", st.kv_blocks_total);
   metric("hearth_kv_blocks_free", "gauge", "KV pool blocks free.", st.kv_blocks_free);
+  metric("hearth_kv_blocks_cached", "gauge", "KV pool blocks held only by the prompt cache.", st.kv_blocks_cached);
   metric("hearth_kv_bytes", "gauge", "KV pool size in bytes.", st.kv_bytes);
+  metric("hearth_preemptions_total", "counter", "Requests that gave back their KV and resumed later.",
+         st.preemptions);
+  metric("hearth_cached_tokens_total", "counter", "Prompt tokens taken from the prompt cache.",
+         st.cached_tokens_total);
+  if (auto c = engine.cache_stats()) {
+    metric("hearth_prompt_cache_entries", "gauge", "Blocks indexed by the prompt cache.", c->entries);
+    metric("hearth_prompt_cache_bytes", "gauge", "Bytes of the blocks indexed by the prompt cache.", c->bytes);
+    metric("hearth_prompt_cache_max_bytes", "gauge", "Prompt cache capacity (--prompt-cache).", c->max_bytes);
+    metric("hearth_prompt_cache_hits_total", "counter", "Lookups that found a cached prefix.", c->hits);
+    metric("hearth_prompt_cache_misses_total", "counter", "Lookups that found none.", c->misses);
+    metric("hearth_prompt_cache_session_hits_total", "counter", "Requests continuing their session's checkpoint.",
+           c->session_hits);
+    metric("hearth_prompt_cache_session_misses_total", "counter", "Requests of a session with an edited history.",
+           c->session_misses);
+    metric("hearth_prompt_cache_prefix_scans_total", "counter", "Prefix lookups run.", c->prefix_scans);
+    metric("hearth_prompt_cache_evictions_total", "counter", "Blocks evicted from the prompt cache.", c->evictions);
+  }
   metric("hearth_weight_bytes", "gauge", "Model weights in bytes.", engine.model().weight_bytes());
   metric("hearth_process_resident_memory_bytes", "gauge", "Resident set size.", mem.rss_bytes);
   metric("hearth_process_peak_resident_memory_bytes", "gauge", "Peak resident set size.", mem.peak_rss_bytes);

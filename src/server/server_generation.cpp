@@ -28,6 +28,10 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   ++(ep == Endpoint::Chat ? metrics.chat_requests : metrics.completion_requests);
   if (draining) throw ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down");
   const std::string param = ep == Endpoint::Chat ? "messages" : "prompt";
+  // Body fields beat the headers: x-session-affinity, then session_id.
+  for (const char* header : {"x-session-affinity", "session_id"})
+    if (api.session.empty() && req.has_header(header))
+      api.session = check_session_id(header, req.get_header_value(header));
 
   GenerationRequest g;
   g.prompt = prompts.build(api);
@@ -50,6 +54,7 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   g.max_tokens = api.max_tokens.value_or(model.max_tokens);
   g.stop_ids = model.eos_ids;
   g.top_logprobs = api.logprobs;
+  g.session = api.session;
 
   std::shared_ptr<RequestHandle> handle;
   try {
@@ -79,7 +84,7 @@ ojson Server::Impl::usage(const GenerationStream& g) const {
   return {{"prompt_tokens", g.prompt_tokens()},
           {"completion_tokens", g.completion_tokens()},
           {"total_tokens", g.prompt_tokens() + g.completion_tokens()},
-          {"prompt_tokens_details", {{"cached_tokens", 0}}}};
+          {"prompt_tokens_details", {{"cached_tokens", g.info().cached_tokens}}}};
 }
 
 ojson Server::Impl::chat_logprobs(const std::vector<TokenLogprob>& lps) const {

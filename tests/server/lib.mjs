@@ -95,3 +95,10 @@ export async function waitForStats(srv, fn, timeoutMs = 10000, headers = {}) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// No request holds KV any more: every block is free or held only by the
+// prompt cache (which keeps finished requests' blocks for reuse).
+export function kvReturned(s) {
+  const m = s.memory;
+  return m.kv_sequences === 0 && m.kv_blocks_free + m.kv_blocks_cached === m.kv_blocks_total;
+}

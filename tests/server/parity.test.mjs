@@ -47,13 +47,13 @@ test('greedy chat equals `hearth generate --chat --temperature 0`', async () => 
   }
 });
 
-test('--kv-type bf16: greedy completions equal `hearth generate --kv-type bf16`; the KV pool is half the bytes', async () => {
-  const f32 = await startServer();
-  const f32Bytes = (await stats(f32)).memory.kv_bytes;
+test('--kv-type bf16: greedy completions equal `hearth generate --kv-type bf16`; a KV budget holds twice the blocks', async () => {
+  const f32 = await startServer(['--kv-budget', '0.25']);
+  const f32Blocks = (await stats(f32)).memory.kv_blocks_total;
   assert.equal((await f32.stop()).code, 0);
-  const srv = await startServer(['--kv-type', 'bf16']);
+  const srv = await startServer(['--kv-type', 'bf16', '--kv-budget', '0.25']);
   try {
-    assert.equal((await stats(srv)).memory.kv_bytes * 2, f32Bytes);
+    assert.equal((await stats(srv)).memory.kv_blocks_total, f32Blocks * 2);
     const client = srv.client();
     for (const [prompt, n] of CASES.slice(0, 2)) {
       const { stdout } = await run(HEARTH, ['generate', '--prompt', prompt, '--max-tokens', String(n), '--temperature', '0', '--kv-type', 'bf16']);

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { startServer, stats, waitForStats } from './lib.mjs';
+import { startServer, stats, waitForStats, kvReturned } from './lib.mjs';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
@@ -91,7 +91,7 @@ describe('web page', { skip: !fs.existsSync(CHROMIUM) && `no browser at ${CHROMI
     await page.waitForSelector('.msg.assistant .meta');
     assert.match(await page.textContent('.msg.assistant .meta'), /stopped|finish/);
     assert.equal(await page.isEnabled('#send'), true);
-    const after = await waitForStats(srv, (s) => s.server.requests_in_flight === 0 && s.memory.kv_blocks_free === s.memory.kv_blocks_total);
+    const after = await waitForStats(srv, (s) => s.server.requests_in_flight === 0 && kvReturned(s));
     assert.equal(after.server.requests_in_flight, 0);
     await page.close();
   });
