@@ -1,5 +1,8 @@
 #include "cache/block_hash.h"
 
+// XXH3_state_t is an incomplete type unless this is defined (xxhash 0.8), and
+// chain_hash keeps one on the stack.
+#define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
 #include <cstdio>
