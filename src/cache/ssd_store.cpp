@@ -16,7 +16,8 @@
 
 namespace hearth::cache {
 
-static_assert(std::endian::native == std::endian::little, "records are written in host order, assumed little-endian");
+static_assert(std::endian::native == std::endian::little,
+              "records are written in host order, assumed little-endian");
 
 namespace {
 
@@ -43,10 +44,15 @@ struct RecordHeader {
 };
 static_assert(sizeof(RecordHeader) == 88);
 
-uint64_t header_checksum(const RecordHeader& h) { return XXH3_64bits(&h, offsetof(RecordHeader, header_xxh3)); }
+uint64_t header_checksum(const RecordHeader& h) {
+  return XXH3_64bits(&h, offsetof(RecordHeader, header_xxh3));
+}
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// Whether a header is intact and describes a record of this store's namespace and sizes.
+bool header_fits(const RecordHeader& h, const SsdStoreOptions& o) {
+  return std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion &&
+         h.header_xxh3 == header_checksum(h) && BlockHash{h.ns_lo, h.ns_hi} == o.ns &&
+         h.token_count == uint32_t(o.block_tokens) && h.payload_bytes == o.block_bytes;
 }
 
 bool read_exact(int fd, void* buf, size_t n, uint64_t offset) {
@@ -65,9 +71,8 @@ bool write_all(int fd, const void* buf, size_t n) {
   while (n > 0) {
     ssize_t put = ::write(fd, p, n);
     if (put < 0 && errno == EINTR) continue;
-    if (put < 0) return false;
-    if (put == 0) {  // no progress and no error: treat as a full disk
-      errno = ENOSPC;
+    if (put <= 0) {
+      if (put == 0) errno = ENOSPC;  // no progress and no error: as good as a full disk
       return false;
     }
     p += put, n -= size_t(put);
@@ -85,14 +90,18 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   if (opt_.block_bytes == 0 || opt_.block_tokens <= 0)
     throw std::invalid_argument("SsdStore: block_bytes and block_tokens must be positive");
   ns_dir_ = opt_.dir / opt_.ns.hex();
-  record_bytes_ = sizeof(RecordHeader) + uint64_t(opt_.block_tokens) * sizeof(int32_t) + opt_.block_bytes;
+  record_bytes_ =
+      sizeof(RecordHeader) + uint64_t(opt_.block_tokens) * sizeof(int32_t) + opt_.block_bytes;
   std::error_code ec;
   std::filesystem::create_directories(ns_dir_, ec);
-  if (ec) throw std::runtime_error("cannot create cache directory " + ns_dir_.string() + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot create cache directory " + ns_dir_.string() + ": " +
+                             ec.message());
 
   const std::string lock_path = (opt_.dir / "LOCK").string();
   lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
+  if (lock_fd_ < 0)
+    throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
   // Non-blocking: a second server on the same directory must fail at once, not hang.
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
@@ -104,7 +113,8 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   }
   try {
     dir_fd_ = ::open(ns_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd_ < 0) throw std::runtime_error("cannot open " + ns_dir_.string() + ": " + std::strerror(errno));
+    if (dir_fd_ < 0)
+      throw std::runtime_error("cannot open " + ns_dir_.string() + ": " + std::strerror(errno));
     scan_records();
   } catch (...) {
     close_fds();
@@ -145,12 +155,14 @@ void SsdStore::scan_records() {
   if (ec) throw std::runtime_error("cannot list " + ns_dir_.string() + ": " + ec.message());
   for (; it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (ends_with(name, kTempSuffix)) {  // a write cut short by a crash
+    if (name.ends_with(kTempSuffix)) {  // a write cut short by a crash
       if (::unlinkat(dir_fd_, name.c_str(), 0) == 0) ++stats_.skipped;
       continue;
     }
-    if (!ends_with(name, kRecordSuffix)) continue;  // not ours: leave it alone
-    int fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (!name.ends_with(kRecordSuffix)) continue;  // not ours: leave it alone
+    // O_NONBLOCK: a FIFO named like a record must not hang the start.
+    int fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0 && errno != ELOOP) continue;  // unreadable now (EMFILE, EACCES): not proof it is bad
     struct stat st {};
     if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
       ::close(fd);
@@ -158,14 +170,13 @@ void SsdStore::scan_records() {
     }
     // Only the header is read here: a restart must stay fast with GBs on disk.
     RecordHeader h{};
-    bool ok = fd >= 0 && read_exact(fd, &h, sizeof h, 0) && std::memcmp(h.magic, kMagic, 8) == 0 &&
-              h.version == kVersion && h.header_xxh3 == header_checksum(h) &&
-              BlockHash{h.ns_lo, h.ns_hi} == opt_.ns && h.token_count == uint32_t(opt_.block_tokens) &&
-              h.payload_bytes == opt_.block_bytes && uint64_t(st.st_size) == record_bytes_ &&
+    bool ok = fd >= 0 && read_exact(fd, &h, sizeof h, 0) && header_fits(h, opt_) &&
+              uint64_t(st.st_size) == record_bytes_ &&
               name == BlockHash{h.hash_lo, h.hash_hi}.hex() + kRecordSuffix;
     if (fd >= 0) ::close(fd);
     if (ok) {
-      found.push_back({{h.hash_lo, h.hash_hi}, {h.parent_lo, h.parent_hi}, uint64_t(st.st_size), st.st_mtim});
+      found.push_back(
+          {{h.hash_lo, h.hash_hi}, {h.parent_lo, h.parent_hi}, uint64_t(st.st_size), st.st_mtim});
     } else if (::unlinkat(dir_fd_, name.c_str(), 0) == 0) {
       ++stats_.skipped;
     }
@@ -173,7 +184,8 @@ void SsdStore::scan_records() {
   if (ec) throw std::runtime_error("cannot list " + ns_dir_.string() + ": " + ec.message());
   // Oldest mtime first, so the least recently used records go first.
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-    return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec : a.mtime.tv_nsec < b.mtime.tv_nsec;
+    return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec
+                                            : a.mtime.tv_nsec < b.mtime.tv_nsec;
   });
   for (const Found& f : found) add_entry(f.hash, f.parent, f.bytes);
   evict_over_cap();  // max_bytes may have been lowered since the last run
@@ -205,7 +217,8 @@ void SsdStore::evict_over_cap() {
 void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,
                    std::span<const uint8_t> payload) {
   if (tokens.size() != size_t(opt_.block_tokens) || payload.size() != opt_.block_bytes)
-    throw std::invalid_argument("SsdStore::put: a block must hold block_tokens tokens and block_bytes bytes");
+    throw std::invalid_argument(
+        "SsdStore::put: a block must hold block_tokens tokens and block_bytes bytes");
   // Skip before copying the payload (up to MBs); checked again below, since
   // another thread may queue the same block meanwhile.
   auto already_have = [&] {
@@ -254,10 +267,11 @@ size_t SsdStore::contains_prefix(std::span<const BlockHash> chain) const {
   return n;
 }
 
-bool SsdStore::read(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> expected_tokens,
-                    std::span<uint8_t> dst) {
+bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
+                    std::span<const int32_t> expected_tokens, std::span<uint8_t> dst) {
   if (expected_tokens.size() != size_t(opt_.block_tokens) || dst.size() != opt_.block_bytes)
-    throw std::invalid_argument("SsdStore::read: expected block_tokens tokens and a block_bytes buffer");
+    throw std::invalid_argument(
+        "SsdStore::read: expected block_tokens tokens and a block_bytes buffer");
   const auto t0 = std::chrono::steady_clock::now();
   const std::string name = hash.hex() + kRecordSuffix;
   int fd;
@@ -267,23 +281,25 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent, std::span<co
     std::lock_guard lk(mu_);
     if (!index_.count(hash)) return false;
     fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {  // deleted behind our back: stop offering it
+      remove_entry(hash);
+      ++stats_.skipped;
+    }
   }
   if (fd < 0) return false;
 
   RecordHeader h{};
   struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0 && uint64_t(st.st_size) == record_bytes_ && read_exact(fd, &h, sizeof h, 0) &&
-            std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion && h.header_xxh3 == header_checksum(h) &&
-            BlockHash{h.ns_lo, h.ns_hi} == opt_.ns && BlockHash{h.hash_lo, h.hash_hi} == hash &&
-            BlockHash{h.parent_lo, h.parent_hi} == parent && h.token_count == expected_tokens.size() &&
-            h.payload_bytes == dst.size();
-  if (ok) {
-    std::vector<int32_t> tokens(h.token_count);
-    ok = read_exact(fd, tokens.data(), tokens.size() * sizeof(int32_t), sizeof h) &&
-         std::equal(tokens.begin(), tokens.end(), expected_tokens.begin());
-  }
-  ok = ok && read_exact(fd, dst.data(), dst.size(), sizeof h + uint64_t(h.token_count) * sizeof(int32_t)) &&
-       XXH3_64bits(dst.data(), dst.size()) == h.payload_xxh3;
+  std::vector<int32_t> tokens(expected_tokens.size());
+  const uint64_t tokens_bytes = tokens.size() * sizeof(int32_t);
+  bool ok = ::fstat(fd, &st) == 0 && uint64_t(st.st_size) == record_bytes_ &&
+            read_exact(fd, &h, sizeof h, 0) && header_fits(h, opt_) &&
+            BlockHash{h.hash_lo, h.hash_hi} == hash &&
+            BlockHash{h.parent_lo, h.parent_hi} == parent &&
+            read_exact(fd, tokens.data(), tokens_bytes, sizeof h) &&
+            std::equal(tokens.begin(), tokens.end(), expected_tokens.begin()) &&
+            read_exact(fd, dst.data(), dst.size(), sizeof h + tokens_bytes) &&
+            XXH3_64bits(dst.data(), dst.size()) == h.payload_xxh3;
   if (ok) ::futimens(fd, nullptr);  // the mtime orders records by use after a restart
   ::close(fd);
 

@@ -86,8 +86,8 @@ class SsdStore {
   // match (header, namespace, hash, parent, tokens, payload checksum) removes
   // the file, counts it in `skipped` and returns false: a miss, never a wrong
   // answer. dst's contents are unspecified after false.
-  bool read(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> expected_tokens,
-            std::span<uint8_t> dst);
+  bool read(const BlockHash& hash, const BlockHash& parent,
+            std::span<const int32_t> expected_tokens, std::span<uint8_t> dst);
   // Waits until everything put before the call is durable, dropped or failed;
   // says what happened since the previous flush().
   SsdFlushResult flush();
@@ -138,7 +138,7 @@ class SsdStore {
   std::list<BlockHash> lru_;  // front: least recently used
   std::deque<Job> queue_;
   std::unordered_set<BlockHash, BlockHashHasher> pending_;  // queued or being written
-  uint64_t queued_bytes_ = 0, writing_bytes_ = 0;  // writing: the one record being written
+  uint64_t queued_bytes_ = 0, writing_bytes_ = 0;           // writing: the one record being written
   int64_t writing_count_ = 0;
   uint64_t next_seq_ = 0;
   uint64_t writing_from_seq_ = 0;  // lowest seq the writer holds unpublished (0: none)

@@ -2,8 +2,8 @@
 // of bad file (flipped, truncated, foreign, half-written), LRU eviction, the
 // bounded write queue, failed writes, concurrent callers, and kill -9 while
 // writing. Payloads are a function of the block hash so any read can be checked.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -59,12 +59,14 @@ std::vector<uint8_t> payload_for(const BlockHash& h, size_t n) {
 }
 
 // n blocks chained from `root`; `seed` makes different chains have different tokens.
-std::vector<Block> make_chain(const BlockHash& root, int n, int seed = 0, int tokens_per_block = kTokens) {
+std::vector<Block> make_chain(const BlockHash& root, int n, int seed = 0,
+                              int tokens_per_block = kTokens) {
   std::vector<Block> chain;
   BlockHash parent = root;
   for (int i = 0; i < n; ++i) {
     Block b;
-    for (int t = 0; t < tokens_per_block; ++t) b.tokens.push_back(seed * 100000 + i * tokens_per_block + t);
+    for (int t = 0; t < tokens_per_block; ++t)
+      b.tokens.push_back(seed * 100000 + i * tokens_per_block + t);
     b.parent = parent;
     b.hash = chain_hash(parent, b.tokens);
     parent = b.hash;
@@ -79,7 +81,9 @@ std::vector<BlockHash> hashes(const std::vector<Block>& chain) {
   return h;
 }
 
-void put(SsdStore& s, const Block& b, size_t bytes = kBytes) { s.put(b.hash, b.parent, b.tokens, payload_for(b.hash, bytes)); }
+void put(SsdStore& s, const Block& b, size_t bytes = kBytes) {
+  s.put(b.hash, b.parent, b.tokens, payload_for(b.hash, bytes));
+}
 
 // Reads the block and checks the payload is exactly what was put.
 bool read_ok(SsdStore& s, const Block& b, size_t bytes = kBytes) {
@@ -176,11 +180,13 @@ TEST_F(SsdStoreTest, WrongSizesAreRejected) {
   SsdStore s(options());
   auto chain = make_chain(chain_root_, 1);
   std::vector<uint8_t> small(kBytes - 1);
-  EXPECT_THROW(s.put(chain[0].hash, chain[0].parent, chain[0].tokens, small), std::invalid_argument);
+  EXPECT_THROW(s.put(chain[0].hash, chain[0].parent, chain[0].tokens, small),
+               std::invalid_argument);
   std::vector<int32_t> three(3);
   EXPECT_THROW(s.put(chain[0].hash, chain[0].parent, three, payload_for(chain[0].hash, kBytes)),
                std::invalid_argument);
-  EXPECT_THROW(s.read(chain[0].hash, chain[0].parent, chain[0].tokens, small), std::invalid_argument);
+  EXPECT_THROW(s.read(chain[0].hash, chain[0].parent, chain[0].tokens, small),
+               std::invalid_argument);
   SsdStoreOptions bad = options();
   bad.block_bytes = 0;
   EXPECT_THROW(SsdStore{bad}, std::invalid_argument);
@@ -273,6 +279,18 @@ TEST_F(SsdStoreTest, WrongTokensOrParentIsAMiss) {
   EXPECT_EQ(s.stats().skipped, 2);
 }
 
+TEST_F(SsdStoreTest, ARecordDeletedBehindOurBackIsForgotten) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 1);
+  put(s, chain[0]);
+  s.flush();
+  fs::remove(s.record_path(chain[0].hash));
+  EXPECT_FALSE(read_ok(s, chain[0]));
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  EXPECT_EQ(s.stats().entries, 0);
+  EXPECT_EQ(s.stats().bytes, 0u);
+}
+
 TEST_F(SsdStoreTest, BadFilesAreRemovedAtStart) {
   auto chain = make_chain(chain_root_, 5);
   {
@@ -281,18 +299,19 @@ TEST_F(SsdStoreTest, BadFilesAreRemovedAtStart) {
   }
   const fs::path dir = ns_dir();
   auto path = [&](int i) { return dir / (chain[i].hash.hex() + ".kvb"); };
-  fs::resize_file(path(0), kRecordBytes - 1);  // truncated
-  flip_byte(path(1), 20);                      // header: caught by its checksum
+  fs::resize_file(path(0), kRecordBytes - 1);                  // truncated
+  flip_byte(path(1), 20);                                      // header: caught by its checksum
   fs::rename(path(2), dir / (chain[3].hash.hex() + "x.kvb"));  // name does not match the hash
   std::ofstream(dir / (chain[4].hash.hex() + ".kvb.tmp")) << "half written";  // a write cut short
-  std::ofstream(dir / "notes.txt") << "not a record";                          // not ours: left alone
-  fs::create_directory(dir / "sub.kvb");                                       // nor this
+  std::ofstream(dir / "notes.txt") << "not a record";  // not ours: left alone
+  fs::create_directory(dir / "sub.kvb");               // nor this
 
   SsdStore s(options());
   auto st = s.stats();
   EXPECT_EQ(st.skipped, 4);
   EXPECT_EQ(st.entries, 2);  // chain[3] and chain[4]
-  std::vector<std::string> kept{chain[3].hash.hex() + ".kvb", chain[4].hash.hex() + ".kvb", "notes.txt", "sub.kvb"};
+  std::vector<std::string> kept{chain[3].hash.hex() + ".kvb", chain[4].hash.hex() + ".kvb",
+                                "notes.txt", "sub.kvb"};
   std::sort(kept.begin(), kept.end());
   EXPECT_EQ(files_in(dir), kept);
   EXPECT_TRUE(read_ok(s, chain[3]));
@@ -377,7 +396,8 @@ TEST_F(SsdStoreTest, AfterARestartTheOrderOfUseComesFromTheFileTimes) {
   // Written 0, 1, 2; make 1 the oldest and 0 the newest.
   auto set_mtime = [&](int i, time_t t) {
     timespec times[2] = {{t, 0}, {t, 0}};
-    ASSERT_EQ(::utimensat(AT_FDCWD, (ns_dir() / (chain[i].hash.hex() + ".kvb")).c_str(), times, 0), 0);
+    ASSERT_EQ(::utimensat(AT_FDCWD, (ns_dir() / (chain[i].hash.hex() + ".kvb")).c_str(), times, 0),
+              0);
   };
   set_mtime(0, 3000);
   set_mtime(1, 1000);
@@ -463,7 +483,8 @@ TEST_F(SsdStoreTest, AFullQueueUnderARunningWriterStaysBounded) {
   for (const Block& b : chain) payloads.push_back(payload_for(b.hash, kBig));
   for (int i = 0; i < kPuts; ++i) {
     s.put(chain[i].hash, chain[i].parent, chain[i].tokens, payloads[i]);
-    EXPECT_LE(s.stats().pending_spill_bytes, 3 * (kBig + kTokens * 4));  // 2 queued + 1 being written
+    EXPECT_LE(s.stats().pending_spill_bytes,
+              3 * (kBig + kTokens * 4));  // 2 queued + 1 being written
   }
   auto f = s.flush();  // how many were dropped depends on the disk's speed
   EXPECT_EQ(f.written + f.dropped, kPuts);
@@ -508,8 +529,8 @@ TEST_F(SsdStoreTest, LongestDurablePrefixTokens) {
   SsdStore s(options());
   EXPECT_EQ(s.longest_durable_prefix_tokens(chain_root_), 0);
   auto main_chain = make_chain(chain_root_, 5, 1);
-  auto branch = make_chain(main_chain[0].hash, 6, 2);           // 1 + 6 = 7 blocks deep
-  auto orphan = make_chain(root_hash("unrelated"), 9, 3);       // another root
+  auto branch = make_chain(main_chain[0].hash, 6, 2);      // 1 + 6 = 7 blocks deep
+  auto orphan = make_chain(root_hash("unrelated"), 9, 3);  // another root
   for (const Block& b : main_chain) put(s, b);
   for (const Block& b : orphan) put(s, b);
   s.flush();
@@ -546,8 +567,12 @@ TEST_F(SsdStoreTest, ConcurrentCallers) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   });
-  std::thread wa([&] { for (const Block& blk : a) put(s, blk); });
-  std::thread wb([&] { for (const Block& blk : b) put(s, blk); });
+  std::thread wa([&] {
+    for (const Block& blk : a) put(s, blk);
+  });
+  std::thread wb([&] {
+    for (const Block& blk : b) put(s, blk);
+  });
   wa.join();
   wb.join();
   s.flush();
@@ -570,7 +595,7 @@ TEST_F(SsdStoreTest, SurvivesKillDuringHeavyWrites) {
   SsdStoreOptions o = options();
   o.block_bytes = kBlockBytes;
   std::unordered_map<std::string, Block> expected;  // by record file name
-  std::set<std::string> seen;                      // records found after earlier kills
+  std::set<std::string> seen;                       // records found after earlier kills
   std::mt19937 rng(12345);
   int killed_mid_write = 0;
   for (int round = 0; round < kRounds; ++round) {
@@ -599,7 +624,8 @@ TEST_F(SsdStoreTest, SurvivesKillDuringHeavyWrites) {
     for (const std::string& name : files_in(ns_dir())) tmp_files += name.ends_with(".kvb.tmp");
     killed_mid_write += tmp_files > 0;
     SsdStore s(o);
-    ASSERT_EQ(s.stats().skipped, tmp_files) << "round " << round << ": only temp files may be bad after kill -9";
+    ASSERT_EQ(s.stats().skipped, tmp_files)
+        << "round " << round << ": only temp files may be bad after kill -9";
     std::set<std::string> now;
     for (const std::string& name : files_in(ns_dir())) {
       auto it = expected.find(name);
@@ -609,7 +635,8 @@ TEST_F(SsdStoreTest, SurvivesKillDuringHeavyWrites) {
       now.insert(name);
     }
     EXPECT_EQ(int64_t(now.size()), s.stats().entries);
-    EXPECT_TRUE(std::includes(now.begin(), now.end(), seen.begin(), seen.end())) << "round " << round;
+    EXPECT_TRUE(std::includes(now.begin(), now.end(), seen.begin(), seen.end()))
+        << "round " << round;
     seen = std::move(now);
   }
   EXPECT_GT(seen.size(), size_t(kRounds)) << "the children hardly committed anything";
