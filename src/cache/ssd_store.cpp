@@ -1,0 +1,480 @@
+#include "cache/ssd_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace hearth::cache {
+
+static_assert(std::endian::native == std::endian::little,
+              "records are written in host order, assumed little-endian");
+
+namespace {
+
+constexpr char kMagic[8] = {'H', 'E', 'A', 'R', 'T', 'H', 'K', 'V'};
+constexpr uint32_t kVersion = 1;
+constexpr const char* kRecordSuffix = ".kvb";
+constexpr const char* kTempSuffix = ".kvb.tmp";
+// A batch of renamed records shares one directory fsync; small enough that
+// contains() does not lag far behind the disk.
+constexpr size_t kBatchRecords = 16;
+constexpr uint64_t kBatchBytes = 64ull << 20;
+
+// Followed by token_count int32 ids, then payload_bytes bytes.
+struct RecordHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t token_count;
+  uint64_t ns_lo, ns_hi;
+  uint64_t hash_lo, hash_hi;
+  uint64_t parent_lo, parent_hi;
+  uint64_t payload_bytes;
+  uint64_t payload_xxh3;
+  uint64_t header_xxh3;  // of every field above
+};
+static_assert(sizeof(RecordHeader) == 88);
+
+uint64_t header_checksum(const RecordHeader& h) {
+  return XXH3_64bits(&h, offsetof(RecordHeader, header_xxh3));
+}
+
+// Whether a header is intact and describes a record of this store's namespace and sizes.
+bool header_fits(const RecordHeader& h, const SsdStoreOptions& o) {
+  return std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion &&
+         h.header_xxh3 == header_checksum(h) && BlockHash{h.ns_lo, h.ns_hi} == o.ns &&
+         h.token_count == uint32_t(o.block_tokens) && h.payload_bytes == o.block_bytes;
+}
+
+bool read_exact(int fd, void* buf, size_t n, uint64_t offset) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (n > 0) {
+    ssize_t got = ::pread(fd, p, n, off_t(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got, n -= size_t(got), offset += uint64_t(got);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* buf, size_t n) {
+  auto* p = static_cast<const uint8_t*>(buf);
+  while (n > 0) {
+    ssize_t put = ::write(fd, p, n);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) {
+      if (put == 0) errno = ENOSPC;  // no progress and no error: as good as a full disk
+      return false;
+    }
+    p += put, n -= size_t(put);
+  }
+  return true;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
+  if (opt_.block_bytes == 0 || opt_.block_tokens <= 0)
+    throw std::invalid_argument("SsdStore: block_bytes and block_tokens must be positive");
+  ns_dir_ = opt_.dir / opt_.ns.hex();
+  record_bytes_ =
+      sizeof(RecordHeader) + uint64_t(opt_.block_tokens) * sizeof(int32_t) + opt_.block_bytes;
+  std::error_code ec;
+  std::filesystem::create_directories(ns_dir_, ec);
+  if (ec)
+    throw std::runtime_error("cannot create cache directory " + ns_dir_.string() + ": " +
+                             ec.message());
+
+  const std::string lock_path = (opt_.dir / "LOCK").string();
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0)
+    throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
+  // Non-blocking: a second server on the same directory must fail at once, not hang.
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    close_fds();
+    if (err == EWOULDBLOCK)
+      throw std::runtime_error("cache directory " + opt_.dir.string() + " is locked (" + lock_path +
+                               "): another hearth server is using it");
+    throw std::runtime_error("cannot lock " + lock_path + ": " + std::strerror(err));
+  }
+  try {
+    dir_fd_ = ::open(ns_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd_ < 0)
+      throw std::runtime_error("cannot open " + ns_dir_.string() + ": " + std::strerror(errno));
+    scan_records();
+  } catch (...) {
+    close_fds();
+    throw;
+  }
+  writer_ = std::thread(&SsdStore::writer_loop, this);
+}
+
+SsdStore::~SsdStore() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  writer_.join();
+  close_fds();
+}
+
+void SsdStore::close_fds() {
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+  dir_fd_ = lock_fd_ = -1;
+}
+
+std::filesystem::path SsdStore::record_path(const BlockHash& hash) const {
+  return ns_dir_ / (hash.hex() + kRecordSuffix);
+}
+
+void SsdStore::scan_records() {
+  struct Found {
+    BlockHash hash, parent;
+    uint64_t bytes;
+    timespec mtime;
+  };
+  std::vector<Found> found;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(ns_dir_, ec), end;
+  if (ec) throw std::runtime_error("cannot list " + ns_dir_.string() + ": " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.ends_with(kTempSuffix)) {  // a write cut short by a crash
+      if (::unlinkat(dir_fd_, name.c_str(), 0) == 0) ++stats_.skipped;
+      continue;
+    }
+    if (!name.ends_with(kRecordSuffix)) continue;  // not ours: leave it alone
+    // O_NONBLOCK: a FIFO named like a record must not hang the start.
+    int fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0 && errno != ELOOP) continue;  // unreadable now (EMFILE, EACCES): not proof it is bad
+    struct stat st {};
+    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+      ::close(fd);
+      continue;  // a directory or device named like a record: not ours either
+    }
+    // Only the header is read here: a restart must stay fast with GBs on disk.
+    RecordHeader h{};
+    bool ok = fd >= 0 && read_exact(fd, &h, sizeof h, 0) && header_fits(h, opt_) &&
+              uint64_t(st.st_size) == record_bytes_ &&
+              name == BlockHash{h.hash_lo, h.hash_hi}.hex() + kRecordSuffix;
+    if (fd >= 0) ::close(fd);
+    if (ok) {
+      found.push_back(
+          {{h.hash_lo, h.hash_hi}, {h.parent_lo, h.parent_hi}, uint64_t(st.st_size), st.st_mtim});
+    } else if (::unlinkat(dir_fd_, name.c_str(), 0) == 0) {
+      ++stats_.skipped;
+    }
+  }
+  if (ec) throw std::runtime_error("cannot list " + ns_dir_.string() + ": " + ec.message());
+  // Oldest mtime first, so the least recently used records go first.
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec
+                                            : a.mtime.tv_nsec < b.mtime.tv_nsec;
+  });
+  for (const Found& f : found) add_entry(f.hash, f.parent, f.bytes);
+  evict_over_cap();  // max_bytes may have been lowered since the last run
+}
+
+void SsdStore::add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes) {
+  lru_.push_back(hash);
+  index_[hash] = Entry{parent, bytes, std::prev(lru_.end())};
+  stats_.bytes += bytes;
+}
+
+void SsdStore::remove_entry(const BlockHash& hash) {
+  auto it = index_.find(hash);
+  if (it == index_.end()) return;
+  ::unlinkat(dir_fd_, (hash.hex() + kRecordSuffix).c_str(), 0);
+  stats_.bytes -= it->second.bytes;
+  lru_.erase(it->second.lru);
+  index_.erase(it);
+}
+
+void SsdStore::evict_over_cap() {
+  if (opt_.max_bytes == 0) return;
+  while (stats_.bytes > opt_.max_bytes && !lru_.empty()) {
+    remove_entry(lru_.front());
+    ++stats_.evicted;
+  }
+}
+
+void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,
+                   std::span<const uint8_t> payload) {
+  if (tokens.size() != size_t(opt_.block_tokens) || payload.size() != opt_.block_bytes)
+    throw std::invalid_argument(
+        "SsdStore::put: a block must hold block_tokens tokens and block_bytes bytes");
+  // Skip before copying the payload (up to MBs); checked again below, since
+  // another thread may queue the same block meanwhile.
+  auto already_have = [&] {
+    auto it = index_.find(hash);
+    if (it != index_.end()) {
+      lru_.splice(lru_.end(), lru_, it->second.lru);
+      return true;
+    }
+    return pending_.count(hash) > 0;
+  };
+  {
+    std::lock_guard lk(mu_);
+    if (already_have()) return;
+  }
+  Job job{0, hash, parent, {tokens.begin(), tokens.end()}, {payload.begin(), payload.end()}};
+  bool dropped = false;
+  {
+    std::lock_guard lk(mu_);
+    if (already_have()) return;
+    // The oldest queued write is the least likely to be wanted again soon.
+    while (!queue_.empty() && queued_bytes_ + job.bytes() > opt_.queue_bytes) {
+      queued_bytes_ -= queue_.front().bytes();
+      pending_.erase(queue_.front().hash);
+      queue_.pop_front();
+      ++stats_.dropped_spills;
+      dropped = true;
+    }
+    job.seq = ++next_seq_;
+    queued_bytes_ += job.bytes();
+    pending_.insert(hash);
+    queue_.push_back(std::move(job));
+  }
+  work_cv_.notify_one();
+  if (dropped) done_cv_.notify_all();  // a flush() may have been waiting for a dropped write
+}
+
+bool SsdStore::contains(const BlockHash& hash) const {
+  std::lock_guard lk(mu_);
+  return index_.count(hash) > 0;
+}
+
+size_t SsdStore::contains_prefix(std::span<const BlockHash> chain) const {
+  std::lock_guard lk(mu_);
+  size_t n = 0;
+  while (n < chain.size() && index_.count(chain[n])) ++n;
+  return n;
+}
+
+bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
+                    std::span<const int32_t> expected_tokens, std::span<uint8_t> dst) {
+  if (expected_tokens.size() != size_t(opt_.block_tokens) || dst.size() != opt_.block_bytes)
+    throw std::invalid_argument(
+        "SsdStore::read: expected block_tokens tokens and a block_bytes buffer");
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string name = hash.hex() + kRecordSuffix;
+  int fd;
+  {
+    // Opened under the lock, so the file is the indexed one; once open, an
+    // eviction may unlink it while we read, which is harmless.
+    std::lock_guard lk(mu_);
+    if (!index_.count(hash)) return false;
+    fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {  // deleted behind our back: stop offering it
+      remove_entry(hash);
+      ++stats_.skipped;
+    }
+  }
+  if (fd < 0) return false;
+
+  RecordHeader h{};
+  struct stat st {};
+  std::vector<int32_t> tokens(expected_tokens.size());
+  const uint64_t tokens_bytes = tokens.size() * sizeof(int32_t);
+  bool ok = ::fstat(fd, &st) == 0 && uint64_t(st.st_size) == record_bytes_ &&
+            read_exact(fd, &h, sizeof h, 0) && header_fits(h, opt_) &&
+            BlockHash{h.hash_lo, h.hash_hi} == hash &&
+            BlockHash{h.parent_lo, h.parent_hi} == parent &&
+            read_exact(fd, tokens.data(), tokens_bytes, sizeof h) &&
+            std::equal(tokens.begin(), tokens.end(), expected_tokens.begin()) &&
+            read_exact(fd, dst.data(), dst.size(), sizeof h + tokens_bytes) &&
+            XXH3_64bits(dst.data(), dst.size()) == h.payload_xxh3;
+  if (ok) ::futimens(fd, nullptr);  // the mtime orders records by use after a restart
+  ::close(fd);
+
+  std::lock_guard lk(mu_);
+  auto it = index_.find(hash);
+  if (!ok) {
+    // Remove it only if it is still the file we read (not one rewritten since).
+    struct stat now {};
+    if (it != index_.end() && ::fstatat(dir_fd_, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+        now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+      remove_entry(hash);
+      ++stats_.skipped;
+    }
+    return false;
+  }
+  if (it != index_.end()) lru_.splice(lru_.end(), lru_, it->second.lru);
+  ++stats_.restores;
+  stats_.restore_ms_last = ms_since(t0);
+  return true;
+}
+
+bool SsdStore::write_record(const Job& job, std::string& error) const {
+  const std::string name = job.hash.hex() + kRecordSuffix, tmp = job.hash.hex() + kTempSuffix;
+  RecordHeader h{};
+  std::memcpy(h.magic, kMagic, 8);
+  h.version = kVersion;
+  h.token_count = uint32_t(job.tokens.size());
+  h.ns_lo = opt_.ns.lo, h.ns_hi = opt_.ns.hi;
+  h.hash_lo = job.hash.lo, h.hash_hi = job.hash.hi;
+  h.parent_lo = job.parent.lo, h.parent_hi = job.parent.hi;
+  h.payload_bytes = job.payload.size();
+  h.payload_xxh3 = XXH3_64bits(job.payload.data(), job.payload.size());
+  h.header_xxh3 = header_checksum(h);
+
+  int fd = ::openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    error = "cannot create " + (ns_dir_ / tmp).string() + ": " + std::strerror(errno);
+    return false;
+  }
+  // Data reaches the disk before the rename makes the record visible.
+  bool ok = write_all(fd, &h, sizeof h) &&
+            write_all(fd, job.tokens.data(), job.tokens.size() * sizeof(int32_t)) &&
+            write_all(fd, job.payload.data(), job.payload.size()) && ::fsync(fd) == 0;
+  int err = errno;
+  if (::close(fd) != 0 && ok) ok = false, err = errno;
+  if (ok && ::renameat(dir_fd_, tmp.c_str(), dir_fd_, name.c_str()) != 0) ok = false, err = errno;
+  if (!ok) {
+    ::unlinkat(dir_fd_, tmp.c_str(), 0);
+    error = "writing " + (ns_dir_ / tmp).string() + ": " + std::strerror(err);
+  }
+  return ok;
+}
+
+uint64_t SsdStore::oldest_unfinished_seq() const {
+  if (writing_from_seq_) return writing_from_seq_;
+  return queue_.empty() ? std::numeric_limits<uint64_t>::max() : queue_.front().seq;
+}
+
+void SsdStore::writer_loop() {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    auto may_write = [&] { return !queue_.empty() && (!paused_ || stopping_ || flush_target_); };
+    work_cv_.wait(lk, [&] { return may_write() || (stopping_ && queue_.empty()); });
+    if (!may_write()) return;  // stopping, and everything queued is written
+
+    // Write records one by one, then make their renames durable with one
+    // directory fsync before contains() may report them.
+    struct Written {
+      BlockHash hash, parent;
+    };
+    std::vector<Written> batch;
+    uint64_t batch_bytes = 0, last_seq = 0;
+    writing_from_seq_ = queue_.front().seq;
+    while (may_write() && batch.size() < kBatchRecords && batch_bytes < kBatchBytes) {
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      queued_bytes_ -= job.bytes();
+      writing_bytes_ += job.bytes();
+      ++writing_count_;
+      lk.unlock();
+      std::string error;
+      const bool ok = write_record(job, error);
+      lk.lock();
+      last_seq = job.seq;
+      writing_bytes_ -= job.bytes();  // its copy is released with `job`
+      --writing_count_;
+      if (ok) {
+        batch.push_back({job.hash, job.parent});
+        batch_bytes += record_bytes_;
+      } else {
+        ++stats_.failed_spills;
+        stats_.last_error = error;
+        pending_.erase(job.hash);
+      }
+      if (flush_target_ && last_seq >= flush_target_) break;  // a flush() is waiting for this one
+    }
+
+    lk.unlock();
+    const bool synced = batch.empty() || ::fsync(dir_fd_) == 0;
+    const int err = errno;
+    lk.lock();
+    for (const Written& w : batch) {
+      if (synced) {
+        add_entry(w.hash, w.parent, record_bytes_);
+        ++stats_.spills;
+      } else {  // not durable: take it back rather than report it
+        ::unlinkat(dir_fd_, (w.hash.hex() + kRecordSuffix).c_str(), 0);
+        ++stats_.failed_spills;
+        stats_.last_error = "fsync " + ns_dir_.string() + ": " + std::strerror(err);
+      }
+      pending_.erase(w.hash);
+    }
+    evict_over_cap();
+    writing_from_seq_ = 0;
+    if (flush_target_ && last_seq >= flush_target_) flush_target_ = 0;
+    done_cv_.notify_all();
+  }
+}
+
+SsdFlushResult SsdStore::flush() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_lock lk(mu_);
+  const uint64_t target = next_seq_;
+  flush_target_ = std::max(flush_target_, target);
+  work_cv_.notify_one();  // a paused writer writes for a flush()
+  done_cv_.wait(lk, [&] { return oldest_unfinished_seq() > target; });
+  if (flush_target_ <= target) flush_target_ = 0;  // met (its last writes may have been dropped)
+  SsdFlushResult r;
+  r.written = stats_.spills - reported_.written;
+  r.dropped = stats_.dropped_spills - reported_.dropped;
+  r.failed = stats_.failed_spills - reported_.failed;
+  reported_ = {stats_.spills, stats_.dropped_spills, stats_.failed_spills, 0};
+  r.ms = ms_since(t0);
+  return r;
+}
+
+void SsdStore::set_paused(bool paused) {
+  {
+    std::lock_guard lk(mu_);
+    paused_ = paused;
+  }
+  work_cv_.notify_one();
+}
+
+SsdStoreStats SsdStore::stats() const {
+  std::lock_guard lk(mu_);
+  SsdStoreStats s = stats_;
+  s.entries = int64_t(index_.size());
+  s.max_bytes = opt_.max_bytes;
+  s.pending_spill_bytes = queued_bytes_ + writing_bytes_;
+  s.pending_spills = int64_t(queue_.size()) + writing_count_;
+  return s;
+}
+
+int64_t SsdStore::longest_durable_prefix_tokens(const BlockHash& root_parent) const {
+  std::lock_guard lk(mu_);
+  std::unordered_map<BlockHash, std::vector<BlockHash>, BlockHashHasher> children;
+  for (const auto& [hash, e] : index_) children[e.parent].push_back(hash);
+  // Breadth first, one level per block; `seen` guards against a cycle of
+  // (impossible in practice) colliding hashes.
+  std::unordered_set<BlockHash, BlockHashHasher> seen;
+  std::vector<BlockHash> level{root_parent}, next;
+  int64_t depth = -1;
+  while (!level.empty()) {
+    ++depth;
+    next.clear();
+    for (const BlockHash& h : level) {
+      auto it = children.find(h);
+      if (it == children.end()) continue;
+      for (const BlockHash& c : it->second)
+        if (seen.insert(c).second) next.push_back(c);
+    }
+    level.swap(next);
+  }
+  return depth * opt_.block_tokens;
+}
+
+}  // namespace hearth::cache

@@ -1,0 +1,153 @@
+// The SSD tier of the prompt cache: KV blocks kept on disk, keyed by their
+// BlockHash, so they survive a restart. Writes are queued and done by one
+// background thread; each record is committed by renaming a fsynced temporary
+// file, so a crash (kill -9, power loss) leaves only whole records or temp files.
+//
+// Why a directory of self-describing records rather than SQLite or an
+// append-only log: the rename is the commit, and each file carries everything
+// needed to check it (namespace, hash, parent, tokens, checksums), so there is
+// no second structure to keep consistent with the data and nothing to replay or
+// compact after a crash. The cost is reading one small header per record at
+// start (the payload is checked only when it is read back).
+//
+// Layout: DIR/LOCK (flock'ed while a store is open), and DIR/<namespace hex>/
+// holding <hash hex>.kvb records and <hash hex>.kvb.tmp files being written.
+// Other namespaces' subdirectories are never touched.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <list>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cache/block_hash.h"
+
+namespace hearth::cache {
+
+struct SsdStoreOptions {
+  std::filesystem::path dir;          // root directory (created if missing)
+  uint64_t max_bytes = 0;             // cap on this namespace's record bytes on disk (0: no cap);
+                                      // least recently used records are removed past it
+  uint64_t queue_bytes = 2ull << 30;  // cap on bytes waiting in the write queue; past it the
+                                      // OLDEST queued write is dropped and counted
+  BlockHash ns;                       // namespace (model identity + KV format)
+  size_t block_bytes = 0;             // payload size of every record
+  int block_tokens = 0;               // tokens per block
+};
+
+struct SsdStoreStats {
+  int64_t entries = 0;
+  uint64_t bytes = 0, max_bytes = 0;
+  int64_t spills = 0;          // records written (committed)
+  int64_t restores = 0;        // successful read() calls
+  int64_t dropped_spills = 0;  // queued writes dropped because the queue was over queue_bytes
+  int64_t failed_spills = 0;   // writes that failed (I/O error, disk full): counted, file removed
+  int64_t skipped = 0;         // corrupt / truncated / foreign / half-written files removed
+  int64_t evicted = 0;         // records removed to stay under max_bytes
+  uint64_t pending_spill_bytes = 0;  // waiting in the queue or being written (held in memory)
+  int64_t pending_spills = 0;
+  double restore_ms_last = 0;  // duration of the last successful read()
+  std::string last_error;      // the most recent failed write, for /stats and logs
+};
+
+struct SsdFlushResult {
+  int64_t written = 0, dropped = 0, failed = 0;  // since the previous flush()
+  double ms = 0;                                 // how long this flush() waited
+};
+
+class SsdStore {
+ public:
+  // Locks DIR/LOCK (throws std::runtime_error if another store holds it), scans
+  // and checks the namespace's records (removing bad ones), starts the writer.
+  explicit SsdStore(SsdStoreOptions o);
+  ~SsdStore();  // writes everything still queued, then stops the writer
+  SsdStore(const SsdStore&) = delete;
+  SsdStore& operator=(const SsdStore&) = delete;
+
+  // Queues a copy of the block for writing. A block already stored or queued
+  // is skipped (a stored one counts as used). tokens must hold block_tokens ids
+  // and payload block_bytes bytes (std::invalid_argument otherwise).
+  void put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,
+           std::span<const uint8_t> payload);
+  // True once the record is durable on disk, not merely queued.
+  bool contains(const BlockHash& hash) const;
+  // How many of `chain` (in chain order) are durable, counting from the start.
+  size_t contains_prefix(std::span<const BlockHash> chain) const;
+  // Reads a record's payload into dst (block_bytes). Anything that does not
+  // match (header, namespace, hash, parent, tokens, payload checksum) removes
+  // the file, counts it in `skipped` and returns false: a miss, never a wrong
+  // answer. dst's contents are unspecified after false.
+  bool read(const BlockHash& hash, const BlockHash& parent,
+            std::span<const int32_t> expected_tokens, std::span<uint8_t> dst);
+  // Waits until everything put before the call is durable, dropped or failed;
+  // says what happened since the previous flush().
+  SsdFlushResult flush();
+  SsdStoreStats stats() const;
+  // While paused the writer starts no new record, so the disk is left to
+  // latency-critical work; puts still queue (and drop the oldest past
+  // queue_bytes). flush() and the destructor write regardless.
+  void set_paused(bool paused);
+  // Tokens in the longest chain of durable records starting at a record whose
+  // parent is root_parent.
+  int64_t longest_durable_prefix_tokens(const BlockHash& root_parent) const;
+  // Where the record for `hash` lives (whether or not it exists).
+  std::filesystem::path record_path(const BlockHash& hash) const;
+
+ private:
+  struct Entry {
+    BlockHash parent;
+    uint64_t bytes = 0;  // file size
+    std::list<BlockHash>::iterator lru;
+  };
+  struct Job {
+    uint64_t seq = 0;  // put order, for flush()
+    BlockHash hash, parent;
+    std::vector<int32_t> tokens;
+    std::vector<uint8_t> payload;
+    uint64_t bytes() const { return tokens.size() * sizeof(int32_t) + payload.size(); }
+  };
+
+  void scan_records();
+  bool write_record(const Job& job, std::string& error) const;
+  void writer_loop();
+  // With mu_ held:
+  void add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes);
+  void remove_entry(const BlockHash& hash);  // unlinks the file too
+  void evict_over_cap();
+  uint64_t oldest_unfinished_seq() const;
+  void close_fds();
+
+  SsdStoreOptions opt_;
+  std::filesystem::path ns_dir_;
+  uint64_t record_bytes_ = 0;  // header + tokens + payload
+  int lock_fd_ = -1, dir_fd_ = -1;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // the writer waits for jobs
+  std::condition_variable done_cv_;  // flush() waits for the writer
+  std::unordered_map<BlockHash, Entry, BlockHashHasher> index_;
+  std::list<BlockHash> lru_;  // front: least recently used
+  std::deque<Job> queue_;
+  std::unordered_set<BlockHash, BlockHashHasher> pending_;  // queued or being written
+  uint64_t queued_bytes_ = 0, writing_bytes_ = 0;           // writing: the one record being written
+  int64_t writing_count_ = 0;
+  uint64_t next_seq_ = 0;
+  uint64_t writing_from_seq_ = 0;  // lowest seq the writer holds unpublished (0: none)
+  uint64_t flush_target_ = 0;      // the writer ends its batch once past this seq
+  bool stopping_ = false;
+  bool paused_ = false;
+  SsdStoreStats stats_;
+  SsdFlushResult reported_;  // counters as of the previous flush()
+  std::thread writer_;
+};
+
+}  // namespace hearth::cache

@@ -1,0 +1,646 @@
+// The SSD block store: round trips, restarts, the directory lock, every kind
+// of bad file (flipped, truncated, foreign, half-written), LRU eviction, the
+// bounded write queue, failed writes, concurrent callers, and kill -9 while
+// writing. Payloads are a function of the block hash so any read can be checked.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/block_hash.h"
+#include "cache/ssd_store.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using hearth::cache::BlockHash;
+using hearth::cache::chain_hash;
+using hearth::cache::root_hash;
+using hearth::cache::SsdStore;
+using hearth::cache::SsdStoreOptions;
+
+constexpr int kTokens = 4;
+constexpr size_t kBytes = 1000;  // deliberately not a multiple of anything
+constexpr uint64_t kHeaderBytes = 88;
+constexpr uint64_t kRecordBytes = kHeaderBytes + kTokens * 4 + kBytes;
+
+struct Block {
+  BlockHash hash, parent;
+  std::vector<int32_t> tokens;
+};
+
+std::vector<uint8_t> payload_for(const BlockHash& h, size_t n) {
+  std::vector<uint8_t> p(n);
+  uint64_t x = h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull);
+  for (size_t i = 0; i < n; ++i) {  // splitmix64, one byte per step
+    x += 0x9E3779B97F4A7C15ull;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    p[i] = uint8_t(z ^ (z >> 31));
+  }
+  return p;
+}
+
+// n blocks chained from `root`; `seed` makes different chains have different tokens.
+std::vector<Block> make_chain(const BlockHash& root, int n, int seed = 0,
+                              int tokens_per_block = kTokens) {
+  std::vector<Block> chain;
+  BlockHash parent = root;
+  for (int i = 0; i < n; ++i) {
+    Block b;
+    for (int t = 0; t < tokens_per_block; ++t)
+      b.tokens.push_back(seed * 100000 + i * tokens_per_block + t);
+    b.parent = parent;
+    b.hash = chain_hash(parent, b.tokens);
+    parent = b.hash;
+    chain.push_back(b);
+  }
+  return chain;
+}
+
+std::vector<BlockHash> hashes(const std::vector<Block>& chain) {
+  std::vector<BlockHash> h;
+  for (const Block& b : chain) h.push_back(b.hash);
+  return h;
+}
+
+void put(SsdStore& s, const Block& b, size_t bytes = kBytes) {
+  s.put(b.hash, b.parent, b.tokens, payload_for(b.hash, bytes));
+}
+
+// Reads the block and checks the payload is exactly what was put.
+bool read_ok(SsdStore& s, const Block& b, size_t bytes = kBytes) {
+  std::vector<uint8_t> dst(bytes);
+  return s.read(b.hash, b.parent, b.tokens, dst) && dst == payload_for(b.hash, bytes);
+}
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void flip_byte(const fs::path& path, uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(std::streamoff(offset));
+  char c = 0;
+  f.get(c);
+  f.seekp(std::streamoff(offset));
+  f.put(char(c ^ 0x5a));
+}
+
+class SsdStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::path(::testing::TempDir()) / "ssd_store_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  SsdStoreOptions options(uint64_t max_bytes = 0) const {
+    SsdStoreOptions o;
+    o.dir = root_;
+    o.max_bytes = max_bytes;
+    o.ns = ns_;
+    o.block_bytes = kBytes;
+    o.block_tokens = kTokens;
+    return o;
+  }
+  fs::path ns_dir() const { return root_ / ns_.hex(); }
+
+  fs::path root_;
+  BlockHash ns_ = root_hash("llama-test|bf16|block4");
+  BlockHash chain_root_ = root_hash("chain root");
+};
+
+TEST_F(SsdStoreTest, PutFlushReadRoundTrip) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 1);
+  put(s, chain[0]);
+  auto f = s.flush();
+  EXPECT_EQ(f.written, 1);
+  EXPECT_EQ(f.dropped, 0);
+  EXPECT_EQ(f.failed, 0);
+  EXPECT_TRUE(s.contains(chain[0].hash));
+  EXPECT_TRUE(read_ok(s, chain[0]));
+  EXPECT_EQ(fs::file_size(s.record_path(chain[0].hash)), kRecordBytes);
+  EXPECT_EQ(s.record_path(chain[0].hash), ns_dir() / (chain[0].hash.hex() + ".kvb"));
+  EXPECT_EQ(files_in(ns_dir()), std::vector<std::string>{chain[0].hash.hex() + ".kvb"});
+
+  auto st = s.stats();
+  EXPECT_EQ(st.entries, 1);
+  EXPECT_EQ(st.bytes, kRecordBytes);
+  EXPECT_EQ(st.spills, 1);
+  EXPECT_EQ(st.restores, 1);
+  EXPECT_EQ(st.skipped, 0);
+  EXPECT_EQ(st.pending_spills, 0);
+  EXPECT_EQ(st.pending_spill_bytes, 0u);
+  EXPECT_GT(st.restore_ms_last, 0.0);
+  // A flush with nothing new reports nothing.
+  f = s.flush();
+  EXPECT_EQ(f.written, 0);
+}
+
+TEST_F(SsdStoreTest, ContainsOnlyCommittedAndDuplicatesAreSkipped) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 2);
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  std::vector<uint8_t> dst(kBytes);
+  EXPECT_FALSE(s.read(chain[0].hash, chain[0].parent, chain[0].tokens, dst));
+  put(s, chain[0]);
+  put(s, chain[0]);  // already queued (or already written)
+  EXPECT_EQ(s.flush().written, 1);
+  EXPECT_TRUE(s.contains(chain[0].hash));
+  EXPECT_FALSE(s.contains(chain[1].hash));
+  put(s, chain[0]);  // already stored
+  EXPECT_EQ(s.flush().written, 0);
+  EXPECT_EQ(s.stats().spills, 1);
+}
+
+TEST_F(SsdStoreTest, WrongSizesAreRejected) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 1);
+  std::vector<uint8_t> small(kBytes - 1);
+  EXPECT_THROW(s.put(chain[0].hash, chain[0].parent, chain[0].tokens, small),
+               std::invalid_argument);
+  std::vector<int32_t> three(3);
+  EXPECT_THROW(s.put(chain[0].hash, chain[0].parent, three, payload_for(chain[0].hash, kBytes)),
+               std::invalid_argument);
+  EXPECT_THROW(s.read(chain[0].hash, chain[0].parent, chain[0].tokens, small),
+               std::invalid_argument);
+  SsdStoreOptions bad = options();
+  bad.block_bytes = 0;
+  EXPECT_THROW(SsdStore{bad}, std::invalid_argument);
+}
+
+TEST_F(SsdStoreTest, RestartFindsRecordsAndDestructorDrainsTheQueue) {
+  auto chain = make_chain(chain_root_, 6);
+  {
+    SsdStore s(options());
+    for (const Block& b : chain) put(s, b);
+    // No flush: the destructor must write everything queued.
+  }
+  SsdStore s(options());
+  auto st = s.stats();
+  EXPECT_EQ(st.entries, 6);
+  EXPECT_EQ(st.bytes, 6 * kRecordBytes);
+  EXPECT_EQ(st.skipped, 0);
+  EXPECT_EQ(st.spills, 0);  // counters are per process
+  auto h = hashes(chain);
+  EXPECT_EQ(s.contains_prefix(h), 6u);
+  for (const Block& b : chain) EXPECT_TRUE(read_ok(s, b));
+}
+
+TEST_F(SsdStoreTest, ContainsPrefixStopsAtTheFirstGap) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 5);
+  for (int i : {0, 1, 3, 4}) put(s, chain[i]);
+  s.flush();
+  auto h = hashes(chain);
+  EXPECT_EQ(s.contains_prefix(h), 2u);
+  EXPECT_EQ(s.contains_prefix(std::span(h).subspan(3)), 2u);
+  EXPECT_EQ(s.contains_prefix(std::span(h).subspan(2)), 0u);
+  EXPECT_EQ(s.contains_prefix({}), 0u);
+}
+
+TEST_F(SsdStoreTest, SecondStoreOnTheSameDirectoryFailsAtOnce) {
+  auto s = std::make_unique<SsdStore>(options());
+  SsdStoreOptions other = options();
+  other.ns = root_hash("another model");  // the lock is per root directory, not per namespace
+  try {
+    SsdStore second(other);
+    FAIL() << "a second store opened a locked directory";
+  } catch (const std::runtime_error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(root_.string()), std::string::npos) << msg;
+    EXPECT_NE(msg.find("another hearth server"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("locked"), std::string::npos) << msg;
+  }
+  s.reset();
+  EXPECT_NO_THROW(SsdStore{options()});  // released with the store
+}
+
+TEST_F(SsdStoreTest, FlippedPayloadByteIsAMissAndTheFileIsRemoved) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 2);
+  put(s, chain[0]);
+  put(s, chain[1]);
+  s.flush();
+  flip_byte(s.record_path(chain[0].hash), kRecordBytes - 1);  // last payload byte
+  flip_byte(s.record_path(chain[1].hash), kHeaderBytes + 5);  // a token
+  EXPECT_FALSE(read_ok(s, chain[0]));
+  EXPECT_FALSE(read_ok(s, chain[1]));
+  EXPECT_FALSE(fs::exists(s.record_path(chain[0].hash)));
+  EXPECT_FALSE(fs::exists(s.record_path(chain[1].hash)));
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  auto st = s.stats();
+  EXPECT_EQ(st.skipped, 2);
+  EXPECT_EQ(st.restores, 0);
+  EXPECT_EQ(st.entries, 0);
+  EXPECT_EQ(st.bytes, 0u);
+  // It can be written again afterwards.
+  put(s, chain[0]);
+  s.flush();
+  EXPECT_TRUE(read_ok(s, chain[0]));
+}
+
+TEST_F(SsdStoreTest, WrongTokensOrParentIsAMiss) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 2);
+  put(s, chain[0]);
+  put(s, chain[1]);
+  s.flush();
+  std::vector<uint8_t> dst(kBytes);
+  auto tokens = chain[0].tokens;
+  tokens[3] += 1;
+  EXPECT_FALSE(s.read(chain[0].hash, chain[0].parent, tokens, dst));
+  EXPECT_FALSE(s.read(chain[1].hash, chain_root_, chain[1].tokens, dst));
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  EXPECT_FALSE(s.contains(chain[1].hash));
+  EXPECT_EQ(s.stats().skipped, 2);
+}
+
+TEST_F(SsdStoreTest, ARecordDeletedBehindOurBackIsForgotten) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 1);
+  put(s, chain[0]);
+  s.flush();
+  fs::remove(s.record_path(chain[0].hash));
+  EXPECT_FALSE(read_ok(s, chain[0]));
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  EXPECT_EQ(s.stats().entries, 0);
+  EXPECT_EQ(s.stats().bytes, 0u);
+}
+
+TEST_F(SsdStoreTest, BadFilesAreRemovedAtStart) {
+  auto chain = make_chain(chain_root_, 5);
+  {
+    SsdStore s(options());
+    for (const Block& b : chain) put(s, b);
+  }
+  const fs::path dir = ns_dir();
+  auto path = [&](int i) { return dir / (chain[i].hash.hex() + ".kvb"); };
+  fs::resize_file(path(0), kRecordBytes - 1);                  // truncated
+  flip_byte(path(1), 20);                                      // header: caught by its checksum
+  fs::rename(path(2), dir / (chain[3].hash.hex() + "x.kvb"));  // name does not match the hash
+  std::ofstream(dir / (chain[4].hash.hex() + ".kvb.tmp")) << "half written";  // a write cut short
+  std::ofstream(dir / "notes.txt") << "not a record";  // not ours: left alone
+  fs::create_directory(dir / "sub.kvb");               // nor this
+
+  SsdStore s(options());
+  auto st = s.stats();
+  EXPECT_EQ(st.skipped, 4);
+  EXPECT_EQ(st.entries, 2);  // chain[3] and chain[4]
+  std::vector<std::string> kept{chain[3].hash.hex() + ".kvb", chain[4].hash.hex() + ".kvb",
+                                "notes.txt", "sub.kvb"};
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(files_in(dir), kept);
+  EXPECT_TRUE(read_ok(s, chain[3]));
+  EXPECT_TRUE(read_ok(s, chain[4]));
+  EXPECT_FALSE(s.contains(chain[0].hash));
+}
+
+TEST_F(SsdStoreTest, RecordOfAnotherNamespaceInOurDirectoryIsSkipped) {
+  auto chain = make_chain(chain_root_, 1);
+  SsdStoreOptions foreign = options();
+  foreign.dir = root_ / "elsewhere";
+  foreign.ns = root_hash("another model");
+  {
+    SsdStore s(foreign);
+    put(s, chain[0]);
+  }
+  fs::create_directories(ns_dir());
+  fs::copy_file(foreign.dir / foreign.ns.hex() / (chain[0].hash.hex() + ".kvb"),
+                ns_dir() / (chain[0].hash.hex() + ".kvb"));
+  SsdStore s(options());
+  EXPECT_EQ(s.stats().skipped, 1);
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  EXPECT_TRUE(files_in(ns_dir()).empty());
+}
+
+TEST_F(SsdStoreTest, OtherNamespacesAreLeftAlone) {
+  auto chain = make_chain(chain_root_, 3);
+  SsdStoreOptions other = options();
+  other.ns = root_hash("another model");
+  const fs::path other_dir = root_ / other.ns.hex();
+  {
+    SsdStore s(other);
+    for (const Block& b : chain) put(s, b);
+  }
+  std::ofstream(other_dir / "junk.kvb.tmp") << "theirs";
+  {
+    SsdStore s(options(1));  // a cap smaller than one record evicts everything of ours
+    EXPECT_EQ(s.stats().entries, 0);
+    EXPECT_EQ(s.stats().skipped, 0);
+    put(s, chain[0]);
+    s.flush();
+  }
+  EXPECT_EQ(files_in(other_dir).size(), 4u);
+  SsdStore s(other);
+  EXPECT_EQ(s.stats().entries, 3);
+  EXPECT_EQ(s.stats().skipped, 1);  // its own temp file
+  for (const Block& b : chain) EXPECT_TRUE(read_ok(s, b));
+}
+
+TEST_F(SsdStoreTest, EvictsTheLeastRecentlyUsedPastMaxBytes) {
+  SsdStore s(options(3 * kRecordBytes));
+  auto chain = make_chain(chain_root_, 5);
+  for (int i = 0; i < 3; ++i) put(s, chain[i]);
+  s.flush();
+  EXPECT_TRUE(read_ok(s, chain[0]));  // 0 is now the most recently used; 1 the least
+  put(s, chain[3]);
+  s.flush();
+  EXPECT_FALSE(s.contains(chain[1].hash));
+  EXPECT_FALSE(fs::exists(s.record_path(chain[1].hash)));
+  EXPECT_TRUE(s.contains(chain[0].hash));
+  EXPECT_TRUE(s.contains(chain[2].hash));
+  EXPECT_TRUE(s.contains(chain[3].hash));
+  put(s, chain[2]);  // a put of a stored block counts as a use too: 0 is now the least
+  put(s, chain[4]);
+  s.flush();
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  EXPECT_TRUE(s.contains(chain[2].hash));
+  auto st = s.stats();
+  EXPECT_EQ(st.evicted, 2);
+  EXPECT_EQ(st.entries, 3);
+  EXPECT_EQ(st.bytes, 3 * kRecordBytes);
+  EXPECT_EQ(st.max_bytes, 3 * kRecordBytes);
+  EXPECT_EQ(files_in(ns_dir()).size(), 3u);
+}
+
+TEST_F(SsdStoreTest, AfterARestartTheOrderOfUseComesFromTheFileTimes) {
+  auto chain = make_chain(chain_root_, 4);
+  {
+    SsdStore s(options());
+    for (int i = 0; i < 3; ++i) put(s, chain[i]);
+  }
+  // Written 0, 1, 2; make 1 the oldest and 0 the newest.
+  auto set_mtime = [&](int i, time_t t) {
+    timespec times[2] = {{t, 0}, {t, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, (ns_dir() / (chain[i].hash.hex() + ".kvb")).c_str(), times, 0),
+              0);
+  };
+  set_mtime(0, 3000);
+  set_mtime(1, 1000);
+  set_mtime(2, 2000);
+  {
+    SsdStore s(options(3 * kRecordBytes));
+    put(s, chain[3]);
+    s.flush();
+    EXPECT_FALSE(s.contains(chain[1].hash));
+    EXPECT_TRUE(s.contains(chain[0].hash));
+    EXPECT_TRUE(s.contains(chain[2].hash));
+    EXPECT_TRUE(read_ok(s, chain[2]));  // a read is remembered in the file time
+  }
+  SsdStore s(options(2 * kRecordBytes));  // a lowered cap evicts at start: 0 is now the oldest
+  EXPECT_EQ(s.stats().evicted, 1);
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  EXPECT_TRUE(s.contains(chain[2].hash));
+  EXPECT_TRUE(s.contains(chain[3].hash));
+}
+
+TEST_F(SsdStoreTest, APausedWriterQueuesAndFlushWritesAnyway) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 3);
+  s.set_paused(true);
+  put(s, chain[0]);
+  put(s, chain[1]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto st = s.stats();
+  EXPECT_EQ(st.pending_spills, 2);
+  EXPECT_EQ(st.pending_spill_bytes, 2 * (kBytes + kTokens * 4));
+  EXPECT_EQ(st.spills, 0);
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  EXPECT_EQ(s.flush().written, 2);  // an explicit flush writes while paused
+  put(s, chain[2]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(s.contains(chain[2].hash)) << "still paused after the flush";
+  s.set_paused(false);
+  EXPECT_EQ(s.flush().written, 1);
+  EXPECT_EQ(s.stats().pending_spills, 0);
+  for (const Block& b : chain) EXPECT_TRUE(read_ok(s, b));
+}
+
+TEST_F(SsdStoreTest, AFullQueueDropsTheOldestWrites) {
+  constexpr size_t kBig = 1 << 16;
+  constexpr int kPuts = 40;
+  SsdStoreOptions o = options();
+  o.block_bytes = kBig;
+  o.queue_bytes = 3 * kBig;  // room for two blocks with their tokens, not three
+  SsdStore s(o);
+  s.set_paused(true);  // the writer takes nothing, so what is dropped is exact
+  auto chain = make_chain(chain_root_, kPuts);
+  for (const Block& b : chain) put(s, b, kBig);
+  auto st = s.stats();
+  EXPECT_EQ(st.dropped_spills, kPuts - 2);
+  EXPECT_EQ(st.pending_spills, 2);
+  EXPECT_LE(st.pending_spill_bytes, o.queue_bytes);
+  put(s, chain[0], kBig);  // a dropped block is no longer "queued": it can be put again
+  EXPECT_EQ(s.stats().dropped_spills, kPuts - 1);
+  s.set_paused(false);
+  auto f = s.flush();
+  EXPECT_EQ(f.dropped, kPuts - 1);
+  EXPECT_EQ(f.written, 2);
+  EXPECT_EQ(f.failed, 0);
+  st = s.stats();
+  EXPECT_EQ(st.entries, 2);
+  EXPECT_EQ(st.pending_spills, 0);
+  EXPECT_EQ(st.pending_spill_bytes, 0u);
+  // The newest survive.
+  EXPECT_TRUE(read_ok(s, chain[0], kBig));
+  EXPECT_TRUE(read_ok(s, chain[kPuts - 1], kBig));
+  EXPECT_FALSE(s.contains(chain[kPuts - 2].hash));
+}
+
+TEST_F(SsdStoreTest, AFullQueueUnderARunningWriterStaysBounded) {
+  constexpr size_t kBig = 1 << 20;
+  constexpr int kPuts = 30;
+  SsdStoreOptions o = options();
+  o.block_bytes = kBig;
+  o.queue_bytes = 3 * kBig;
+  SsdStore s(o);
+  auto chain = make_chain(chain_root_, kPuts);
+  std::vector<std::vector<uint8_t>> payloads;
+  for (const Block& b : chain) payloads.push_back(payload_for(b.hash, kBig));
+  for (int i = 0; i < kPuts; ++i) {
+    s.put(chain[i].hash, chain[i].parent, chain[i].tokens, payloads[i]);
+    EXPECT_LE(s.stats().pending_spill_bytes,
+              3 * (kBig + kTokens * 4));  // 2 queued + 1 being written
+  }
+  auto f = s.flush();  // how many were dropped depends on the disk's speed
+  EXPECT_EQ(f.written + f.dropped, kPuts);
+  EXPECT_EQ(s.stats().entries, f.written);
+  EXPECT_TRUE(read_ok(s, chain.back(), kBig));
+}
+
+TEST_F(SsdStoreTest, AFailedWriteIsCountedAndTheStoreKeepsWorking) {
+  SsdStore s(options());
+  auto chain = make_chain(chain_root_, 2);
+  // RLIMIT_FSIZE makes writes past the limit fail with EFBIG, like a full disk
+  // (chmod would not stop root).
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = kRecordBytes / 2;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  put(s, chain[0]);
+  auto f = s.flush();
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  ::signal(SIGXFSZ, old_handler);
+
+  EXPECT_EQ(f.failed, 1);
+  EXPECT_EQ(f.written, 0);
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  EXPECT_TRUE(files_in(ns_dir()).empty()) << "the temporary file must be removed";
+  auto st = s.stats();
+  EXPECT_EQ(st.failed_spills, 1);
+  EXPECT_NE(st.last_error.find(".kvb.tmp"), std::string::npos) << st.last_error;
+
+  put(s, chain[0]);  // not remembered as stored or queued: it can be tried again
+  put(s, chain[1]);
+  f = s.flush();
+  EXPECT_EQ(f.written, 2);
+  EXPECT_EQ(f.failed, 0);
+  EXPECT_TRUE(read_ok(s, chain[0]));
+  EXPECT_TRUE(read_ok(s, chain[1]));
+}
+
+TEST_F(SsdStoreTest, LongestDurablePrefixTokens) {
+  SsdStore s(options());
+  EXPECT_EQ(s.longest_durable_prefix_tokens(chain_root_), 0);
+  auto main_chain = make_chain(chain_root_, 5, 1);
+  auto branch = make_chain(main_chain[0].hash, 6, 2);      // 1 + 6 = 7 blocks deep
+  auto orphan = make_chain(root_hash("unrelated"), 9, 3);  // another root
+  for (const Block& b : main_chain) put(s, b);
+  for (const Block& b : orphan) put(s, b);
+  s.flush();
+  EXPECT_EQ(s.longest_durable_prefix_tokens(chain_root_), 5 * kTokens);
+  for (int i = 0; i < 6; ++i)
+    if (i != 3) put(s, branch[i]);  // a gap: only 0..2 of the branch are reachable
+  s.flush();
+  EXPECT_EQ(s.longest_durable_prefix_tokens(chain_root_), 5 * kTokens);
+  put(s, branch[3]);
+  s.flush();
+  EXPECT_EQ(s.longest_durable_prefix_tokens(chain_root_), 7 * kTokens);
+  EXPECT_EQ(s.longest_durable_prefix_tokens(root_hash("unrelated")), 9 * kTokens);
+  EXPECT_EQ(s.longest_durable_prefix_tokens(root_hash("nothing")), 0);
+}
+
+TEST_F(SsdStoreTest, ConcurrentCallers) {
+  SsdStore s(options());
+  constexpr int kPerWriter = 150;
+  auto a = make_chain(chain_root_, kPerWriter, 1), b = make_chain(chain_root_, kPerWriter, 2);
+  std::atomic<bool> done{false};
+  std::atomic<int> good_reads{0}, bad_reads{0};
+  std::thread reader([&] {
+    while (!done) {
+      for (const Block& blk : a)
+        if (s.contains(blk.hash)) (read_ok(s, blk) ? good_reads : bad_reads)++;
+      s.contains_prefix(hashes(b));
+    }
+  });
+  std::thread watcher([&] {
+    while (!done) {
+      s.stats();
+      s.flush();
+      s.longest_durable_prefix_tokens(chain_root_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::thread wa([&] {
+    for (const Block& blk : a) put(s, blk);
+  });
+  std::thread wb([&] {
+    for (const Block& blk : b) put(s, blk);
+  });
+  wa.join();
+  wb.join();
+  s.flush();
+  done = true;
+  reader.join();
+  watcher.join();
+  EXPECT_EQ(bad_reads, 0);
+  EXPECT_EQ(s.contains_prefix(hashes(a)), size_t(kPerWriter));
+  EXPECT_EQ(s.contains_prefix(hashes(b)), size_t(kPerWriter));
+  EXPECT_EQ(s.stats().spills, 2 * kPerWriter);
+  for (const Block& blk : b) EXPECT_TRUE(read_ok(s, blk));
+}
+
+// Children write in a loop and are killed at a random moment. After each
+// kill the store must start, find nothing bad but the temp files, still hold
+// every record seen after earlier kills, and read each one back exactly.
+TEST_F(SsdStoreTest, SurvivesKillDuringHeavyWrites) {
+  constexpr int kRounds = 20, kBlocksPerRound = 400;
+  constexpr size_t kBlockBytes = 64 << 10;
+  SsdStoreOptions o = options();
+  o.block_bytes = kBlockBytes;
+  std::unordered_map<std::string, Block> expected;  // by record file name
+  std::set<std::string> seen;                       // records found after earlier kills
+  std::mt19937 rng(12345);
+  int killed_mid_write = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    auto chain = make_chain(chain_root_, kBlocksPerRound, round + 1);
+    for (const Block& b : chain) expected[b.hash.hex() + ".kvb"] = b;
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        SsdStore s(o);
+        for (int i = 0;; ++i) {
+          put(s, chain[size_t(i) % chain.size()], kBlockBytes);
+          if (i % 50 == 49) s.flush();
+        }
+      } catch (...) {
+        ::_exit(1);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 120));
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the child exited by itself (status " << status << ")";
+
+    int tmp_files = 0;
+    for (const std::string& name : files_in(ns_dir())) tmp_files += name.ends_with(".kvb.tmp");
+    killed_mid_write += tmp_files > 0;
+    SsdStore s(o);
+    ASSERT_EQ(s.stats().skipped, tmp_files)
+        << "round " << round << ": only temp files may be bad after kill -9";
+    std::set<std::string> now;
+    for (const std::string& name : files_in(ns_dir())) {
+      auto it = expected.find(name);
+      ASSERT_NE(it, expected.end()) << "unexpected file " << name;
+      ASSERT_TRUE(s.contains(it->second.hash)) << name;
+      ASSERT_TRUE(read_ok(s, it->second, kBlockBytes)) << name;
+      now.insert(name);
+    }
+    EXPECT_EQ(int64_t(now.size()), s.stats().entries);
+    EXPECT_TRUE(std::includes(now.begin(), now.end(), seen.begin(), seen.end()))
+        << "round " << round;
+    seen = std::move(now);
+  }
+  EXPECT_GT(seen.size(), size_t(kRounds)) << "the children hardly committed anything";
+  EXPECT_GT(killed_mid_write, 0) << "no kill landed during a write: the test proved little";
+}
+
+}  // namespace
