@@ -11,8 +11,8 @@ std::optional<Retention> parse_retention(std::string_view name) {
   return std::nullopt;
 }
 
-PrefixCache::PrefixCache(KvCache& kv, BlockHash root, PrefixCacheOptions options)
-    : kv_(kv), root_(root), block_tokens_(kv.shape().block_tokens), opt_(options) {
+PrefixCache::PrefixCache(KvCache& kv, BlockHash root, PrefixCacheOptions options, SsdStore* ssd)
+    : kv_(kv), root_(root), block_tokens_(kv.shape().block_tokens), opt_(options), ssd_(ssd) {
   stats_.max_bytes = opt_.max_bytes;
 }
 
@@ -36,12 +36,15 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
   std::lock_guard lock(mutex_);
   ++stats_.prefix_scans;
   const uint64_t now = ++clock_;
+  const Clock::time_point at = Clock::now();
   for (const BlockHash& h : m.chain) {
     auto it = entries_.find(h);
     if (it == entries_.end()) break;
     it->second.used = now;
+    it->second.used_at = at;
     m.blocks.push_back(it->second.block);
   }
+  if (ssd_ && m.blocks.size() < m.chain.size()) restore(tokens, m);
   m.tokens = int64_t(m.blocks.size()) * block_tokens_;
   ++(m.blocks.empty() ? stats_.misses : stats_.hits);
   stats_.hit_tokens += m.tokens;
@@ -54,6 +57,39 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
   return m;
 }
 
+void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
+  const size_t from = m.blocks.size();
+  const size_t on_disk = ssd_->contains_prefix(std::span(m.chain).subspan(from));
+  if (on_disk == 0) return;
+  const auto t0 = Clock::now();
+  // Held while reading, so that making room for one block never evicts
+  // another of this match.
+  for (int32_t b : m.blocks) kv_.retain(b);
+  std::vector<int32_t> read;
+  for (size_t i = from; i < from + on_disk; ++i) {
+    std::optional<int32_t> block = kv_.allocate();
+    if (!block && evict_locked(1) == 1) block = kv_.allocate();
+    if (!block) break;
+    const BlockHash& parent = i > 0 ? m.chain[i - 1] : root_;
+    const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
+    if (!ssd_->read(m.chain[i], parent, ids, kv_.block_data(*block))) {  // corrupt: counted, removed
+      kv_.unref(*block);
+      break;
+    }
+    if (!index(m.chain[i], parent, *block)) {  // indexed meanwhile: cannot happen along one chain
+      kv_.unref(*block);
+      break;
+    }
+    m.blocks.push_back(*block);
+    read.push_back(*block);
+  }
+  for (int32_t b : m.blocks) kv_.unref(b);  // the cache's own references remain
+  if (!read.empty()) {
+    stats_.restored_blocks += int64_t(read.size());
+    stats_.restore_ms_last = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  }
+}
+
 bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, int32_t block) {
   if (entries_.contains(hash)) return false;
   int64_t depth = 1;
@@ -62,7 +98,7 @@ bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, int32_t 
     ++p->second.children;
   }
   kv_.retain(block);
-  entries_.emplace(hash, Entry{block, parent, depth, clock_, 0});
+  entries_.emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0});
   return true;
 }
 
@@ -73,9 +109,12 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
   const int64_t before = cursor.blocks;
   while ((cursor.blocks + 1) * block_tokens_ <= filled) {
     const size_t at = size_t(cursor.blocks * block_tokens_);
-    const BlockHash h = chain_hash(cursor.parent, tokens.subspan(at, size_t(block_tokens_)));
-    index(h, cursor.parent, blocks[size_t(cursor.blocks)]);
+    const auto ids = tokens.subspan(at, size_t(block_tokens_));
+    const BlockHash h = chain_hash(cursor.parent, ids);
+    const int32_t block = blocks[size_t(cursor.blocks)];
+    index(h, cursor.parent, block);
     if (auto it = entries_.find(h); it != entries_.end()) it->second.used = clock_;
+    if (ssd_) ssd_->put(h, cursor.parent, ids, kv_.block_data(block));  // write-behind
     cursor.parent = h;
     ++cursor.blocks;
   }
@@ -108,7 +147,21 @@ int64_t PrefixCache::evict(int64_t n) {
   return evict_locked(n);
 }
 
-int64_t PrefixCache::evict_locked(int64_t n) {
+int64_t PrefixCache::demote_idle(double idle_seconds) {
+  if (!ssd_) return 0;
+  std::lock_guard lock(mutex_);
+  const auto cutoff = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(idle_seconds));
+  // Leaves only, like eviction: a parent goes once its idle children have.
+  const int64_t n = evict_locked(INT64_MAX, [&](const BlockHash& h, const Entry& e) {
+    return e.used_at <= cutoff && ssd_->contains(h);
+  });
+  stats_.evictions -= n;  // counted as demotions instead
+  stats_.demotions += n;
+  return n;
+}
+
+int64_t PrefixCache::evict_locked(int64_t n, const std::function<bool(const BlockHash&, const Entry&)>& may_go) {
   // Blocks on a session's chain go last.
   std::unordered_set<BlockHash, BlockHashHasher> kept;
   for (const auto& [id, s] : sessions_)
@@ -126,6 +179,9 @@ int64_t PrefixCache::evict_locked(int64_t n) {
   auto candidate = [&](const BlockHash& h, const Entry& e) {
     return Candidate{kept.contains(h), e.depth, e.used, h};
   };
+  auto evictable = [&](const BlockHash& h, const Entry& e) {
+    return e.children == 0 && kv_.refs(e.block) == 1 && (!may_go || may_go(h, e));
+  };
   // A heap of the evictable leaves, worst to keep on top; freeing a leaf can
   // make its parent one.
   auto after = [&](const Candidate& a, const Candidate& b) {
@@ -135,7 +191,7 @@ int64_t PrefixCache::evict_locked(int64_t n) {
   };
   std::vector<Candidate> heap;
   for (const auto& [h, e] : entries_)
-    if (e.children == 0 && kv_.refs(e.block) == 1) heap.push_back(candidate(h, e));
+    if (evictable(h, e)) heap.push_back(candidate(h, e));
   std::make_heap(heap.begin(), heap.end(), after);
   int64_t freed = 0;
   while (freed < n && !heap.empty()) {
@@ -147,7 +203,7 @@ int64_t PrefixCache::evict_locked(int64_t n) {
     entries_.erase(it);
     ++freed;
     if (auto p = entries_.find(parent); p != entries_.end() && --p->second.children == 0 &&
-                                        kv_.refs(p->second.block) == 1) {
+                                        evictable(parent, p->second)) {
       heap.push_back(candidate(parent, p->second));
       std::push_heap(heap.begin(), heap.end(), after);
     }

@@ -1,6 +1,9 @@
-// The RAM tier of the prompt cache: an index from block hash (block_hash.h)
-// to a full KV block in the pool, so that a request whose prompt starts with
-// cached blocks attaches them instead of computing them again.
+// The prompt cache: an index from block hash (block_hash.h) to a full KV
+// block in the pool, so that a request whose prompt starts with cached
+// blocks attaches them instead of computing them again; with an SSD tier
+// below it (ssd_store.h), every published block is also queued for disk
+// (write-behind), a lookup continues on disk where RAM ends and reads those
+// blocks back into the pool, and idle blocks leave RAM once they are on disk.
 //
 // Ownership is the pool's reference count: the cache holds one reference on
 // every block it indexes, and sequences hold theirs. A block only the cache
@@ -15,7 +18,9 @@
 // threads read stats and close sessions.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include "cache/block_hash.h"
+#include "cache/ssd_store.h"
 #include "model/kv_cache.h"
 
 namespace hearth::cache {
@@ -43,6 +49,8 @@ struct PrefixCacheStats {
   int64_t hits = 0, misses = 0, hit_tokens = 0;  // lookups that found >= 1 block / none
   int64_t session_hits = 0, session_misses = 0, sessions = 0;
   int64_t prefix_scans = 0, evictions = 0;
+  int64_t restored_blocks = 0, demotions = 0;  // the SSD tier: blocks read back, idle blocks dropped from RAM
+  double restore_ms_last = 0;                  // the last lookup that read from SSD: all its reads
 };
 
 // Where a sequence stands in publishing its blocks: the hash of the last
@@ -60,7 +68,8 @@ struct PrefixMatch {
 
 class PrefixCache {
  public:
-  PrefixCache(KvCache& kv, BlockHash root, PrefixCacheOptions options);
+  // `ssd` (may be null) is the tier below; it must outlive the cache.
+  PrefixCache(KvCache& kv, BlockHash root, PrefixCacheOptions options, SsdStore* ssd = nullptr);
   ~PrefixCache();  // drops the cache's references
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
@@ -71,7 +80,8 @@ class PrefixCache {
   // The hashes of the full blocks of `tokens`.
   std::vector<BlockHash> chain(std::span<const int32_t> tokens) const;
 
-  // The longest run of cached blocks that starts `tokens`, marked as used.
+  // The longest run of cached blocks that starts `tokens`, marked as used;
+  // blocks found on SSD past the end of the RAM run are read back first.
   // With a session id, counts whether the request continues the session's
   // checkpoint (a session hit) or not (an edited or branched history).
   PrefixMatch lookup(std::span<const int32_t> tokens, const std::string& session = {});
@@ -79,7 +89,8 @@ class PrefixCache {
   // Indexes the blocks of a sequence that filled since `cursor`:
   // tokens[0, filled) are held in `blocks` (its block table). A block whose
   // hash is indexed already (computed twice) is left out. With a session id,
-  // the session's checkpoint moves to the last published block.
+  // the session's checkpoint moves to the last published block. Each block
+  // is also queued for the SSD tier.
   void publish(ChainCursor& cursor, std::span<const int32_t> tokens, int64_t filled,
                std::span<const int32_t> blocks, const std::string& session = {});
 
@@ -92,16 +103,21 @@ class PrefixCache {
   int64_t evict(int64_t n);
   // Blocks only the cache holds (what evict() could free at most).
   int64_t reclaimable() const;
+  // Drops from RAM the blocks unused for `idle_seconds` whose SSD copy is
+  // durable; returns how many.
+  int64_t demote_idle(double idle_seconds);
 
   bool close_session(const std::string& id);  // false if there was none
   PrefixCacheStats stats() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Entry {
     int32_t block;
     BlockHash parent;
     int64_t depth;      // blocks from the root, this one included
     uint64_t used;      // clock tick of the last lookup or publish
+    Clock::time_point used_at;
     int32_t children;   // indexed blocks whose parent this is
   };
   struct Session {
@@ -109,13 +125,16 @@ class PrefixCache {
     int64_t blocks = 0;
   };
   bool index(const BlockHash& hash, const BlockHash& parent, int32_t block);  // mutex held
-  int64_t evict_locked(int64_t n);
+  void restore(std::span<const int32_t> tokens, PrefixMatch& m);            // mutex held
+  // Frees up to n leaves that only the cache holds and that `may_go` accepts.
+  int64_t evict_locked(int64_t n, const std::function<bool(const BlockHash&, const Entry&)>& may_go = {});
   void enforce_cap();
 
   KvCache& kv_;
   const BlockHash root_;
   const int block_tokens_;
   PrefixCacheOptions opt_;
+  SsdStore* ssd_;
   mutable std::mutex mutex_;
   std::unordered_map<BlockHash, Entry, BlockHashHasher> entries_;
   std::unordered_map<std::string, Session> sessions_;

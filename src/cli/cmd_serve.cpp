@@ -45,6 +45,12 @@ beats the built-in defaults. See docs/server-config.md.
                                the KV budget; 0 turns the cache off)
   --cache-retention P          what the cache evicts first: lru (default) or cost-size (the
                                shortest prefixes, keeping long ones that cost most to recompute)
+  --ssd-cache DIR               keep the prompt cache's blocks on disk too (write-behind), so
+                               they survive a restart; one server per directory
+  --ssd-cache-max GB           disk space for them (default: half the free space of DIR's disk)
+  --ssd-spill-queue GB         blocks waiting to be written, at most (default: 2; past it the
+                               oldest waiting write is dropped: a future miss, never an error)
+  --ssd-demote-idle SEC        blocks unused this long leave RAM once on disk (default: 300)
   --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
   --max-batch N                sequences generated together (default: 8)
   --max-body BYTES             largest request body (default: 8388608)
@@ -97,7 +103,8 @@ int cmd_serve(int argc, char** argv) {
   std::vector<std::string> known = {"model",     "host",      "port",     "api-key",      "max-tokens",
                                     "threads",   "ctx-size",  "max-queue", "max-batch",   "max-body",
                                     "http-threads", "shutdown-timeout", "kv-type",
-                                    "kv-budget", "prompt-cache", "cache-retention"};
+                                    "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
+                                    "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
@@ -166,6 +173,20 @@ int cmd_serve(int argc, char** argv) {
     if (!(gb >= 0)) throw std::runtime_error("--prompt-cache must be >= 0 (GB; 0 turns the cache off)");
     eopt.prompt_cache = int64_t(gb * kGB);
   }
+  if (args.has("ssd-cache")) {
+    eopt.ssd_dir = args.str("ssd-cache");
+    if (eopt.ssd_dir.empty()) throw std::runtime_error("--ssd-cache needs a directory");
+    std::filesystem::create_directories(eopt.ssd_dir);
+    const double max_gb = args.number("ssd-cache-max", double(std::filesystem::space(eopt.ssd_dir).available) / 2 / kGB);
+    const double queue_gb = args.number("ssd-spill-queue", 2);
+    eopt.ssd_demote_idle_seconds = args.number("ssd-demote-idle", 300);
+    if (!(max_gb > 0) || !(queue_gb > 0) || !(eopt.ssd_demote_idle_seconds >= 0))
+      throw std::runtime_error("--ssd-cache-max and --ssd-spill-queue must be > 0, --ssd-demote-idle >= 0");
+    eopt.ssd_max_bytes = uint64_t(max_gb * kGB);
+    eopt.ssd_queue_bytes = uint64_t(queue_gb * kGB);
+  } else if (args.has("ssd-cache-max") || args.has("ssd-spill-queue") || args.has("ssd-demote-idle")) {
+    throw std::runtime_error("--ssd-cache-max, --ssd-spill-queue and --ssd-demote-idle need --ssd-cache DIR");
+  }
   const std::string retention = args.str("cache-retention", "lru");
   if (auto r = cache::parse_retention(retention)) eopt.retention = *r;
   else throw std::runtime_error("--cache-retention must be lru or cost-size, not '" + retention + "'");
@@ -182,6 +203,11 @@ int cmd_serve(int argc, char** argv) {
                double(ad.memory_budget_bytes) / kGB, (long long)ad.enforced_context_tokens,
                cache ? (std::to_string(double(cache->max_bytes) / kGB).substr(0, 5) + " GB, " + retention).c_str()
                      : "off");
+  if (auto ssd = engine.ssd_stats())
+    std::fprintf(stderr,
+                 "hearth serve: SSD cache %s: %lld blocks (%.2f GB of %.2f GB), %lld bad files skipped and removed\n",
+                 eopt.ssd_dir.c_str(), (long long)ssd->entries, double(ssd->bytes) / kGB,
+                 double(ssd->max_bytes) / kGB, (long long)ssd->skipped);
   std::printf("hearth serve: listening on http://%s:%d (model %s, context %lld, %d threads)\n", sopt.host.c_str(),
               port, served.id.c_str(), (long long)engine.ctx_size(), engine.threads());
   std::fflush(stdout);
@@ -198,6 +224,9 @@ int cmd_serve(int argc, char** argv) {
   pthread_kill(signal_thread.native_handle(), SIGUSR1);
   signal_thread.join();
   engine.shutdown();
+  if (auto f = engine.flush_cache())  // what was published is on disk before we exit
+    std::fprintf(stderr, "hearth serve: SSD cache flushed (%lld blocks written, %lld dropped, %lld failed) in %.0f ms\n",
+                 (long long)f->written, (long long)f->dropped, (long long)f->failed, f->ms);
   std::fprintf(stderr, "hearth serve: stopped\n");
   return 0;
 }

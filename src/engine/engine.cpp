@@ -114,10 +114,17 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
   ctx_size_ = std::min(wanted_ctx, admission_.max_safe_context);
   admission_.enforced_context_tokens = ctx_size_;
   const int64_t cache_bytes = options.prompt_cache >= 0 ? options.prompt_cache : int64_t(kv_->bytes() / 2);
-  if (cache_bytes > 0)
+  if (!options.ssd_dir.empty() && cache_bytes == 0)
+    throw std::invalid_argument("the SSD cache tier needs the prompt cache (it is off)");
+  if (cache_bytes > 0) {
+    const cache::BlockHash root = cache::root_hash(cache::model_namespace(*model_, shape));
+    if (!options.ssd_dir.empty())
+      ssd_ = std::make_unique<cache::SsdStore>(cache::SsdStoreOptions{
+          options.ssd_dir, options.ssd_max_bytes, options.ssd_queue_bytes, root, kv_->block_bytes(),
+          shape.block_tokens});
     cache_ = std::make_unique<cache::PrefixCache>(
-        *kv_, cache::root_hash(cache::model_namespace(*model_, shape)),
-        cache::PrefixCacheOptions{size_t(cache_bytes), options.retention});
+        *kv_, root, cache::PrefixCacheOptions{size_t(cache_bytes), options.retention}, ssd_.get());
+  }
   stats_.kv_blocks_total = stats_.kv_blocks_free = kv_->blocks_total();
   stats_.kv_bytes = kv_->bytes();
   thread_ = std::thread([this] { loop(); });
@@ -171,6 +178,20 @@ EngineStats Engine::stats() const {
 std::optional<cache::PrefixCacheStats> Engine::cache_stats() const {
   if (!cache_) return std::nullopt;
   return cache_->stats();
+}
+
+std::optional<cache::SsdStoreStats> Engine::ssd_stats() const {
+  if (!ssd_) return std::nullopt;
+  return ssd_->stats();
+}
+
+int64_t Engine::longest_durable_prefix_tokens() const {
+  return ssd_ ? ssd_->longest_durable_prefix_tokens(cache_->root()) : 0;
+}
+
+std::optional<cache::SsdFlushResult> Engine::flush_cache() {
+  if (!ssd_) return std::nullopt;
+  return ssd_->flush();  // every block published before this call is queued already
 }
 
 bool Engine::close_session(const std::string& id) {
@@ -278,10 +299,19 @@ void Engine::loop() {
     a.handle->close(a.info);
   };
 
+  auto last_demotion = Clock::now();
   for (;;) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running.empty(); });
+      auto ready = [&] { return stopping_ || !queue_.empty() || !running.empty(); };
+      if (!ssd_) wake_.wait(lock, ready);
+      else if (!wake_.wait_for(lock, std::chrono::seconds(1), ready)) {  // idle: demote, then wait again
+        lock.unlock();
+        cache_->demote_idle(options_.ssd_demote_idle_seconds);
+        last_demotion = Clock::now();
+        update_kv_stats();
+        continue;
+      }
       if (stopping_) {
         stats_.running += int64_t(queue_.size());  // each is finished (cancelled) below
         for (auto& a : queue_) running.push_back(std::move(a));
@@ -351,6 +381,10 @@ void Engine::loop() {
     for (auto& a : running)
       if (a->done && a->seq >= 0) finish(*a, a->info.reason);
     std::erase_if(running, [](const auto& a) { return a->done; });
+    if (ssd_ && seconds_between(last_demotion, Clock::now()) >= 1) {
+      cache_->demote_idle(options_.ssd_demote_idle_seconds);
+      last_demotion = Clock::now();
+    }
     update_kv_stats();
   }
 }

@@ -92,6 +92,11 @@ struct EngineOptions {
   size_t kv_budget = 0;         // KV pool bytes; 0: default_kv_budget()
   int64_t prompt_cache = -1;    // bytes the prompt cache may index; -1: half the pool; 0: off
   cache::Retention retention = cache::Retention::Lru;
+  // The prompt cache's SSD tier (needs the RAM cache): off while ssd_dir is empty.
+  std::filesystem::path ssd_dir;
+  uint64_t ssd_max_bytes = 0;             // 0: no cap
+  uint64_t ssd_queue_bytes = 2ull << 30;  // write-behind queue cap
+  double ssd_demote_idle_seconds = 300;   // idle blocks leave RAM once on disk
   int max_queue = 64;           // waiting requests beyond the running ones
   int max_batch = 8;            // sequences decoded together
   int64_t prefill_chunk = 512;  // prompt tokens per sequence per step
@@ -133,9 +138,14 @@ class Engine {
   void shutdown();
 
   EngineStats stats() const;
-  // nullopt when the prompt cache is off.
+  // nullopt when the prompt cache (or its SSD tier) is off.
   std::optional<cache::PrefixCacheStats> cache_stats() const;
+  std::optional<cache::SsdStoreStats> ssd_stats() const;
+  int64_t longest_durable_prefix_tokens() const;
+  // Waits until every block published so far is durable on SSD.
+  std::optional<cache::SsdFlushResult> flush_cache();
   const AdmissionInfo& admission() const { return admission_; }
+  const EngineOptions& options() const { return options_; }
   // Drops a session's checkpoint (not its blocks); false if there was none.
   bool close_session(const std::string& id);
   const LlamaModel& model() const { return *model_; }
@@ -158,6 +168,7 @@ class Engine {
   ThreadPool pool_;
   AdmissionInfo admission_;
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<cache::SsdStore> ssd_;       // outlives cache_, which writes to it
   std::unique_ptr<cache::PrefixCache> cache_;  // null when the prompt cache is off
 
   mutable std::mutex mutex_;

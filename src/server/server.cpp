@@ -43,6 +43,8 @@ const Route kRoutes[] = {
     {"GET", "/metrics", "/metrics", "the same counters in Prometheus text format", true},
     {"POST", "/admin/cache/session/close", "/admin/cache/session/close",
      "forget a session's prompt-cache checkpoint (its blocks stay cached)", true},
+    {"POST", "/admin/cache/flush", "/admin/cache/flush",
+     "wait until every published prompt-cache block is durable on SSD", true},
 };
 
 const std::vector<std::regex>& route_patterns() {
@@ -200,6 +202,18 @@ void Server::Impl::setup() {
                 engine.close_session(id);
               }
               res.set_content(dump(ojson{{"closed", !id.empty()}}), "application/json");
+            }));
+  http.Post("/admin/cache/flush", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
+              const auto f = engine.flush_cache();
+              ojson out = {{"flushed", f.has_value()}};
+              if (f) {
+                out["written"] = f->written;
+                out["dropped"] = f->dropped;
+                out["failed"] = f->failed;
+                out["elapsed_ms"] = f->ms;
+                out["pending_snapshots"] = 0;
+              }
+              res.set_content(dump(out), "application/json");
             }));
 
   // Whatever httplib itself answers with an error status (no route, body too

@@ -48,7 +48,29 @@ ojson Server::Impl::stats() const {
                     {"sessions", c->sessions},
                     {"prefix_scans", c->prefix_scans},
                     {"evictions", c->evictions}};
-  return {
+  ojson ssd_cache = nullptr;
+  if (auto d = engine.ssd_stats()) {
+    const auto c = engine.cache_stats();
+    ssd_cache = {{"dir", engine.options().ssd_dir.string()},
+                 {"entries", d->entries},
+                 {"bytes", d->bytes},
+                 {"max_bytes", d->max_bytes},
+                 {"restores", d->restores},
+                 {"restored_blocks", c->restored_blocks},
+                 {"spills", d->spills},
+                 {"restore_ms_last", c->restore_ms_last},
+                 {"demotions", c->demotions},
+                 {"pending_spill_bytes", d->pending_spill_bytes},
+                 {"pending_spills", d->pending_spills},
+                 {"pending_snapshots", 0},
+                 {"dropped_spills", d->dropped_spills},
+                 {"failed_spills", d->failed_spills},
+                 {"skipped_files", d->skipped},
+                 {"evicted", d->evicted},
+                 {"last_error", d->last_error},
+                 {"longest_durable_prefix_tokens", engine.longest_durable_prefix_tokens()}};
+  }
+  ojson out = {
       {"server",
        {{"version", kVersion},
         {"sanitized", kSanitized},
@@ -112,6 +134,8 @@ ojson Server::Impl::stats() const {
          m.time_to_first_token.count() ? m.time_to_first_token.sum() / double(m.time_to_first_token.count()) : 0.0},
         {"decode_tokens_per_second_avg", decode_s > 0 ? double(m.decode_tokens.load()) / decode_s : 0.0}}},
   };
+  if (!ssd_cache.is_null()) out["ssd_cache"] = ssd_cache;  // present only with --ssd-cache
+  return out;
 }
 
 std::string Server::Impl::prometheus() const {
@@ -170,6 +194,23 @@ std::string Server::Impl::prometheus() const {
            c->session_misses);
     metric("hearth_prompt_cache_prefix_scans_total", "counter", "Prefix lookups run.", c->prefix_scans);
     metric("hearth_prompt_cache_evictions_total", "counter", "Blocks evicted from the prompt cache.", c->evictions);
+  }
+  if (auto d = engine.ssd_stats()) {
+    const auto c = engine.cache_stats();
+    metric("hearth_ssd_cache_entries", "gauge", "Blocks on SSD.", d->entries);
+    metric("hearth_ssd_cache_bytes", "gauge", "Bytes of the blocks on SSD.", d->bytes);
+    metric("hearth_ssd_cache_max_bytes", "gauge", "SSD cache capacity (--ssd-cache-max).", d->max_bytes);
+    metric("hearth_ssd_cache_restores_total", "counter", "Blocks read back from SSD.", d->restores);
+    metric("hearth_ssd_cache_spills_total", "counter", "Blocks written to SSD.", d->spills);
+    metric("hearth_ssd_cache_restore_ms_last", "gauge", "Milliseconds of the last prefix read from SSD.",
+           c->restore_ms_last);
+    metric("hearth_ssd_cache_demotions_total", "counter", "Idle blocks dropped from RAM once on SSD.", c->demotions);
+    metric("hearth_ssd_cache_pending_spill_bytes", "gauge", "Bytes waiting to be written.", d->pending_spill_bytes);
+    metric("hearth_ssd_cache_dropped_spills_total", "counter", "Writes dropped because the queue was full.",
+           d->dropped_spills);
+    metric("hearth_ssd_cache_failed_spills_total", "counter", "Writes that failed.", d->failed_spills);
+    metric("hearth_ssd_cache_skipped_files_total", "counter", "Corrupt, foreign or half-written files removed.",
+           d->skipped);
   }
   metric("hearth_weight_bytes", "gauge", "Model weights in bytes.", engine.model().weight_bytes());
   metric("hearth_process_resident_memory_bytes", "gauge", "Resident set size.", mem.rss_bytes);
