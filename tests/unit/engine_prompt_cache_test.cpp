@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <thread>
 
 namespace hearth {
@@ -167,6 +169,100 @@ TEST(PromptCache, TheContextShrinksToWhatTheBudgetHolds) {
   EXPECT_EQ(engine.ctx_size(), 10 * 32);
   EXPECT_EQ(engine.admission().enforced_context_tokens, 10 * 32);
   EXPECT_THROW(run(engine, prompt_of(330), 1), std::invalid_argument);
+}
+
+// A fresh directory for an SSD tier, removed afterwards.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "hearth-ssd-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+EngineOptions with_ssd(const std::filesystem::path& dir) {
+  return EngineOptions{.threads = 2, .ssd_dir = dir, .ssd_demote_idle_seconds = 1e9};
+}
+
+TEST(PromptCacheSsd, ARestartedEngineServesThePrefixFromDisk) {
+  TempDir dir;
+  auto cold = cold_engine();
+  const auto prompt = prompt_of(100);
+  const Output want = run(*cold, prompt, 20);
+  {
+    Engine first(LlamaModel::load(kModel), with_ssd(dir.path));
+    expect_same(run(first, prompt, 20), want);
+    ASSERT_TRUE(first.flush_cache());
+    EXPECT_EQ(first.ssd_stats()->entries, 3);  // 100 prompt + 19 fed tokens: three whole blocks
+  }
+  Engine second(LlamaModel::load(kModel), with_ssd(dir.path));
+  EXPECT_EQ(second.ssd_stats()->entries, 3);
+  EXPECT_EQ(second.longest_durable_prefix_tokens(), 96);
+  const Output again = run(second, prompt, 20);
+  EXPECT_EQ(again.info.cached_tokens, 96);
+  expect_same(again, want);
+  EXPECT_EQ(second.cache_stats()->restored_blocks, 3);
+  EXPECT_EQ(second.ssd_stats()->restores, 3);
+  expect_kv_returned(second);
+}
+
+TEST(PromptCacheSsd, ACorruptBlockIsSkippedAndRecomputed) {
+  TempDir dir;
+  auto cold = cold_engine();
+  const auto prompt = prompt_of(100, 3);
+  const Output want = run(*cold, prompt, 10);
+  {
+    Engine first(LlamaModel::load(kModel), with_ssd(dir.path));
+    run(first, prompt, 10);
+    first.flush_cache();
+  }
+  // Flip a payload byte of every block on disk.
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path))
+    if (e.path().extension() == ".kvb") files.push_back(e.path());
+  ASSERT_EQ(files.size(), 3u);  // 100 prompt + 9 fed tokens
+  for (const auto& f : files) {
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(-100, std::ios::end);
+    io.put('\x5a');
+  }
+  Engine second(LlamaModel::load(kModel), with_ssd(dir.path));
+  const Output again = run(second, prompt, 10);
+  EXPECT_EQ(again.info.cached_tokens, 0);  // the first block already fails its checksum
+  expect_same(again, want);
+  EXPECT_EQ(second.ssd_stats()->skipped, 1);
+  expect_kv_returned(second);
+}
+
+TEST(PromptCacheSsd, IdleBlocksLeaveRamOnceDurableAndComeBack) {
+  TempDir dir;
+  EngineOptions opt = with_ssd(dir.path);
+  opt.ssd_demote_idle_seconds = 0;
+  Engine engine(LlamaModel::load(kModel), opt);
+  const auto prompt = prompt_of(80, 5);
+  const Output first = run(engine, prompt, 10);
+  engine.flush_cache();
+  // The engine demotes at least once a second while idle.
+  for (int i = 0; i < 300 && engine.cache_stats()->entries > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(engine.cache_stats()->entries, 0);
+  EXPECT_EQ(engine.cache_stats()->demotions, 2);
+  const Output again = run(engine, prompt, 10);
+  EXPECT_EQ(again.info.cached_tokens, 64);
+  expect_same(again, first);
+  expect_kv_returned(engine);
+}
+
+TEST(PromptCacheSsd, TheDirectoryServesOneEngine) {
+  TempDir dir;
+  Engine first(LlamaModel::load(kModel), with_ssd(dir.path));
+  try {
+    Engine second(LlamaModel::load(kModel), with_ssd(dir.path));
+    FAIL() << "a second engine opened a locked directory";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("another hearth server"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
