@@ -106,7 +106,6 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
                           std::span<const int32_t> blocks, const std::string& session) {
   std::lock_guard lock(mutex_);
   ++clock_;
-  const int64_t before = cursor.blocks;
   while ((cursor.blocks + 1) * block_tokens_ <= filled) {
     const size_t at = size_t(cursor.blocks * block_tokens_);
     const auto ids = tokens.subspan(at, size_t(block_tokens_));
@@ -118,8 +117,12 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
     cursor.parent = h;
     ++cursor.blocks;
   }
-  if (!session.empty() && cursor.blocks > 0 && cursor.blocks != before)
-    sessions_[session] = Session{cursor.parent, cursor.blocks};
+  // Also when nothing new filled: a request served from the cache still
+  // moves its session to what it reused.
+  if (!session.empty() && cursor.blocks > 0) {
+    Session& s = sessions_[session];
+    if (s.blocks != cursor.blocks || !(s.tip == cursor.parent)) s = Session{cursor.parent, cursor.blocks};
+  }
   enforce_cap();
 }
 

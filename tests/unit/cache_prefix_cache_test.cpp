@@ -228,5 +228,25 @@ TEST(PrefixCache, SessionsCountContinuationsAndAreEvictedLast) {
   EXPECT_EQ(c.lookup(turn1).tokens, 8);  // closing keeps the blocks
 }
 
+TEST(PrefixCache, ARequestServedFromTheCacheStillSetsItsSession) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16)});
+  auto tokens = iota(8);
+  int s1 = f.compute(tokens);
+  f.publish(c, s1, tokens);
+  f.kv.release(s1);
+  // A second request attaches both blocks: its cursor starts past them.
+  int s2 = f.kv.create_sequence();
+  PrefixMatch m = c.lookup(tokens, "late");
+  f.kv.attach(s2, m.blocks);
+  ChainCursor cur{m.chain.back(), 2};
+  c.publish(cur, tokens, 8, f.kv.blocks(s2), "late");
+  EXPECT_EQ(c.stats().sessions, 1);
+  auto more = iota(12);
+  c.lookup(more, "late");
+  EXPECT_EQ(c.stats().session_hits, 1);
+  f.kv.release(s2);
+}
+
 }  // namespace
 }  // namespace hearth::cache
