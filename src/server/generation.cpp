@@ -41,6 +41,12 @@ void GenerationStream::finish() {
 }
 
 bool GenerationStream::next(Piece& out) {
+  const bool more = next_piece(out);
+  text_ += out.text;
+  return more;
+}
+
+bool GenerationStream::next_piece(Piece& out) {
   out = Piece{};
   if (done_) return false;
   for (;;) {
@@ -70,6 +76,7 @@ bool GenerationStream::next(Piece& out) {
     if (completion_tokens_ == 0)
       ttft_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     ++completion_tokens_;
+    ids_.push_back(ev->token);
     if (std::find(eos_.begin(), eos_.end(), ev->token) != eos_.end()) continue;  // not shown
 
     std::string text = decoder_.push(ev->token);

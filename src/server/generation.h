@@ -52,10 +52,15 @@ class GenerationStream {
   // Seconds from construction to the first token event (0 if none came).
   double time_to_first_token() const { return ttft_; }
   void cancel() { handle_->cancel(); }
+  // Every token the engine produced (EOS included), and the text handed out.
+  const std::vector<int32_t>& generated_ids() const { return ids_; }
+  const std::string& text() const { return text_; }
+  bool stopped_by_string() const { return stop_.stopped(); }
   RequestHandle& handle() { return *handle_; }
 
  private:
   void finish();
+  bool next_piece(Piece& out);
   void release(size_t up_to_bytes, bool partial, Piece& out);
 
   std::shared_ptr<RequestHandle> handle_;
@@ -79,6 +84,8 @@ class GenerationStream {
   bool done_ = false, finished_ = false;
   std::string finish_reason_, error_;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
+  std::vector<int32_t> ids_;
+  std::string text_;
 };
 
 }  // namespace hearth::server

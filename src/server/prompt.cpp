@@ -26,10 +26,22 @@ std::string PromptBuilder::render_chat(const ApiRequest& r) const {
   }
 }
 
-std::vector<int32_t> PromptBuilder::build(const ApiRequest& r) const {
+std::vector<int32_t> PromptBuilder::build(const ApiRequest& r, GeneratedHistory* history) const {
   std::vector<int32_t> ids;
   if (r.endpoint == Endpoint::Chat) {
-    ids = prompt_->tokenize(render_chat(r));
+    const std::string rendered = render_chat(r);
+    std::vector<std::vector<int32_t>> found;  // owns the ids the spans below point into
+    std::vector<text::ChatPrompt::KnownIds> known;
+    found.reserve(r.messages.size());
+    if (history)
+      for (const auto& m : r.messages) {
+        auto role = m.find("role"), content = m.find("content");
+        if (role == m.end() || *role != "assistant" || content == m.end() || !content->is_string()) continue;
+        if (auto ids_of = history->find(content->get_ref<const std::string&>())) found.push_back(std::move(*ids_of));
+        else continue;
+        known.push_back({content->get_ref<const std::string&>(), found.back()});
+      }
+    ids = prompt_->tokenize(rendered, known);
   } else if (r.prompt_is_ids) {
     ids = r.prompt_ids;
   } else {

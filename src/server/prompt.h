@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "server/generated_history.h"
 #include "server/openai_request.h"
 #include "text/chat.h"
 #include "text/chat_prompt.h"
@@ -32,7 +33,9 @@ class PromptBuilder {
   PromptBuilder(const PromptBuilder&) = delete;  // prompt_ refers to chat_
   PromptBuilder& operator=(const PromptBuilder&) = delete;
 
-  std::vector<int32_t> build(const ApiRequest& request) const;  // throws ApiError
+  // throws ApiError. With a history, assistant messages this server
+  // generated get back the ids it sampled.
+  std::vector<int32_t> build(const ApiRequest& request, GeneratedHistory* history = nullptr) const;
   std::string render_chat(const ApiRequest& request) const;     // the chat prompt text
 
   bool has_chat_template() const { return chat_.has_value(); }

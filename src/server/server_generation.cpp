@@ -34,7 +34,7 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
       api.session = check_session_id(header, req.get_header_value(header));
 
   GenerationRequest g;
-  g.prompt = prompts.build(api);
+  g.prompt = prompts.build(api, &history);
   const int64_t ctx = engine.ctx_size();
   if (int64_t(g.prompt.size()) >= ctx)
     throw bad_request(param,
@@ -78,6 +78,18 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   } else {
     respond_whole(job, res);
   }
+}
+
+void Server::Impl::remember_reply(const Job& job) {
+  const GenerationStream& g = *job.stream;
+  if (job.api.endpoint != Endpoint::Chat || !g.error().empty() || g.finish_reason() == "cancelled" ||
+      g.stopped_by_string())
+    return;
+  std::vector<int32_t> ids = g.generated_ids();
+  if (!ids.empty() && std::find(model.eos_ids.begin(), model.eos_ids.end(), ids.back()) != model.eos_ids.end())
+    ids.pop_back();
+  if (tok.decode(ids) != g.text()) return;  // only ids that are exactly the text the client got
+  history.remember(g.text(), std::move(ids));
 }
 
 ojson Server::Impl::usage(const GenerationStream& g) const {
@@ -124,6 +136,7 @@ void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, httplib::Respo
     for (auto& t : p.logprobs) lps.push_back(std::move(t));
   }
   job->record();
+  remember_reply(*job);
   if (!g.error().empty()) throw ApiError(500, "generation failed: " + g.error(), "server_error");
   if (g.finish_reason() == "cancelled") {
     if (draining) throw ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down");
@@ -201,6 +214,7 @@ void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, httplib::Resp
       }
     }
     job->record();
+    remember_reply(*job);
     if (!g.error().empty() || g.finish_reason() == "cancelled") {
       if (g.error().empty() && !draining) return false;  // cancelled because the client left
       ApiError e = g.error().empty()

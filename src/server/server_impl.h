@@ -21,6 +21,7 @@
 
 #include "server/api_error.h"
 #include "server/connection_watch.h"
+#include "server/generated_history.h"
 #include "server/generation.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -74,6 +75,7 @@ struct Server::Impl {
   httplib::Server http;
   ConnectionWatch watch;
   ServerMetrics metrics;
+  GeneratedHistory history;  // the ids behind assistant replies this server generated
   Clock::time_point started = Clock::now();
   std::time_t started_unix = unix_now();
   int port = 0;
@@ -105,6 +107,7 @@ struct Server::Impl {
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep);
   void respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res);
   void respond_stream(const std::shared_ptr<Job>& job, httplib::Response& res);
+  void remember_reply(const Job& job);
   ojson chunk(Job& job, const Piece* piece, const std::string* finish_reason, bool first);
   ojson usage(const GenerationStream& g) const;
   ojson chat_logprobs(const std::vector<TokenLogprob>& lps) const;

@@ -16,7 +16,23 @@ ChatPrompt::ChatPrompt(const ChatTemplate& chat_template, const Tokenizer& token
 }
 
 std::vector<int32_t> ChatPrompt::tokenize(const std::string& rendered) const {
-  std::vector<int32_t> ids = tokenizer_.encode(rendered, false);
+  return tokenize(rendered, {});
+}
+
+std::vector<int32_t> ChatPrompt::tokenize(const std::string& rendered, std::span<const KnownIds> known) const {
+  std::vector<int32_t> ids;
+  size_t at = 0;
+  for (const KnownIds& k : known) {
+    if (k.text.empty()) continue;
+    const size_t found = rendered.find(k.text, at);
+    if (found == std::string::npos) continue;
+    const auto gap = tokenizer_.encode(std::string_view(rendered).substr(at, found - at), false);
+    ids.insert(ids.end(), gap.begin(), gap.end());
+    ids.insert(ids.end(), k.ids.begin(), k.ids.end());
+    at = found + k.text.size();
+  }
+  const auto rest = tokenizer_.encode(std::string_view(rendered).substr(at), false);
+  ids.insert(ids.end(), rest.begin(), rest.end());
   if (bos_ && rendered.compare(0, bos_text_.size(), bos_text_) != 0) ids.insert(ids.begin(), *bos_);
   return ids;
 }

@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "text/chat.h"
@@ -30,6 +32,19 @@ class ChatPrompt {
   }
   // Token ids of a rendered prompt.
   std::vector<int32_t> tokenize(const std::string& rendered) const;
+
+  // A span of text whose ids are known: an assistant turn this server
+  // generated, with the ids it sampled (re-tokenizing the text often gives
+  // other ids, and the prompt would no longer share the cached prefix).
+  struct KnownIds {
+    std::string_view text;
+    std::span<const int32_t> ids;
+  };
+  // Like tokenize(), but each known text, found in order in the rendered
+  // prompt, becomes its ids and the text between is tokenized piece by piece.
+  // Known texts that are not found (a template may strip or rewrite them)
+  // are skipped.
+  std::vector<int32_t> tokenize(const std::string& rendered, std::span<const KnownIds> known) const;
 
  private:
   const ChatTemplate& template_;

@@ -49,7 +49,10 @@ async function twoTurns(cached, cold, session) {
   const turn2 = [...turn1, { role: 'assistant', content: r1.choices[0].message.content },
     { role: 'user', content: 'What happened next?' }];
   const r2 = await chat(cached, turn2, { session_id: session });
+  // The cold server answers turn 1 too, so it knows the reply's ids as well.
+  assert.equal((await chat(cold, turn1)).choices[0].message.content, r1.choices[0].message.content);
   const want = await chat(cold, turn2);
+  assert.equal(want.usage.prompt_tokens, r2.usage.prompt_tokens);
   assert.equal(want.usage.prompt_tokens_details.cached_tokens, 0);
   assert.equal(r2.choices[0].message.content, want.choices[0].message.content);
   sameLogprobs(r2, want);
@@ -82,6 +85,19 @@ describe('RAM tier', () => {
     assert.match(m, /hearth_prompt_cache_hits_total [1-9]/);
     assert.match(m, /hearth_cached_tokens_total [1-9]/);
     assert.equal((await stats(cold)).prompt_cache.enabled, false);
+  });
+
+  test('a sampled reply sent back is tokenized to the ids it was generated as, so the next turn hits all of it', async () => {
+    // At a high temperature the model spells words in pieces that re-tokenizing
+    // its text would merge: the cacheless server (no history) counts other ids.
+    const turn1 = [{ role: 'user', content: 'Tell me a story about a dog named Max who liked to run in the park every day.' }];
+    const r1 = await chat(srv, turn1, { temperature: 1.8, top_k: 0, seed: 0, max_tokens: 60, logprobs: false });
+    const turn2 = [...turn1, { role: 'assistant', content: r1.choices[0].message.content }, { role: 'user', content: 'And then?' }];
+    const r2 = await chat(srv, turn2, { max_tokens: 1, logprobs: false });
+    const retokenized = await chat(cold, turn2, { max_tokens: 1, logprobs: false });
+    assert.notEqual(r2.usage.prompt_tokens, retokenized.usage.prompt_tokens, 'this seed re-tokenizes differently');
+    const computed = r1.usage.prompt_tokens + r1.usage.completion_tokens - 1;  // the last sampled token is never fed
+    assert.equal(r2.usage.prompt_tokens_details.cached_tokens, Math.floor(computed / 32) * 32);
   });
 
   test('streamed usage reports the cached tokens too', async () => {

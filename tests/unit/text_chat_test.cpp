@@ -8,6 +8,8 @@
 #include <string>
 
 #include "text/chat.h"
+#include "text/chat_prompt.h"
+#include "text/tokenizer.h"
 
 namespace {
 
@@ -107,6 +109,37 @@ TEST(TextChat, ErrorsAreTemplateErrorsWithLines) {
     EXPECT_EQ(e.message(), "Conversation roles must alternate user/assistant/user/assistant/...");
   }
   EXPECT_THROW(ChatTemplate::from_string("{% if %}"), TemplateError);
+}
+
+// Known ids (an assistant turn the server generated) replace the tokens of
+// their text; the text around them is tokenized as before.
+TEST(TextChatPrompt, KnownIdsReplaceTheirTextInThePrompt) {
+  const fs::path model = fs::path(HEARTH_SOURCE_DIR) / "models/stories260k";
+  auto tok = hearth::text::Tokenizer::load(model / "tokenizer.json");
+  ChatTemplate tmpl = ChatTemplate::load(model);
+  hearth::text::ChatPrompt prompt(tmpl, *tok);
+  const json messages = json::parse(
+      R"([{"role": "user", "content": "Tell a story."}, {"role": "assistant", "content": "The dog ran."},
+          {"role": "user", "content": "More!"}])");
+  const std::string rendered = prompt.render(messages, nullptr, true);
+  const std::string reply = "The dog ran.";
+  const size_t at = rendered.find(reply);
+  ASSERT_NE(at, std::string::npos);
+  // The reply spelled one id per byte, as a model may sample it.
+  std::vector<int32_t> spelled;
+  for (char c : reply) spelled.push_back(tok->encode(std::string(1, c), false).back());
+  const hearth::text::ChatPrompt::KnownIds known[] = {{reply, spelled}};
+  const std::vector<int32_t> got = prompt.tokenize(rendered, known);
+
+  std::vector<int32_t> want = prompt.tokenize(rendered.substr(0, at));  // BOS rule included
+  want.insert(want.end(), spelled.begin(), spelled.end());
+  const auto rest = tok->encode(rendered.substr(at + reply.size()), false);
+  want.insert(want.end(), rest.begin(), rest.end());
+  EXPECT_EQ(got, want);
+  EXPECT_NE(got, prompt.tokenize(rendered));
+  // Text the template does not print is skipped.
+  const hearth::text::ChatPrompt::KnownIds absent[] = {{"not in the prompt", spelled}};
+  EXPECT_EQ(prompt.tokenize(rendered, absent), prompt.tokenize(rendered));
 }
 
 }  // namespace
