@@ -51,6 +51,10 @@ beats the built-in defaults. See docs/server-config.md.
   --ssd-spill-queue GB         blocks waiting to be written, at most (default: 2; past it the
                                oldest waiting write is dropped: a future miss, never an error)
   --ssd-demote-idle SEC        blocks unused this long leave RAM once on disk (default: 300)
+  --generation-checkpoint-tokens N
+                               a cancelled greedy or seeded request that generated at least N
+                               tokens is kept, and the same request sent again resumes where it
+                               stopped (default: 16; 0: never)
   --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
   --max-batch N                sequences generated together (default: 8)
   --max-body BYTES             largest request body (default: 8388608)
@@ -104,7 +108,8 @@ int cmd_serve(int argc, char** argv) {
                                     "threads",   "ctx-size",  "max-queue", "max-batch",   "max-body",
                                     "http-threads", "shutdown-timeout", "kv-type",
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
-                                    "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle"};
+                                    "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
+                                    "generation-checkpoint-tokens"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
@@ -187,6 +192,8 @@ int cmd_serve(int argc, char** argv) {
   } else if (args.has("ssd-cache-max") || args.has("ssd-spill-queue") || args.has("ssd-demote-idle")) {
     throw std::runtime_error("--ssd-cache-max, --ssd-spill-queue and --ssd-demote-idle need --ssd-cache DIR");
   }
+  eopt.generation_checkpoint_tokens = args.integer("generation-checkpoint-tokens", 16);
+  if (eopt.generation_checkpoint_tokens < 0) throw std::runtime_error("--generation-checkpoint-tokens must be >= 0");
   const std::string retention = args.str("cache-retention", "lru");
   if (auto r = cache::parse_retention(retention)) eopt.retention = *r;
   else throw std::runtime_error("--cache-retention must be lru or cost-size, not '" + retention + "'");

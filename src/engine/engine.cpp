@@ -75,6 +75,8 @@ struct Engine::Active {
   bool started = false;  // admitted at least once
   bool done = false;     // finished in the last step (info.reason says how)
   cache::ChainCursor published;
+  std::optional<uint64_t> checkpoint_key;  // set when it can be resumed after a cancel
+  std::vector<TokenEvent> sent;             // the events sent, kept only with a checkpoint key
   Clock::time_point submitted, admitted, first_token;
   FinishInfo info;
 
@@ -155,15 +157,30 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest request) {
     if (id < 0 || id >= model_->config().vocab_size)
       throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
   auto handle = std::make_shared<RequestHandle>();
+  std::optional<uint64_t> key;
+  if (options_.generation_checkpoint_tokens > 0) key = GenerationCheckpoints::key(request);
+  std::optional<GenerationCheckpoint> resumed;
+  if (key) resumed = checkpoints_.take(*key);
+  if (resumed && !std::ranges::equal(resumed->decoding.prompt(), request.prompt)) resumed.reset();  // a hash collision
+  auto active = std::make_unique<Active>(std::move(request), handle, ctx_size_);
+  active->checkpoint_key = key;
+  if (resumed) {
+    // Replay what the cancelled run sent; the engine goes on from its pending token.
+    active->decoding = std::move(resumed->decoding);
+    active->sent = std::move(resumed->events);
+    for (const TokenEvent& ev : active->sent) handle->push(ev);
+    active->first_token = Clock::now();
+  }
   {
     std::lock_guard lock(mutex_);
     if (stopping_) throw std::runtime_error("the engine is shutting down");
     if (int64_t(queue_.size()) >= options_.max_queue) {
       ++stats_.requests_rejected;
+      if (resumed) checkpoints_.save(*key, {active->decoding, active->sent});
       throw QueueFull();
     }
     ++stats_.requests_total;
-    queue_.push_back(std::make_unique<Active>(std::move(request), handle, ctx_size_));
+    queue_.push_back(std::move(active));
     stats_.queued = int64_t(queue_.size());
   }
   wake_.notify_all();
@@ -171,8 +188,15 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest request) {
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
+  EngineStats s;
+  {
+    std::lock_guard lock(mutex_);
+    s = stats_;
+  }
+  s.checkpoints = checkpoints_.entries();
+  s.checkpoints_saved = checkpoints_.saved();
+  s.checkpoints_resumed = checkpoints_.resumed();
+  return s;
 }
 
 std::optional<cache::PrefixCacheStats> Engine::cache_stats() const {
@@ -287,8 +311,11 @@ void Engine::loop() {
     if (!a.started) a.admitted = now;
     a.info.queue_seconds = seconds_between(a.submitted, a.admitted);
     bool got_first = a.first_token != Clock::time_point{};
-    a.info.prefill_seconds = seconds_between(a.admitted, got_first ? a.first_token : now);
+    a.info.prefill_seconds = std::max(0.0, seconds_between(a.admitted, got_first ? a.first_token : now));
     a.info.decode_seconds = got_first ? seconds_between(a.first_token, now) : 0;
+    if (reason == FinishReason::Cancelled && a.checkpoint_key && !a.decoding.finished() &&
+        a.decoding.generated_tokens() >= options_.generation_checkpoint_tokens)
+      checkpoints_.save(*a.checkpoint_key, {a.decoding, std::move(a.sent)});
     if (a.seq >= 0) kv_->release(a.seq);
     a.seq = -1;
     a.done = true;
@@ -431,6 +458,7 @@ void Engine::step(Running& running) {
       for (int i = 0; i < k; ++i) ev.top.push_back({order[i], row_logits[order[i]] - lse});
     }
     if (a.first_token == Clock::time_point{}) a.first_token = Clock::now();
+    if (a.checkpoint_key) a.sent.push_back(ev);
     a.handle->push(std::move(ev));
     {
       std::lock_guard lock(mutex_);

@@ -27,6 +27,7 @@
 
 #include "cache/prefix_cache.h"
 #include "engine/decoding.h"
+#include "engine/generation_checkpoints.h"
 #include "engine/sampler.h"
 #include "model/llama.h"
 
@@ -97,6 +98,9 @@ struct EngineOptions {
   uint64_t ssd_max_bytes = 0;             // 0: no cap
   uint64_t ssd_queue_bytes = 2ull << 30;  // write-behind queue cap
   double ssd_demote_idle_seconds = 300;   // idle blocks leave RAM once on disk
+  // A cancelled deterministic request that generated at least this many
+  // tokens is kept for resumption (generation_checkpoints.h); 0: never.
+  int64_t generation_checkpoint_tokens = 16;
   int max_queue = 64;           // waiting requests beyond the running ones
   int max_batch = 8;            // sequences decoded together
   int64_t prefill_chunk = 512;  // prompt tokens per sequence per step
@@ -111,6 +115,7 @@ struct EngineStats {
   size_t kv_bytes = 0;
   int64_t steps = 0, preemptions = 0;
   int64_t cached_tokens_total = 0;  // prompt tokens attached from the cache instead of computed
+  int64_t checkpoints = 0, checkpoints_saved = 0, checkpoints_resumed = 0;
 };
 
 // What the engine admits: the context it enforces and the memory it budgets.
@@ -170,6 +175,7 @@ class Engine {
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<cache::SsdStore> ssd_;       // outlives cache_, which writes to it
   std::unique_ptr<cache::PrefixCache> cache_;  // null when the prompt cache is off
+  GenerationCheckpoints checkpoints_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

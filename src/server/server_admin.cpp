@@ -128,6 +128,9 @@ ojson Server::Impl::stats() const {
         {"engine_cancelled", st.requests_cancelled},
         {"prompt_tokens_total", st.prompt_tokens_total},
         {"cached_tokens_total", st.cached_tokens_total},
+        {"checkpoints", st.checkpoints},
+        {"checkpoints_saved", st.checkpoints_saved},
+        {"checkpoints_resumed", st.checkpoints_resumed},
         {"generated_tokens_total", st.generated_tokens_total},
         {"engine_steps", st.steps},
         {"time_to_first_token_avg_seconds",
@@ -182,6 +185,9 @@ std::string Server::Impl::prometheus() const {
          st.preemptions);
   metric("hearth_cached_tokens_total", "counter", "Prompt tokens taken from the prompt cache.",
          st.cached_tokens_total);
+  metric("hearth_generation_checkpoints", "gauge", "Cancelled requests kept for resumption.", st.checkpoints);
+  metric("hearth_generation_checkpoints_resumed_total", "counter", "Requests resumed from a checkpoint.",
+         st.checkpoints_resumed);
   if (auto c = engine.cache_stats()) {
     metric("hearth_prompt_cache_entries", "gauge", "Blocks indexed by the prompt cache.", c->entries);
     metric("hearth_prompt_cache_bytes", "gauge", "Bytes of the blocks indexed by the prompt cache.", c->bytes);

@@ -175,6 +175,35 @@ describe('RAM tier', () => {
   });
 });
 
+test('a stream dropped mid-generation, sent again, resumes and gives the text of an uninterrupted run', async () => {
+  const [srv, cold] = await Promise.all([startServer(), startServer(['--prompt-cache', '0'])]);
+  try {
+    for (const sampling of [{ temperature: 0 }, { temperature: 0.9, seed: 42 }]) {
+      const body = { prompt: STORY, max_tokens: 150, logit_bias: { 2: -100 }, stream: true, ...sampling };
+      const want = await complete(cold, { ...body, stream: false });
+      // Read a part of the stream, then drop the connection.
+      const ctrl = new AbortController();
+      const r = await fetch(srv.url + '/v1/completions', {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, signal: ctrl.signal, body: JSON.stringify(body),
+      });
+      const reader = r.body.getReader();
+      let seen = '';
+      while ((seen.match(/data: \{/g) ?? []).length < 40) seen += new TextDecoder().decode((await reader.read()).value);
+      ctrl.abort();
+      const saved = await waitForStats(srv, (s) => s.generation.checkpoints > 0);
+      assert.equal(saved.generation.checkpoints, 1, JSON.stringify(sampling));
+      const again = await complete(srv, { ...body, stream: false });
+      assert.equal(again.choices[0].text, want.choices[0].text, JSON.stringify(sampling));
+      assert.equal(again.usage.completion_tokens, 150);
+      const after = await stats(srv);
+      assert.equal(after.generation.checkpoints, 0);
+      assert.ok(after.generation.checkpoints_resumed >= 1);
+    }
+  } finally {
+    await Promise.all([srv.stop(), cold.stop()]);
+  }
+});
+
 test('cache hits equal cold runs on generated qwen3 (MLX 4-bit) and llama (bf16) checkpoints', async () => {
   for (const [arch, extra] of [['qwen3', ['--quant', 'mlx4']], ['llama', ['--dtype', 'bf16']]]) {
     const dir = path.join(tmp, `model-${arch}`);

@@ -171,6 +171,69 @@ TEST(PromptCache, TheContextShrinksToWhatTheBudgetHolds) {
   EXPECT_THROW(run(engine, prompt_of(330), 1), std::invalid_argument);
 }
 
+// Cancels a request after `after` tokens and waits until the engine closed it.
+void cancel_after(Engine& engine, GenerationRequest r, int after) {
+  auto h = engine.submit(std::move(r));
+  for (int i = 0; i < after; ++i) ASSERT_TRUE(h->next().has_value());
+  h->cancel();
+  while (h->next()) {
+  }
+  ASSERT_EQ(h->finish().reason, FinishReason::Cancelled);
+}
+
+TEST(GenerationCheckpoints, ACancelledRequestSentAgainResumesAndMatchesAnUninterruptedRun) {
+  auto cold = cold_engine();
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2});
+  for (float temperature : {0.0f, 0.9f}) {
+    SCOPED_TRACE(temperature);
+    GenerationRequest r;
+    r.prompt = prompt_of(50, int(temperature * 10));
+    r.max_tokens = 90;
+    r.sampling.temperature = temperature;
+    r.sampling.seed = 1234;
+    r.top_logprobs = 2;
+    auto collect = [](Engine& e, GenerationRequest req) {
+      auto h = e.submit(std::move(req));
+      Output out;
+      std::vector<std::vector<std::pair<int32_t, float>>> tops;
+      while (auto ev = h->next()) {
+        out.tokens.push_back(ev->token);
+        out.logprobs.push_back(ev->logprob);
+      }
+      out.info = h->finish();
+      return out;
+    };
+    const Output want = collect(*cold, r);
+    const int64_t saved = engine.stats().checkpoints_saved;
+    cancel_after(engine, r, 45);
+    EXPECT_EQ(engine.stats().checkpoints_saved, saved + 1);
+    EXPECT_EQ(engine.stats().checkpoints, 1);
+    const Output again = collect(engine, r);
+    expect_same(again, want);
+    EXPECT_EQ(again.info.cached_tokens, 50);  // all of the prompt, and only the prompt, counts
+    EXPECT_EQ(again.info.generated_tokens, 90);
+    EXPECT_EQ(engine.stats().checkpoints, 0);  // completion leaves nothing behind
+    EXPECT_EQ(engine.stats().checkpoints_resumed, saved + 1);
+  }
+  expect_kv_returned(engine);
+}
+
+TEST(GenerationCheckpoints, UnseededSamplingAndShortRunsAreNotKept) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .generation_checkpoint_tokens = 20});
+  GenerationRequest r;
+  r.prompt = prompt_of(20);
+  r.max_tokens = 60;
+  r.sampling.temperature = 0.8f;  // no seed: another run would differ anyway
+  cancel_after(engine, r, 30);
+  r.sampling.temperature = 0;
+  cancel_after(engine, r, 5);  // under 20 tokens: cheap to redo
+  EXPECT_EQ(engine.stats().checkpoints_saved, 0);
+  EngineOptions off{.threads = 2, .generation_checkpoint_tokens = 0};
+  Engine disabled(LlamaModel::load(kModel), off);
+  cancel_after(disabled, r, 30);
+  EXPECT_EQ(disabled.stats().checkpoints_saved, 0);
+}
+
 // A fresh directory for an SSD tier, removed afterwards.
 struct TempDir {
   std::filesystem::path path;
