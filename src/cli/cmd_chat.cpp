@@ -1,5 +1,7 @@
 // hearth chat: a multi-turn conversation in the terminal, through the
-// model's chat template. Each turn renders the whole conversation again.
+// model's chat template and the engine with its prompt cache: each turn
+// renders the whole conversation again, puts back the ids of the replies as
+// they were generated, and prefills only what follows the cached prefix.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -7,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
-#include "engine/generator.h"
+#include "engine/engine.h"
 #include "text/chat_prompt.h"
 
 namespace hearth::cli {
@@ -25,38 +27,44 @@ Commands: /reset forgets the conversation, /exit (or end of input) quits.
   --threads N          kernel threads (default: physical cores)
   --kv-type T          KV cache entries: f32 (default) or bf16
   --ctx-size N         context length (default: the model's max_position_embeddings)
+  --prompt-cache GB    KV kept for reuse between turns (default: half the KV budget; 0: off)
+  --stats              after each reply, print its prompt, cached and generated tokens to stderr
 )";
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
-  Args args(argc, argv, {"help"});
+  Args args(argc, argv, {"help", "stats"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  std::vector<std::string> known = {"model",   "system",   "max-tokens",
-                                    "threads", "ctx-size", "kv-type"};
+  std::vector<std::string> known = {"model",   "system",   "max-tokens", "threads",
+                                    "ctx-size", "kv-type", "prompt-cache", "stats"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   args.allow_only(known);
 
   const auto dir = model_dir(args);
-  auto model = LlamaModel::load(dir);
   const auto gen = io::GenerationConfig::load(dir);
   auto tokenizer = text::Tokenizer::load(dir / "tokenizer.json");
   const auto chat_template = text::ChatTemplate::load(dir);
   text::ChatPrompt chat(chat_template, *tokenizer);
 
-  GenerateOptions opt;
-  opt.max_tokens = args.integer("max-tokens", -1);
-  opt.sampling = sampling_params(args, gen);
-  opt.eos_ids.assign(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
-  const int64_t ctx = args.integer("ctx-size", model->config().max_position_embeddings);
-  opt.ctx_size = ctx;
-  ThreadPool pool(thread_count(args));
-  auto kv = make_kv_cache(args, *model, ctx);
-  Generator generator(*model, pool, *kv);
+  EngineOptions eopt;
+  eopt.threads = thread_count(args);
+  eopt.ctx_size = args.integer("ctx-size", 0);
+  eopt.kv_type = kv_type(args);
+  eopt.max_batch = 1;
+  if (args.has("prompt-cache")) eopt.prompt_cache = int64_t(args.number("prompt-cache", 0) * (1ull << 30));
+  Engine engine(LlamaModel::load(dir), eopt);
+  const std::vector<int32_t> eos(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
 
+  struct Reply {
+    std::string text;
+    std::vector<int32_t> ids;  // as generated: the next turn's prompt reuses them
+  };
+  std::vector<Reply> replies;
   auto start = [&] {
+    replies.clear();
     nlohmann::ordered_json m = nlohmann::ordered_json::array();
     if (args.has("system")) m.push_back({{"role", "system"}, {"content", args.str("system")}});
     return m;
@@ -72,32 +80,42 @@ int cmd_chat(int argc, char** argv) {
     }
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    std::vector<int32_t> prompt;
+    GenerationRequest request;
+    request.sampling = sampling_params(args, gen);
+    request.max_tokens = args.integer("max-tokens", -1);
+    request.stop_ids = eos;
+    std::shared_ptr<RequestHandle> handle;
     try {
-      prompt = chat.tokenize(chat.render(messages, nullptr, true));
-      if (int64_t(prompt.size()) >= ctx)
-        throw std::runtime_error("the conversation no longer fits the context; /reset");
+      std::vector<text::ChatPrompt::KnownIds> known;
+      for (const Reply& r : replies) known.push_back({r.text, r.ids});
+      request.prompt = chat.tokenize(chat.render(messages, nullptr, true), known);
+      handle = engine.submit(std::move(request));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "error: %s\n", e.what());
+      std::fprintf(stderr, "error: %s%s\n", e.what(),
+                   std::string(e.what()).find("context") != std::string::npos ? "; /reset" : "");
       messages.erase(messages.size() - 1);
       continue;
     }
     text::StreamDecoder stream(*tokenizer, true);
-    std::string reply;
-    generator.run(prompt, opt, [&](int32_t token, std::span<const float>) {
-      if (std::find(opt.eos_ids.begin(), opt.eos_ids.end(), token) != opt.eos_ids.end())
-        return true;
-      std::string piece = stream.push(token);
-      reply += piece;
+    Reply reply;
+    while (auto ev = handle->next()) {
+      if (std::find(eos.begin(), eos.end(), ev->token) != eos.end()) continue;
+      reply.ids.push_back(ev->token);
+      std::string piece = stream.push(ev->token);
+      reply.text += piece;
       std::fputs(piece.c_str(), stdout);
       std::fflush(stdout);
-      return true;
-    });
+    }
     std::string tail = stream.flush();
-    reply += tail;
+    reply.text += tail;
     std::printf("%s\n", tail.c_str());
     std::fflush(stdout);
-    messages.push_back({{"role", "assistant"}, {"content", reply}});
+    const FinishInfo& info = handle->finish();
+    if (args.has("stats"))
+      std::fprintf(stderr, "[prompt %lld tokens, %lld cached; %lld generated]\n", (long long)info.prompt_tokens,
+                   (long long)info.cached_tokens, (long long)info.generated_tokens);
+    messages.push_back({{"role", "assistant"}, {"content", reply.text}});
+    replies.push_back(std::move(reply));
   }
   return 0;
 }

@@ -39,6 +39,12 @@ printf 'Tell me about a cat\n/reset\nAnd a dog\n/exit\n' | "$hearth" chat --max-
 rc=$?
 check "chat: exits 0 at /exit" test "$rc" -eq 0
 check "chat: one reply line per message" test "$(grep -c . "$tmp/chat2")" -eq 2
+# The second turn reuses the first from the prompt cache: its prompt, reply included.
+printf 'Tell me a story about a little dog who wanted to fly.\nWhat happened next?\n' |
+  "$hearth" chat --system "You are a kind storyteller for small children." --max-tokens 40 --stats >/dev/null 2>"$tmp/chat3.err"
+cached2=$(grep -o 'prompt [0-9]* tokens, [0-9]* cached' "$tmp/chat3.err" | sed -n 2p | awk '{print $4}')
+prompt1=$(grep -o 'prompt [0-9]* tokens' "$tmp/chat3.err" | sed -n 1p | awk '{print $2}')
+check "chat: the second turn reuses the first from the cache" test "${cached2:-0}" -ge $(( prompt1 / 32 * 32 )) -a "${cached2:-0}" -gt 0
 
 "$hearth" generate --model "$tmp/nope" >/dev/null 2>"$tmp/e1"; rc=$?
 check "generate: a missing model directory is a clean error" clean_error $rc
