@@ -94,7 +94,7 @@ struct EngineOptions {
   int64_t prompt_cache = -1;    // bytes the prompt cache may index; -1: half the pool; 0: off
   cache::Retention retention = cache::Retention::Lru;
   // The prompt cache's SSD tier (needs the RAM cache): off while ssd_dir is empty.
-  std::filesystem::path ssd_dir;
+  std::filesystem::path ssd_dir{};
   uint64_t ssd_max_bytes = 0;             // 0: no cap
   uint64_t ssd_queue_bytes = 2ull << 30;  // write-behind queue cap
   double ssd_demote_idle_seconds = 300;   // idle blocks leave RAM once on disk
