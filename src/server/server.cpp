@@ -211,7 +211,6 @@ void Server::Impl::setup() {
                 out["dropped"] = f->dropped;
                 out["failed"] = f->failed;
                 out["elapsed_ms"] = f->ms;
-                out["pending_snapshots"] = 0;
               }
               res.set_content(dump(out), "application/json");
             }));

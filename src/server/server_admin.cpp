@@ -62,7 +62,6 @@ ojson Server::Impl::stats() const {
                  {"demotions", c->demotions},
                  {"pending_spill_bytes", d->pending_spill_bytes},
                  {"pending_spills", d->pending_spills},
-                 {"pending_snapshots", 0},
                  {"dropped_spills", d->dropped_spills},
                  {"failed_spills", d->failed_spills},
                  {"skipped_files", d->skipped},

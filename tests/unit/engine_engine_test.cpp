@@ -2,6 +2,7 @@
 // give the same greedy tokens as running each alone; cancellation and
 // completion return every KV block; admission limits hold.
 #include "engine/engine.h"
+#include "engine_test_support.h"
 #include "engine/generator.h"
 
 #include <gtest/gtest.h>
@@ -40,19 +41,6 @@ GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
   r.max_tokens = max_tokens;
   r.sampling.temperature = 0;
   return r;
-}
-
-// Every sequence is gone and each block is free or held only by the cache
-// (the engine releases a request's blocks as it closes its handle).
-void expect_kv_returned(const Engine& engine) {
-  EngineStats s = engine.stats();
-  for (int i = 0; i < 100 && s.sequences != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    s = engine.stats();
-  }
-  EXPECT_EQ(s.sequences, 0);
-  EXPECT_EQ(s.kv_blocks_free + s.kv_blocks_cached, s.kv_blocks_total);
-  EXPECT_EQ(s.running, 0);
 }
 
 TEST(Engine, ConcurrentRequestsMatchSingleRuns) {

@@ -3,6 +3,7 @@
 // follow-up turns, fully cached histories, shared prefixes running together,
 // eviction and preemption under a tiny KV budget; no block is leaked.
 #include "engine/engine.h"
+#include "engine_test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -50,16 +51,6 @@ void expect_same(const Output& got, const Output& want) {
   EXPECT_EQ(got.tokens, want.tokens);
   ASSERT_EQ(got.logprobs.size(), want.logprobs.size());
   for (size_t i = 0; i < got.logprobs.size(); ++i) EXPECT_NEAR(got.logprobs[i], want.logprobs[i], 1e-4) << i;
-}
-
-void expect_kv_returned(const Engine& engine) {
-  EngineStats s = engine.stats();
-  for (int i = 0; i < 100 && s.sequences != 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    s = engine.stats();
-  }
-  EXPECT_EQ(s.sequences, 0);
-  EXPECT_EQ(s.kv_blocks_free + s.kv_blocks_cached, s.kv_blocks_total);
 }
 
 std::unique_ptr<Engine> cold_engine() {

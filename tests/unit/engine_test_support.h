@@ -1,0 +1,27 @@
+// What the engine tests share.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/engine.h"
+
+namespace hearth {
+
+// Every sequence is gone and each block is free or held only by the cache
+// (the engine releases a request's blocks as it closes its handle, which a
+// client may see a moment before).
+inline void expect_kv_returned(const Engine& engine) {
+  EngineStats s = engine.stats();
+  for (int i = 0; i < 100 && s.sequences != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    s = engine.stats();
+  }
+  EXPECT_EQ(s.sequences, 0);
+  EXPECT_EQ(s.kv_blocks_free + s.kv_blocks_cached, s.kv_blocks_total);
+  EXPECT_EQ(s.running, 0);
+}
+
+}  // namespace hearth
