@@ -18,16 +18,19 @@ int64_t blocks_for_tokens(int64_t tokens, int block_tokens) {
   return (tokens + block_tokens - 1) / block_tokens;
 }
 
-// MemAvailable from /proc/meminfo, in bytes (0 if unreadable).
-size_t memory_available() {
+// A /proc/meminfo field ("MemAvailable:", "MemTotal:") in bytes (0 if unreadable).
+size_t meminfo(const std::string& field) {
   std::ifstream f("/proc/meminfo");
   std::string key;
   size_t kb = 0;
   while (f >> key >> kb) {
-    if (key == "MemAvailable:") return kb * 1024;
+    if (key == field) return kb * 1024;
     f.ignore(256, '\n');
   }
   return 0;
+}
+size_t memory_available() {
+  return meminfo("MemAvailable:");
 }
 }  // namespace
 
@@ -292,6 +295,20 @@ bool Engine::make_room(int64_t blocks, Running& running, const Active& asking) {
   return blocks <= kv_->blocks_free();
 }
 
+void Engine::housekeeping() {
+  if (ssd_) cache_->demote_idle(options_.ssd_demote_idle_seconds);
+  // Under memory pressure the cache gives blocks back, and their pages go
+  // back to the system; requests are never failed for cache memory.
+  const size_t total = meminfo("MemTotal:"), available = memory_available();
+  const size_t floor = options_.min_available_bytes ? options_.min_available_bytes : total / 100 * 15;
+  if (total == 0 || available >= floor) return;
+  const int64_t want = int64_t((floor - available) / kv_->block_bytes()) + 1;
+  const int64_t freed = cache_->evict(want);
+  kv_->discard_free(freed);
+  std::lock_guard lock(mutex_);
+  stats_.pressure_evictions += freed;
+}
+
 void Engine::update_kv_stats() {
   const int64_t cached = cache_ ? cache_->reclaimable() : 0;
   std::lock_guard lock(mutex_);
@@ -331,10 +348,10 @@ void Engine::loop() {
     {
       std::unique_lock lock(mutex_);
       auto ready = [&] { return stopping_ || !queue_.empty() || !running.empty(); };
-      if (!ssd_) wake_.wait(lock, ready);
-      else if (!wake_.wait_for(lock, std::chrono::seconds(1), ready)) {  // idle: demote, then wait again
+      if (!cache_) wake_.wait(lock, ready);
+      else if (!wake_.wait_for(lock, std::chrono::seconds(1), ready)) {  // idle: housekeeping, then wait again
         lock.unlock();
-        cache_->demote_idle(options_.ssd_demote_idle_seconds);
+        housekeeping();
         last_demotion = Clock::now();
         update_kv_stats();
         continue;
@@ -408,8 +425,8 @@ void Engine::loop() {
     for (auto& a : running)
       if (a->done && a->seq >= 0) finish(*a, a->info.reason);
     std::erase_if(running, [](const auto& a) { return a->done; });
-    if (ssd_ && seconds_between(last_demotion, Clock::now()) >= 1) {
-      cache_->demote_idle(options_.ssd_demote_idle_seconds);
+    if (cache_ && seconds_between(last_demotion, Clock::now()) >= 1) {
+      housekeeping();
       last_demotion = Clock::now();
     }
     update_kv_stats();

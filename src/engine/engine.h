@@ -101,6 +101,9 @@ struct EngineOptions {
   // A cancelled deterministic request that generated at least this many
   // tokens is kept for resumption (generation_checkpoints.h); 0: never.
   int64_t generation_checkpoint_tokens = 16;
+  // Memory pressure: below this much available memory the prompt cache
+  // gives blocks back to the system; 0: 15% of the machine's memory.
+  size_t min_available_bytes = 0;
   int max_queue = 64;           // waiting requests beyond the running ones
   int max_batch = 8;            // sequences decoded together
   int64_t prefill_chunk = 512;  // prompt tokens per sequence per step
@@ -114,6 +117,7 @@ struct EngineStats {
   int64_t sequences = 0;  // KV sequences alive
   size_t kv_bytes = 0;
   int64_t steps = 0, preemptions = 0;
+  int64_t pressure_evictions = 0;  // cache blocks given back to the system under memory pressure
   int64_t cached_tokens_total = 0;  // prompt tokens attached from the cache instead of computed
   int64_t checkpoints = 0, checkpoints_saved = 0, checkpoints_resumed = 0;
 };
@@ -166,6 +170,7 @@ class Engine {
   void preempt(std::unique_ptr<Active> a);
   void step(Running& running);
   void update_kv_stats();
+  void housekeeping();  // once a second: SSD demotion, memory pressure
 
   std::unique_ptr<LlamaModel> model_;
   EngineOptions options_;

@@ -1,6 +1,7 @@
 #include "model/kv_cache.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <new>
@@ -61,6 +62,16 @@ void KvCache::unref(int32_t block) {
   int32_t& r = refs_.at(size_t(block));
   if (r <= 0) throw std::logic_error("KV block " + std::to_string(block) + " released twice");
   if (--r == 0) free_.push_back(block);
+}
+
+void KvCache::discard_free(int64_t n) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  for (int64_t i = 0; i < n && i < int64_t(free_.size()); ++i) {
+    // Whole pages inside the block only: a neighbour may share its edge pages.
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(block_data(free_[free_.size() - 1 - size_t(i)]).data());
+    const uintptr_t first = (begin + page - 1) / page * page, end = (begin + block_bytes()) / page * page;
+    if (end > first) ::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+  }
 }
 
 std::optional<int32_t> KvCache::copy_block(int32_t block) {

@@ -61,6 +61,9 @@ class KvCache {
   int refs(int32_t block) const { return refs_.at(size_t(block)); }
   // A new block with one reference holding a copy of `block`'s contents.
   std::optional<int32_t> copy_block(int32_t block);
+  // Gives the memory of the last n blocks freed back to the system (their
+  // contents are gone; they stay free and are faulted in again when used).
+  void discard_free(int64_t n);
   // All layers' keys and values of one block: block_bytes() contiguous bytes
   // (what the SSD tier writes and reads back).
   std::span<uint8_t> block_data(int32_t block);

@@ -53,7 +53,8 @@ test('--kv-type bf16: greedy completions equal `hearth generate --kv-type bf16`;
   assert.equal((await f32.stop()).code, 0);
   const srv = await startServer(['--kv-type', 'bf16', '--kv-budget', '0.25']);
   try {
-    assert.equal((await stats(srv)).memory.kv_blocks_total, f32Blocks * 2);
+    const blocks = (await stats(srv)).memory.kv_blocks_total;  // the budget rounded down to whole blocks
+    assert.ok(blocks === f32Blocks * 2 || blocks === f32Blocks * 2 + 1, `${blocks} vs ${f32Blocks}`);
     const client = srv.client();
     for (const [prompt, n] of CASES.slice(0, 2)) {
       const { stdout } = await run(HEARTH, ['generate', '--prompt', prompt, '--max-tokens', String(n), '--temperature', '0', '--kv-type', 'bf16']);

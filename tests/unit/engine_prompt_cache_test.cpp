@@ -162,6 +162,20 @@ TEST(PromptCache, TheContextShrinksToWhatTheBudgetHolds) {
   EXPECT_THROW(run(engine, prompt_of(330), 1), std::invalid_argument);
 }
 
+TEST(PromptCache, UnderMemoryPressureTheCacheGivesItsBlocksBack) {
+  // A floor no machine meets: the engine is always under pressure.
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .min_available_bytes = size_t(1) << 60});
+  const Output first = run(engine, prompt_of(100, 9), 30);
+  EXPECT_EQ(first.info.reason, FinishReason::Length);  // requests are never failed for it
+  for (int i = 0; i < 300 && engine.cache_stats()->entries > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(engine.cache_stats()->entries, 0);
+  EXPECT_GE(engine.stats().pressure_evictions, 4);
+  const Output again = run(engine, prompt_of(100, 9), 30);
+  expect_same(again, first);  // discarded pages come back as fresh memory
+  expect_kv_returned(engine);
+}
+
 // Cancels a request after `after` tokens and waits until the engine closed it.
 void cancel_after(Engine& engine, GenerationRequest r, int after) {
   auto h = engine.submit(std::move(r));
