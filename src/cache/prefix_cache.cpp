@@ -11,8 +11,9 @@ std::optional<Retention> parse_retention(std::string_view name) {
   return std::nullopt;
 }
 
-PrefixCache::PrefixCache(KvCache& kv, BlockHash root, PrefixCacheOptions options, SsdStore* ssd)
-    : kv_(kv), root_(root), block_tokens_(kv.shape().block_tokens), opt_(options), ssd_(ssd) {
+PrefixCache::PrefixCache(KvCache& kv, BlockHash root, PrefixCacheOptions options, SsdStore* ssd,
+                         ThreadPool* pool)
+    : kv_(kv), root_(root), block_tokens_(kv.shape().block_tokens), opt_(options), ssd_(ssd), pool_(pool) {
   stats_.max_bytes = opt_.max_bytes;
 }
 
@@ -65,27 +66,33 @@ void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
   // Held while reading, so that making room for one block never evicts
   // another of this match.
   for (int32_t b : m.blocks) kv_.retain(b);
-  std::vector<int32_t> read;
-  for (size_t i = from; i < from + on_disk; ++i) {
+  std::vector<int32_t> blocks;
+  for (size_t i = 0; i < on_disk; ++i) {
     std::optional<int32_t> block = kv_.allocate();
     if (!block && evict_locked(1) == 1) block = kv_.allocate();
     if (!block) break;
-    const BlockHash& parent = i > 0 ? m.chain[i - 1] : root_;
-    const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
-    if (!ssd_->read(m.chain[i], parent, ids, kv_.block_data(*block))) {  // corrupt: counted, removed
-      kv_.unref(*block);
-      break;
-    }
-    if (!index(m.chain[i], parent, *block)) {  // indexed meanwhile: cannot happen along one chain
-      kv_.unref(*block);
-      break;
-    }
-    m.blocks.push_back(*block);
-    read.push_back(*block);
+    blocks.push_back(*block);
   }
+  // The reads run on every core: a restore is bound by copying into fresh
+  // memory (the kernel zeroes each new page first) as much as by the disk.
+  auto parent_of = [&](size_t i) { return i > 0 ? m.chain[i - 1] : root_; };
+  std::vector<char> ok(blocks.size(), 0);
+  auto read = [&](int t, int) {
+    const size_t i = from + size_t(t);
+    const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
+    ok[size_t(t)] = ssd_->read(m.chain[i], parent_of(i), ids, kv_.block_data(blocks[size_t(t)]));
+  };
+  if (pool_) pool_->run(int(blocks.size()), read);
+  else for (int t = 0; t < int(blocks.size()); ++t) read(t, 0);
+  // The run that read back whole from the start is indexed; a corrupt block
+  // (counted and removed by the store) ends it, and the rest are freed.
+  size_t n = 0;
+  while (n < blocks.size() && ok[n] && index(m.chain[from + n], parent_of(from + n), blocks[n])) ++n;
+  for (size_t t = 0; t < n; ++t) m.blocks.push_back(blocks[t]);
   for (int32_t b : m.blocks) kv_.unref(b);  // the cache's own references remain
-  if (!read.empty()) {
-    stats_.restored_blocks += int64_t(read.size());
+  for (size_t t = n; t < blocks.size(); ++t) kv_.unref(blocks[t]);
+  if (n > 0) {
+    stats_.restored_blocks += int64_t(n);
     stats_.restore_ms_last = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   }
 }

@@ -31,6 +31,7 @@
 
 #include "cache/block_hash.h"
 #include "cache/ssd_store.h"
+#include "core/thread_pool.h"
 #include "model/kv_cache.h"
 
 namespace hearth::cache {
@@ -68,8 +69,10 @@ struct PrefixMatch {
 
 class PrefixCache {
  public:
-  // `ssd` (may be null) is the tier below; it must outlive the cache.
-  PrefixCache(KvCache& kv, BlockHash root, PrefixCacheOptions options, SsdStore* ssd = nullptr);
+  // `ssd` (may be null) is the tier below; it must outlive the cache, and
+  // so must `pool`, which reads blocks back from it in parallel.
+  PrefixCache(KvCache& kv, BlockHash root, PrefixCacheOptions options, SsdStore* ssd = nullptr,
+              ThreadPool* pool = nullptr);
   ~PrefixCache();  // drops the cache's references
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
@@ -135,6 +138,7 @@ class PrefixCache {
   const int block_tokens_;
   PrefixCacheOptions opt_;
   SsdStore* ssd_;
+  ThreadPool* pool_;
   mutable std::mutex mutex_;
   std::unordered_map<BlockHash, Entry, BlockHashHasher> entries_;
   std::unordered_map<std::string, Session> sessions_;

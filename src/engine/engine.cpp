@@ -128,7 +128,7 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
           options.ssd_dir, options.ssd_max_bytes, options.ssd_queue_bytes, root, kv_->block_bytes(),
           shape.block_tokens});
     cache_ = std::make_unique<cache::PrefixCache>(
-        *kv_, root, cache::PrefixCacheOptions{size_t(cache_bytes), options.retention}, ssd_.get());
+        *kv_, root, cache::PrefixCacheOptions{size_t(cache_bytes), options.retention}, ssd_.get(), &pool_);
   }
   stats_.kv_blocks_total = stats_.kv_blocks_free = kv_->blocks_total();
   stats_.kv_bytes = kv_->bytes();
