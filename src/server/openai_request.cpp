@@ -14,6 +14,8 @@ namespace {
 constexpr size_t kMaxStops = 16;
 constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxSessionId = 256;
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxKeys = 4096;
 
 const char* type_name(const json& v) {
   if (v.is_null()) return "null";
@@ -225,11 +227,27 @@ void SamplingOverrides::apply_to(SamplingParams& p) const {
 }
 
 json parse_body(const std::string& body) {
+  // Bounds checked while parsing, so a hostile body fails fast: deep nesting
+  // would overflow the stack in the recursive copies and dumps that follow,
+  // and an object with very many keys costs quadratic time (ordered_json
+  // looks every key up linearly).
+  std::vector<size_t> keys;  // per open object, the keys seen so far
+  auto limits = [&](int depth, json::parse_event_t event, json&) {
+    if (depth > kMaxDepth)
+      throw ApiError(400, "the request body nests deeper than " + std::to_string(kMaxDepth) + " levels",
+                     "invalid_request_error", {}, "invalid_json");
+    if (event == json::parse_event_t::object_start) keys.push_back(0);
+    else if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (event == json::parse_event_t::key && !keys.empty() && ++keys.back() > kMaxKeys)
+      throw ApiError(400, "an object in the request body has more than " + std::to_string(kMaxKeys) + " keys",
+                     "invalid_request_error", {}, "invalid_json");
+    return true;
+  };
   json parsed;
   try {
-    parsed = json::parse(body);
-  } catch (const json::parse_error& e) {
-    // nlohmann rejects invalid UTF-8 and unpaired surrogates here too.
+    parsed = json::parse(body, limits);
+  } catch (const json::exception& e) {
+    // Syntax errors, invalid UTF-8, unpaired surrogates, numbers out of range (1e400).
     std::string what = e.what();
     if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
     throw ApiError(400, "the request body is not valid JSON: " + what, "invalid_request_error", {}, "invalid_json");

@@ -348,6 +348,28 @@ describe('API', () => {
     }
   });
 
+  test('hostile JSON: deep nesting, very many keys, out-of-range numbers are quick 400s and the server lives', async () => {
+    const deep = (d) => '{"zz":' + '['.repeat(d) + ']'.repeat(d) + ',"b":1}';
+    const manyKeys = '{"prompt":"a","logit_bias":{' + Array.from({ length: 5000 }, (_, i) => `"${i}":1`).join(',') + '}}';
+    for (const [path, body, what] of [
+      ['/v1/completions', deep(30000), 'nests deeper than 64'],
+      ['/v1/chat/completions', `{"messages":[{"role":"user","content":"hi","name":${'['.repeat(100)}${']'.repeat(100)}}]}`, 'nests deeper'],
+      ['/v1/completions', manyKeys, 'more than 4096 keys'],
+      ['/v1/completions', '{"prompt":"a","temperature":1e400}', 'number overflow'],
+      ['/admin/cache/session/close', deep(1000), 'nests deeper'],
+    ]) {
+      const r = await postRaw(srv.url + path, body);
+      assert.equal(r.status, 400, what);
+      expectErrorShape(assert, r.body);
+      assert.ok(r.body.error.message.includes(what), r.body.error.message);
+    }
+    // Sixty levels are fine where a field takes any JSON (chat_template_kwargs).
+    const ok = await postRaw(srv.url + '/v1/chat/completions', JSON.stringify({
+      messages: [{ role: 'user', content: 'hi' }], max_tokens: 1,
+      chat_template_kwargs: { deep: JSON.parse('['.repeat(60) + ']'.repeat(60)) } }));
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  });
+
   test('unknown route 404, wrong method 405, body too large 413', async () => {
     let r = await getJSON(srv.url + '/v1/nothing-here');
     assert.equal(r.status, 404);
@@ -494,7 +516,8 @@ describe('shutdown', () => {
     const srv = await startServer();
     const client = srv.client();
     const pending = client.completions.create({ model: MODEL, prompt: 'Once upon a time', max_tokens: 200, temperature: 0, logit_bias: NO_EOS });
-    await new Promise((r) => setTimeout(r, 20));
+    // In flight: the engine has it (a request still in the listen backlog would be refused, not finished).
+    await waitForStats(srv, (s) => s.generation.requests_total > 0, 5000);
     srv.proc.kill('SIGTERM');
     const r = await pending;
     assert.equal(r.usage.completion_tokens, 200, 'the in-flight request finished');
