@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 
 namespace hearth {
 
@@ -317,34 +318,36 @@ void Engine::update_kv_stats() {
   stats_.sequences = kv_->sequences();
 }
 
+void Engine::finish(Active& a, FinishReason reason, std::string error) {
+  a.info.reason = reason;
+  a.info.error = std::move(error);
+  a.info.prompt_tokens = a.decoding.prompt_tokens();
+  a.info.generated_tokens = a.decoding.generated_tokens();
+  auto now = Clock::now();
+  if (!a.started) a.admitted = now;
+  a.info.queue_seconds = seconds_between(a.submitted, a.admitted);
+  bool got_first = a.first_token != Clock::time_point{};
+  a.info.prefill_seconds = std::max(0.0, seconds_between(a.admitted, got_first ? a.first_token : now));
+  a.info.decode_seconds = got_first ? seconds_between(a.first_token, now) : 0;
+  if (reason == FinishReason::Cancelled && a.checkpoint_key && !a.decoding.finished() &&
+      a.decoding.generated_tokens() >= options_.generation_checkpoint_tokens)
+    checkpoints_.save(*a.checkpoint_key, {a.decoding, std::move(a.sent)});
+  if (a.seq >= 0) kv_->release(a.seq);
+  a.seq = -1;
+  a.done = true;
+  std::lock_guard lock(mutex_);
+  if (reason == FinishReason::Cancelled) ++stats_.requests_cancelled;
+  if (!a.info.error.empty()) ++stats_.requests_failed;
+  --stats_.running;
+  stats_.kv_blocks_free = kv_->blocks_free();
+  a.handle->close(a.info);
+}
+
 void Engine::loop() {
   Running running;
-  auto finish = [&](Active& a, FinishReason reason, std::string error = {}) {
-    a.info.reason = reason;
-    a.info.error = std::move(error);
-    a.info.prompt_tokens = a.decoding.prompt_tokens();
-    a.info.generated_tokens = a.decoding.generated_tokens();
-    auto now = Clock::now();
-    if (!a.started) a.admitted = now;
-    a.info.queue_seconds = seconds_between(a.submitted, a.admitted);
-    bool got_first = a.first_token != Clock::time_point{};
-    a.info.prefill_seconds = std::max(0.0, seconds_between(a.admitted, got_first ? a.first_token : now));
-    a.info.decode_seconds = got_first ? seconds_between(a.first_token, now) : 0;
-    if (reason == FinishReason::Cancelled && a.checkpoint_key && !a.decoding.finished() &&
-        a.decoding.generated_tokens() >= options_.generation_checkpoint_tokens)
-      checkpoints_.save(*a.checkpoint_key, {a.decoding, std::move(a.sent)});
-    if (a.seq >= 0) kv_->release(a.seq);
-    a.seq = -1;
-    a.done = true;
-    std::lock_guard lock(mutex_);
-    if (reason == FinishReason::Cancelled) ++stats_.requests_cancelled;
-    --stats_.running;
-    stats_.kv_blocks_free = kv_->blocks_free();
-    a.handle->close(a.info);
-  };
-
   auto last_demotion = Clock::now();
   for (;;) {
+    bool stop = false;
     {
       std::unique_lock lock(mutex_);
       auto ready = [&] { return stopping_ || !queue_.empty() || !running.empty(); };
@@ -356,13 +359,14 @@ void Engine::loop() {
         update_kv_stats();
         continue;
       }
-      if (stopping_) {
+      stop = stopping_;  // read once, under the lock: what is queued now is all there is
+      if (stop) {
         stats_.running += int64_t(queue_.size());  // each is finished (cancelled) below
         for (auto& a : queue_) running.push_back(std::move(a));
         queue_.clear();
       }
     }
-    if (stopping_) {
+    if (stop) {
       for (auto& a : running) finish(*a, FinishReason::Cancelled, "the server is shutting down");
       return;
     }
@@ -378,7 +382,7 @@ void Engine::loop() {
         stats_.queued = int64_t(queue_.size());
         ++stats_.running;
       }
-      if (next->handle->cancelled() || start(*next)) {
+      if (next->handle->ends_early() || start(*next)) {
         running.push_back(std::move(next));
         continue;
       }
@@ -389,9 +393,10 @@ void Engine::loop() {
       break;
     }
 
-    // Drop cancelled requests before spending a step on them.
+    // Drop cancelled and stopped requests before spending a step on them.
     for (auto& a : running)
-      if (a->handle->cancelled()) finish(*a, FinishReason::Cancelled);
+      if (a->handle->ends_early())
+        finish(*a, a->handle->cancelled() ? FinishReason::Cancelled : FinishReason::Stop);
     std::erase_if(running, [](const auto& a) { return a->done; });
     if (running.empty()) {
       update_kv_stats();
@@ -434,12 +439,32 @@ void Engine::loop() {
 }
 
 void Engine::step(Running& running) {
+  std::vector<Active*>& batch = step_batch_;
+  batch.clear();
+  for (auto& a : running) batch.push_back(a.get());
+  try {
+    run_batch(batch);
+  } catch (const std::exception&) {
+    // The forward failed: run each request alone to find the one at fault;
+    // the others go on, and only it ends, with the error.
+    for (Active* a : batch) {
+      kv_->set_length(a->seq, a->computed);  // the failed forward may have advanced it
+      try {
+        run_batch(std::span(&a, 1));
+      } catch (const std::exception& e) {
+        finish(*a, FinishReason::Stop, std::string("engine error: ") + e.what());
+      }
+    }
+  }
+}
+
+void Engine::run_batch(std::span<Active* const> batch) {
   const int64_t vocab = model_->config().vocab_size;
   // Step scratch lives in the engine so a warm step allocates nothing.
   std::vector<BatchRow>& rows = step_rows_;
   rows.clear();
   int64_t prompt_fed = 0;
-  for (auto& a : running) {
+  for (Active* a : batch) {
     const int64_t n = a->next_chunk(options_.prefill_chunk);
     rows.push_back(BatchRow{a->seq, a->history().subspan(size_t(a->computed), size_t(n)), false});
     prompt_fed += std::max<int64_t>(0, std::min(a->computed + n, a->decoding.prompt_tokens()) - a->computed);
@@ -450,41 +475,47 @@ void Engine::step(Running& running) {
     std::lock_guard lock(mutex_);
     stats_.prompt_tokens_total += prompt_fed;
   }
-
   for (size_t r = 0; r < rows.size(); ++r) {
-    Active& a = *running[r];
-    a.computed += int64_t(rows[r].tokens.size());
-    if (cache_)  // blocks that filled become reusable at once (a follow-up turn hits them)
-      cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
-    if (a.computed < int64_t(a.history().size())) continue;  // more history to feed first
-    const std::span<const float> row_logits(logits.data() + r * size_t(vocab), size_t(vocab));
-    TokenEvent ev;
-    ev.token = a.decoding.next(row_logits);
-    if (a.request.top_logprobs >= 0) {
-      float m = *std::max_element(row_logits.begin(), row_logits.end());
-      double sum = 0;
-      for (float l : row_logits) sum += std::exp(double(l) - m);
-      const float lse = m + float(std::log(sum));
-      ev.logprob = row_logits[ev.token] - lse;
-      int k = std::min<int>(a.request.top_logprobs, int(vocab));
-      std::vector<int32_t>& order = step_order_;
-      order.resize(static_cast<size_t>(vocab));
-      for (int64_t v = 0; v < vocab; ++v) order[v] = int32_t(v);
-      std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                        [&](int32_t x, int32_t y) { return row_logits[x] > row_logits[y]; });
-      for (int i = 0; i < k; ++i) ev.top.push_back({order[i], row_logits[order[i]] - lse});
+    try {
+      advance(*batch[r], int64_t(rows[r].tokens.size()), std::span(logits).subspan(r * size_t(vocab), size_t(vocab)));
+    } catch (const std::exception& e) {  // this request's state is bad: it alone ends
+      finish(*batch[r], FinishReason::Stop, std::string("engine error: ") + e.what());
     }
-    if (a.first_token == Clock::time_point{}) a.first_token = Clock::now();
-    if (a.checkpoint_key) a.sent.push_back(ev);
-    a.handle->push(std::move(ev));
-    {
-      std::lock_guard lock(mutex_);
-      ++stats_.generated_tokens_total;
-    }
-    if (a.decoding.finished()) {
-      a.info.reason = *a.decoding.finished();
-      a.done = true;
-    }
+  }
+}
+
+void Engine::advance(Active& a, int64_t fed, std::span<const float> logits) {
+  a.computed += fed;
+  if (cache_)  // blocks that filled become reusable at once (a follow-up turn hits them)
+    cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+  if (a.computed < int64_t(a.history().size())) return;  // more history to feed first
+  TokenEvent ev;
+  ev.token = a.decoding.next(logits);
+  if (a.request.top_logprobs >= 0) {
+    const float m = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (float l : logits) sum += std::exp(double(l) - m);
+    const float lse = m + float(std::log(sum));
+    ev.logprob = logits[size_t(ev.token)] - lse;
+    const int64_t vocab = int64_t(logits.size());
+    const int k = int(std::min<int64_t>(a.request.top_logprobs, vocab));
+    std::vector<int32_t>& order = step_order_;
+    order.resize(size_t(vocab));
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int32_t x, int32_t y) { return logits[size_t(x)] > logits[size_t(y)]; });
+    for (int i = 0; i < k; ++i) ev.top.push_back({order[size_t(i)], logits[size_t(order[size_t(i)])] - lse});
+  }
+  if (a.first_token == Clock::time_point{}) a.first_token = Clock::now();
+  if (a.checkpoint_key) a.sent.push_back(ev);
+  a.handle->push(std::move(ev));
+  {
+    std::lock_guard lock(mutex_);
+    ++stats_.generated_tokens_total;
+  }
+  if (a.decoding.finished()) {
+    a.info.reason = *a.decoding.finished();
+    a.done = true;
   }
 }
 

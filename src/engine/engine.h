@@ -64,8 +64,13 @@ class RequestHandle {
   // (then finish() says how).
   std::optional<TokenEvent> next();
   // Asks the engine to stop this request at its next step; its KV is freed.
+  // cancel(): the client is gone (it finishes as cancelled); stop(): the
+  // client has what it wants, e.g. a stop string matched (it finishes as
+  // stopped).
   void cancel() { cancelled_ = true; }
+  void stop() { stop_requested_ = true; }
   bool cancelled() const { return cancelled_; }
+  bool ends_early() const { return cancelled_ || stop_requested_; }
   const FinishInfo& finish() const { return finish_; }
 
  private:
@@ -78,7 +83,7 @@ class RequestHandle {
   std::deque<TokenEvent> events_;
   bool closed_ = false;
   FinishInfo finish_;
-  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> cancelled_{false}, stop_requested_{false};
 };
 
 // Thrown by submit() when the queue is at its limit.
@@ -111,7 +116,7 @@ struct EngineOptions {
 
 struct EngineStats {
   int64_t queued = 0, running = 0;
-  int64_t requests_total = 0, requests_rejected = 0, requests_cancelled = 0;
+  int64_t requests_total = 0, requests_rejected = 0, requests_cancelled = 0, requests_failed = 0;
   int64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   int64_t kv_blocks_total = 0, kv_blocks_free = 0, kv_blocks_cached = 0;  // cached: held only by the cache
   int64_t sequences = 0;  // KV sequences alive
@@ -169,6 +174,13 @@ class Engine {
   bool make_room(int64_t blocks, Running& running, const Active& asking);
   void preempt(std::unique_ptr<Active> a);
   void step(Running& running);
+  // One forward over the requests' next tokens (throws only if it fails),
+  // then each request advances on its own.
+  void run_batch(std::span<Active* const> batch);
+  void finish(Active& a, FinishReason reason, std::string error = {});
+  // After the forward: publishes the row's new blocks, samples when its
+  // history is all in, and sends the token.
+  void advance(Active& a, int64_t fed, std::span<const float> logits);
   void update_kv_stats();
   void housekeeping();  // once a second: SSD demotion, memory pressure
 
@@ -189,6 +201,7 @@ class Engine {
   EngineStats stats_;
   // Engine-thread scratch for step(), reused so a warm step allocates nothing.
   std::vector<BatchRow> step_rows_;
+  std::vector<Active*> step_batch_;
   std::vector<int32_t> step_order_;
   std::vector<float> step_logits_;
   std::thread thread_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 namespace hearth {
 
@@ -52,6 +53,8 @@ void Sampler::process(std::span<float> logits, std::span<const int32_t> history)
 int32_t Sampler::sample(std::span<float> logits) { return sample(logits, {}); }
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+  // The server validates its requests; the engine's own callers may not.
+  if (std::isnan(params_.temperature)) throw std::invalid_argument("the temperature is not a number");
   if (params_.has_processors()) process(logits, history);
   if (params_.temperature <= 0.0f) return argmax(logits);
   const int64_t n = int64_t(logits.size());

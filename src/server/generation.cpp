@@ -92,7 +92,7 @@ bool GenerationStream::next_piece(Piece& out) {
     out.text = stop_.push(text);
     emitted_ += out.text.size();
     if (stop_.stopped()) {
-      handle_->cancel();
+      handle_->stop();  // ends as stopped: the engine counts no cancel and keeps no checkpoint
       if (want_logprobs_) release(emitted_, true, out);
       pending_.clear();
       finish();

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 #include <thread>
 
@@ -144,6 +145,57 @@ TEST(Engine, ShutdownCancelsInFlight) {
   while (h->next()) {
   }
   EXPECT_EQ(h->finish().reason, FinishReason::Cancelled);
+}
+
+TEST(Engine, AStoppedRequestEndsAsStoppedNotCancelled) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1});
+  auto h = engine.submit(greedy({1}, 100));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(h->next().has_value());
+  h->stop();  // what the server does when a stop string matched
+  while (h->next()) {
+  }
+  EXPECT_EQ(h->finish().reason, FinishReason::Stop);
+  EXPECT_TRUE(h->finish().error.empty());
+  expect_kv_returned(engine);
+  EXPECT_EQ(engine.stats().requests_cancelled, 0);
+  EXPECT_EQ(engine.stats().checkpoints_saved, 0);
+}
+
+TEST(Engine, ARequestThatFailsInAStepEndsAloneTheOthersGoOn) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_batch = 4});
+  std::vector<std::vector<int32_t>> prompts = {{1, 403, 407}, {1, 300, 7}, {1, 378, 29}};
+  auto bad = greedy(prompts[1], 20);
+  bad.sampling.temperature = std::nanf("");  // fails when it samples, inside the batched step
+  auto h0 = engine.submit(greedy(prompts[0], 20));
+  auto h1 = engine.submit(bad);
+  auto h2 = engine.submit(greedy(prompts[2], 20));
+  EXPECT_EQ(collect(*h0), alone(prompts[0], 20));
+  EXPECT_EQ(collect(*h2), alone(prompts[2], 20));
+  collect(*h1);
+  EXPECT_NE(h1->finish().error.find("temperature"), std::string::npos) << h1->finish().error;
+  EXPECT_TRUE(h0->finish().error.empty());
+  EXPECT_EQ(engine.stats().requests_failed, 1);
+  expect_kv_returned(engine);
+}
+
+TEST(Engine, ShutdownRacingSubmitsLeavesNoReaderWaiting) {
+  auto model_dir = kModel;
+  for (int round = 0; round < 20; ++round) {
+    auto engine = std::make_unique<Engine>(LlamaModel::load(model_dir), EngineOptions{.threads = 1});
+    std::vector<std::shared_ptr<RequestHandle>> handles;
+    std::thread submitter([&] {
+      for (int i = 0; i < 20; ++i) try {
+          handles.push_back(engine->submit(greedy({1, int32_t(300 + i)}, 50)));
+        } catch (const std::exception&) {  // shutting down: refused, which is fine
+        }
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(100 * round));
+    engine->shutdown();
+    submitter.join();
+    for (auto& h : handles)  // every handle is closed: next() returns
+      while (h->next()) {
+      }
+  }
 }
 
 }  // namespace
