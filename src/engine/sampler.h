@@ -62,10 +62,16 @@ class Sampler {
   static int32_t argmax(std::span<const float> logits);
 
  private:
+  // order_[0, sorted_) are the best candidates in order; with partitioned_
+  // > 0, order_[0, partitioned_) are the partitioned_ best, and sorting
+  // stays inside them.
+  void sort_prefix(std::span<const float> logits, int64_t k);
+  void partition(std::span<const float> logits, int64_t keep);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<int32_t> order_;
-  std::vector<double> weights_;
+  int64_t sorted_ = 0, partitioned_ = 0;
   std::vector<int32_t> window_;  // scratch: distinct tokens of a penalty window
 };
 
