@@ -126,6 +126,7 @@ ojson Server::Impl::stats() const {
         {"cancelled", m.client_cancelled.load()},
         {"failed", m.failed.load()},
         {"engine_cancelled", st.requests_cancelled},
+        {"engine_failed", st.requests_failed},
         {"prompt_tokens_total", st.prompt_tokens_total},
         {"cached_tokens_total", st.cached_tokens_total},
         {"checkpoints", st.checkpoints},
