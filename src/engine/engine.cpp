@@ -92,10 +92,8 @@ struct Engine::Active {
                  {request.stop_ids, request.max_tokens, ctx_size}),
         submitted(Clock::now()) {}
   std::span<const int32_t> history() const { return decoding.history(); }
-  // The tokens to feed at the next step, at most `chunk` of them.
-  int64_t next_chunk(int64_t chunk) const {
-    return std::min<int64_t>(chunk, int64_t(history().size()) - computed);
-  }
+  int64_t behind() const { return int64_t(history().size()) - computed; }  // tokens not fed yet
+  int64_t planned = 0;  // tokens it feeds in this step (plan_step)
 };
 
 Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
@@ -403,11 +401,12 @@ void Engine::loop() {
       continue;
     }
 
+    plan_step(running);
     // Blocks for this step's tokens, oldest requests first: a request that
     // cannot grow takes them from the cache, then from younger requests.
     for (size_t i = 0; i < running.size(); ++i) {
       Active& a = *running[i];
-      const int64_t want = a.computed + a.next_chunk(options_.prefill_chunk);
+      const int64_t want = a.computed + a.planned;
       const int64_t more = blocks_for_tokens(want, kv_->shape().block_tokens) - int64_t(kv_->blocks(a.seq).size());
       if (more > 0 && !make_room(more, running, a)) {
         std::unique_ptr<Active> self = std::move(running[i]);
@@ -438,10 +437,27 @@ void Engine::loop() {
   }
 }
 
+void Engine::plan_step(Running& running) {
+  // Decode rows first, one token each, so running streams keep their pace;
+  // then prompt chunks, oldest request first, from what is left of the
+  // step's token budget (a request may wait a step for its turn).
+  int64_t budget = options_.step_tokens;
+  for (auto& a : running) {
+    a->planned = a->behind() == 1 ? 1 : 0;
+    budget -= a->planned;
+  }
+  for (auto& a : running)
+    if (a->behind() > 1) {
+      a->planned = std::max<int64_t>(0, std::min({a->behind(), options_.prefill_chunk, budget}));
+      budget -= a->planned;
+    }
+}
+
 void Engine::step(Running& running) {
   std::vector<Active*>& batch = step_batch_;
   batch.clear();
-  for (auto& a : running) batch.push_back(a.get());
+  for (auto& a : running)
+    if (a->planned > 0) batch.push_back(a.get());
   try {
     run_batch(batch);
   } catch (const std::exception&) {
@@ -465,7 +481,7 @@ void Engine::run_batch(std::span<Active* const> batch) {
   rows.clear();
   int64_t prompt_fed = 0;
   for (Active* a : batch) {
-    const int64_t n = a->next_chunk(options_.prefill_chunk);
+    const int64_t n = a->planned;
     rows.push_back(BatchRow{a->seq, a->history().subspan(size_t(a->computed), size_t(n)), false});
     prompt_fed += std::max<int64_t>(0, std::min(a->computed + n, a->decoding.prompt_tokens()) - a->computed);
   }

@@ -112,6 +112,7 @@ struct EngineOptions {
   int max_queue = 64;           // waiting requests beyond the running ones
   int max_batch = 8;            // sequences decoded together
   int64_t prefill_chunk = 512;  // prompt tokens per sequence per step
+  int64_t step_tokens = 512;    // tokens per step, all sequences together (decode rows first)
 };
 
 struct EngineStats {
@@ -173,6 +174,7 @@ class Engine {
   bool start(Active& a);
   bool make_room(int64_t blocks, Running& running, const Active& asking);
   void preempt(std::unique_ptr<Active> a);
+  void plan_step(Running& running);  // how many tokens each request feeds this step
   void step(Running& running);
   // One forward over the requests' next tokens (throws only if it fails),
   // then each request advances on its own.

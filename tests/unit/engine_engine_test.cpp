@@ -198,5 +198,27 @@ TEST(Engine, ShutdownRacingSubmitsLeavesNoReaderWaiting) {
   }
 }
 
+TEST(Engine, AStepTokenBudgetChunksPrefillAndDecodeRowsKeepTheirPace) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_batch = 4, .step_tokens = 16});
+  std::vector<int32_t> streaming = {1, 403, 407}, long_prompt = {1};
+  for (int i = 1; i < 300; ++i) long_prompt.push_back(int32_t(260 + (i * 37) % 240));
+  auto a = engine.submit(greedy(streaming, 120));
+  ASSERT_TRUE(a->next().has_value());  // decoding
+  const int64_t steps_before = engine.stats().steps;
+  auto b = engine.submit(greedy(long_prompt, 5));
+  ASSERT_TRUE(b->next().has_value());
+  // 300 prompt tokens at most 15 a step (the stream takes one of the 16).
+  EXPECT_GE(engine.stats().steps - steps_before, 300 / 15);
+  std::vector<int32_t> got_a = {}, want_a = alone(streaming, 120);
+  got_a.push_back(want_a[0]);
+  for (auto t : collect(*a)) got_a.push_back(t);
+  EXPECT_EQ(got_a, want_a);
+  auto rest_b = collect(*b);
+  EXPECT_EQ(rest_b.size(), 4u);
+  const std::vector<int32_t> want_b = alone(long_prompt, 5);
+  EXPECT_EQ(rest_b, std::vector<int32_t>(want_b.begin() + 1, want_b.end()));
+  expect_kv_returned(engine);
+}
+
 }  // namespace
 }  // namespace hearth
