@@ -5,13 +5,18 @@
 //
 //   node bench/server_bench.mjs [--hearth build/hearth] [--model DIR] [--prompt 64]
 //        [--decode 128] [--repeats 5] [--clients 1,8] [--threads N] [--json]
+//        [--itl-streams 4] [--itl-prompt 1024] [--step-tokens N]
 //
 // The prompt is random token ids (as `hearth bench` uses) sent as a token-id
 // prompt; EOS is forbidden with logit_bias so every request decodes exactly
 // --decode tokens. TTFT is from sending the request to the first SSE event
 // carrying text; decode speed is (tokens - 1) / (last event - first event).
 // With several clients, the aggregate rate is all clients' tokens over the
-// wall time of the round.
+// wall time of the round. Last, inter-token latency while others prefill:
+// --itl-streams streams decode while requests with --itl-prompt-token
+// prompts keep arriving (one at a time, back to back); the gaps between the
+// streams' tokens are reported as p50/p99 (the engine's --step-tokens
+// budget is what keeps them flat).
 import { spawn, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import path from 'node:path';
@@ -30,6 +35,9 @@ const REPEATS = Number(opt('repeats', 5));
 const CLIENTS = opt('clients', '1,8').split(',').map(Number);
 const THREADS = opt('threads', null);
 const JSON_OUT = args.includes('--json');
+const ITL_STREAMS = Number(opt('itl-streams', 4));
+const ITL_PROMPT = Number(opt('itl-prompt', 1024));
+const STEP_TOKENS = opt('step-tokens', null);
 const log = (...a) => { if (!JSON_OUT) console.error(...a); };
 
 const common = [...(MODEL ? ['--model', MODEL] : []), ...(THREADS ? ['--threads', THREADS] : [])];
@@ -42,7 +50,9 @@ async function inProcess() {
 
 async function startServer() {
   const maxBatch = Math.max(...CLIENTS);
-  const proc = spawn(HEARTH, ['serve', '--port', '0', '--max-batch', String(maxBatch), ...common], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const step = STEP_TOKENS ? ['--step-tokens', STEP_TOKENS] : [];
+  const proc = spawn(HEARTH, ['serve', '--port', '0', '--max-batch', String(Math.max(maxBatch, ITL_STREAMS + 1)), ...step, ...common],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (d) => {
@@ -55,22 +65,22 @@ async function startServer() {
   return { proc, url };
 }
 
-function randomPrompt(vocab, seed) {
+function randomPrompt(vocab, seed, length = PROMPT) {
   let x = seed >>> 0;
   const ids = [];
-  for (let i = 0; i < PROMPT; i++) {
+  for (let i = 0; i < length; i++) {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
     ids.push(3 + (x % (vocab - 3)));
   }
   return ids;
 }
 
-async function streamOnce(url, prompt, eosBias) {
+async function streamOnce(url, prompt, eosBias, gaps = null, maxTokens = DECODE) {
   const t0 = performance.now();
   const r = await fetch(url + '/v1/completions', {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: DECODE, temperature: 0, stream: true, logit_bias: eosBias }),
+    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, stream: true, logit_bias: eosBias }),
   });
   if (!r.ok) throw new Error(`HTTP ${r.status}: ${await r.text()}`);
   const reader = r.body.getReader();
@@ -90,6 +100,7 @@ async function streamOnce(url, prompt, eosBias) {
       if (j.choices?.[0]?.text) {
         const now = performance.now();
         if (!first) first = now;
+        else if (gaps) gaps.push(now - last);
         last = now;
       }
     }
@@ -98,6 +109,7 @@ async function streamOnce(url, prompt, eosBias) {
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 const best = (xs) => Math.min(...xs);
 
 log(`bench: in-process hearth bench (prefill ${PROMPT}, decode ${DECODE})`);
@@ -146,6 +158,28 @@ try {
       aggregate_tokens_per_second_median: median(aggregates),
     });
   }
+
+  if (ITL_STREAMS > 0) {
+    log(`bench: inter-token latency of ${ITL_STREAMS} streams while ${ITL_PROMPT}-token prompts prefill`);
+    const gaps = [], alone = [];
+    await streamOnce(url, randomPrompt(vocab, 7), eos, alone);  // the same stream with nothing else running
+    let streaming = true, prefills = 0;
+    const streams = Promise.all(Array.from({ length: ITL_STREAMS }, (_, c) => streamOnce(url, randomPrompt(vocab, 500 + c), eos, gaps)))
+      .finally(() => { streaming = false; });
+    const load = (async () => {
+      while (streaming) {
+        await streamOnce(url, randomPrompt(vocab, 900 + prefills, ITL_PROMPT), eos, null, 1);
+        ++prefills;
+      }
+    })();
+    await streams;
+    await load;
+    result.inter_token_latency = {
+      streams: ITL_STREAMS, prefill_prompt_tokens: ITL_PROMPT, prefills_during: prefills,
+      alone_ms_p50: percentile(alone, 0.5), alone_ms_p99: percentile(alone, 0.99),
+      ms_p50: percentile(gaps, 0.5), ms_p99: percentile(gaps, 0.99), ms_max: Math.max(...gaps),
+    };
+  }
 } finally {
   proc.kill('SIGTERM');
 }
@@ -161,4 +195,9 @@ if (JSON_OUT) {
   console.log('|---:|---:|---:|---:|---:|');
   for (const h of result.http)
     console.log(`| ${h.clients} | ${ms(h.ttft_seconds_median)} | ${ms(h.ttft_seconds_best)} | ${h.decode_tokens_per_second_median.toFixed(0)} | ${h.aggregate_tokens_per_second_median.toFixed(0)} |`);
+  const l = result.inter_token_latency;
+  if (l)
+    console.log(`inter-token latency, ${l.streams} streams while ${l.prefills_during} prompts of ${l.prefill_prompt_tokens} tokens prefilled: ` +
+      `p50 ${l.ms_p50.toFixed(1)} ms, p99 ${l.ms_p99.toFixed(1)} ms, max ${l.ms_max.toFixed(1)} ms ` +
+      `(one stream alone: p50 ${l.alone_ms_p50.toFixed(1)} ms, p99 ${l.alone_ms_p99.toFixed(1)} ms)`);
 }
