@@ -10,6 +10,7 @@
 
 #include "core/amx.h"
 #include "core/cpu_features.h"
+#include "core/int8_kernels.h"
 #include "core/packed.h"
 
 namespace hearth {
@@ -19,16 +20,33 @@ constexpr int kRows = kPackedRows;
 constexpr int kMaxTokens = 8;  // tokens per kernel call (accumulators in registers)
 }  // namespace
 
-bool int8_supported(const Matrix& w) {
+namespace {
+// The kernels for this CPU's effective features (cpu_features.h), chosen once;
+// null where there are none (the float path then takes MLX weights).
+const int8::Kernels* int8_kernels() {
 #if defined(__x86_64__)
-  // HEARTH_NO_INT8=1 forces the float path, to compare the two.
-  static const bool available = cpu_features().avx512f && cpu_features().avx512bw &&
-                                cpu_features().avx512vnni && !std::getenv("HEARTH_NO_INT8");
-  return available && w.quantized() && (w.bits == 4 || w.bits == 8) &&
-         (w.group_size == 32 || w.group_size == 64 || w.group_size == 128);
+  static const int8::Kernels* const kernels = []() -> const int8::Kernels* {
+    const CpuFeatures& f = cpu_features();
+    // HEARTH_NO_INT8=1 forces the float path, to compare the two.
+    if (std::getenv("HEARTH_NO_INT8")) return nullptr;
+    if (f.avx512f && f.avx512bw && f.avx512vnni) return &int8::kAvx512;
+    if (f.avx2 && f.fma && f.f16c) return f.avxvnni ? &int8::kAvxVnni : &int8::kAvx2;
+    return nullptr;
+  }();
+  return kernels;
 #else
-  return false;
+  return nullptr;
 #endif
+}
+}  // namespace
+
+const char* int8_target() {
+  return int8_kernels() ? int8_kernels()->name : "none";
+}
+
+bool int8_supported(const Matrix& w) {
+  return int8_kernels() && w.quantized() && (w.bits == 4 || w.bits == 8) &&
+         (w.group_size == 32 || w.group_size == 64 || w.group_size == 128);
 }
 
 std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
@@ -100,12 +118,7 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
 #if defined(__x86_64__)
 namespace {
 
-// Activations quantized per token and weight group, in natural column order.
-struct QuantizedActivations {
-  std::vector<int8_t> q;    // [n_tokens, cols]
-  std::vector<float> step;  // [n_tokens, groups]
-  std::vector<float> sum;   // [n_tokens, groups]
-};
+using int8::QuantizedActivations;
 
 // One group: q = round_half_even(x * 127 / max|x|), returns sum q. Group
 // sizes are multiples of 16 (32, 64, 128).
@@ -128,8 +141,8 @@ __attribute__((target("avx512f,avx512bw"))) float group_amax(const float* x, int
   return _mm512_reduce_max_ps(m);
 }
 
-void quantize_activations(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
-                          QuantizedActivations& a) {
+void quantize_activations(ThreadPool& pool, const int8::Kernels& k, const Int8Packed& w,
+                          const float* x, int64_t n_tokens, QuantizedActivations& a) {
   const int64_t cols = w.cols, groups = cols / w.group_size;
   const int gs = w.group_size;
   a.q.resize(size_t(n_tokens * cols));
@@ -138,9 +151,9 @@ void quantize_activations(ThreadPool& pool, const Int8Packed& w, const float* x,
   pool.parallel_for(n_tokens * groups, 64, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float* xg = x + i * gs;  // token t, group g: i = t * groups + g
-      const float amax = group_amax(xg, gs);
+      const float amax = k.group_amax(xg, gs);
       const float inv = amax > 0 ? 127.0f / amax : 0.0f, step = amax / 127.0f;
-      const int32_t qsum = quantize_group(xg, gs, inv, a.q.data() + i * gs);
+      const int32_t qsum = k.quantize_group(xg, gs, inv, a.q.data() + i * gs);
       a.step[i] = step;
       // The bias term uses the same rounded activations as the code term, so
       // the result is exactly sum w * x_rounded: its error is bounded by
@@ -262,6 +275,17 @@ void tile_any(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, 
       return tile_for_tokens<Bits, 64>(w, tile, a, t0, nt, y);
     default:
       return tile_for_tokens<Bits, 128>(w, tile, a, t0, nt, y);
+  }
+}
+
+void run_tile(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t n_tokens,
+              float* y) {
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+    const int nt = int(std::min<int64_t>(kMaxTokens, n_tokens - t0));
+    if (w.bits == 4)
+      tile_any<4>(w, tile, a, t0, nt, y);
+    else
+      tile_any<8>(w, tile, a, t0, nt, y);
   }
 }
 
@@ -393,10 +417,13 @@ void amx_matmul(ThreadPool& pool, const Int8Packed& w, const QuantizedActivation
 
 }  // namespace
 
+const int8::Kernels int8::kAvx512{"avx512-vnni", &group_amax, &quantize_group, &run_tile};
+
 void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
   static QuantizedActivations a;  // engine-thread scratch, reused across calls
-  quantize_activations(pool, w, x, n_tokens, a);
+  const int8::Kernels& k = *int8_kernels();
+  quantize_activations(pool, k, w, x, n_tokens, a);
   if (use_amx(w, n_tokens)) {
     // The tile path reads whole 16-token blocks: zero tokens pad the last.
     const int64_t padded = amx_padded_tokens(n_tokens);
@@ -406,14 +433,7 @@ void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t 
     return amx_matmul(pool, w, a, n_tokens, y);
   }
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
-    for (int64_t tile = b; tile < e; ++tile)
-      for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
-        const int nt = int(std::min<int64_t>(kMaxTokens, n_tokens - t0));
-        if (w.bits == 4)
-          tile_any<4>(w, tile, a, t0, nt, y);
-        else
-          tile_any<8>(w, tile, a, t0, nt, y);
-      }
+    for (int64_t tile = b; tile < e; ++tile) k.tile(w, tile, a, n_tokens, y);
   });
 }
 #else
