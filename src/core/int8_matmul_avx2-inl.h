@@ -83,14 +83,13 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
         }
       }
 #pragma GCC unroll 4
-      for (int t = 0; t < NT; ++t)
-        for (int i = 0; i < 2; ++i) {
-          const __m256i x = broadcast4_avx2(xq[t] + col0 + 8 * j + 4 * i);
-          for (int h = 0; h < 2; ++h) {
-            __m256i& s = isum[t][h][i % kChains];
-            s = Bits == 4 ? Dot::dot4(s, codes[h][i], x) : Dot::dot8(s, codes[h][i], x);
-          }
-        }
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* xj = xq[t] + col0 + 8 * j;
+        const __m256i x0 = broadcast4_avx2(xj), x1 = broadcast4_avx2(xj + 4);
+        for (int h = 0; h < 2; ++h)
+          Dot::template dot2<Bits>(isum[t][h][0], isum[t][h][kChains - 1], codes[h][0], x0,
+                                   codes[h][1], x1);
+      }
     }
     for (int h = 0; h < 2; ++h) {
       const uint8_t* meta = blk + kCodeBytes + h * 8 * esize;
