@@ -19,10 +19,6 @@ struct QuantizedActivations {
 // One target's kernels.
 struct Kernels {
   const char* name;
-  // max |x| over a group, and q = round_half_even(x * inv) with sum q; group
-  // sizes are multiples of 16.
-  float (*group_amax)(const float* x, int n);
-  int32_t (*quantize_group)(const float* x, int n, float inv, int8_t* q);
   // y[t][rows of the tile] for every token t < n_tokens.
   void (*tile)(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t n_tokens,
                float* y);

@@ -120,29 +120,43 @@ namespace {
 
 using int8::QuantizedActivations;
 
-// One group: q = round_half_even(x * 127 / max|x|), returns sum q. Group
-// sizes are multiples of 16 (32, 64, 128).
-__attribute__((target("avx512f,avx512bw"))) int32_t quantize_group(const float* x, int n, float inv,
-                                                                   int8_t* q) {
-  const __m512 vinv = _mm512_set1_ps(inv);
-  __m512i sum = _mm512_setzero_si512();
+// Activations are quantized with AVX2 for every x86 kernel (all CPUs that
+// run one have it; it is under 1% of a matmul's time). Group sizes are
+// multiples of 16 (32, 64, 128).
+__attribute__((target("avx2,fma"))) float group_amax(const float* x, int n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8)
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  __m128 r = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  r = _mm_max_ps(r, _mm_movehl_ps(r, r));
+  return _mm_cvtss_f32(_mm_max_ss(r, _mm_movehdup_ps(r)));
+}
+
+// q = round_half_even(x * inv), returns sum q.
+__attribute__((target("avx2,fma"))) int32_t quantize_group(const float* x, int n, float inv,
+                                                           int8_t* q) {
+  const __m256 vinv = _mm256_set1_ps(inv);
+  __m256i sum = _mm256_setzero_si256();
   for (int i = 0; i < n; i += 16) {
-    // cvtps rounds to nearest even under the default rounding mode.
-    const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtsepi32_epi8(v));
-    sum = _mm512_add_epi32(sum, v);
+    // cvtps rounds to nearest even under the default rounding mode; |v| <= 127,
+    // so the saturating packs are exact.
+    const __m256i v0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+    const __m256i v1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vinv));
+    // packs works per 128-bit lane: [v0 0-3, v1 0-3 | v0 4-7, v1 4-7], reordered to v0, v1.
+    const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xd8);
+    const __m128i b =
+        _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), b);
+    sum = _mm256_add_epi32(sum, _mm256_add_epi32(v0, v1));
   }
-  return _mm512_reduce_add_epi32(sum);
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
 }
 
-__attribute__((target("avx512f,avx512bw"))) float group_amax(const float* x, int n) {
-  __m512 m = _mm512_setzero_ps();
-  for (int i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
-  return _mm512_reduce_max_ps(m);
-}
-
-void quantize_activations(ThreadPool& pool, const int8::Kernels& k, const Int8Packed& w,
-                          const float* x, int64_t n_tokens, QuantizedActivations& a) {
+void quantize_activations(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
+                          QuantizedActivations& a) {
   const int64_t cols = w.cols, groups = cols / w.group_size;
   const int gs = w.group_size;
   a.q.resize(size_t(n_tokens * cols));
@@ -151,9 +165,9 @@ void quantize_activations(ThreadPool& pool, const int8::Kernels& k, const Int8Pa
   pool.parallel_for(n_tokens * groups, 64, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float* xg = x + i * gs;  // token t, group g: i = t * groups + g
-      const float amax = k.group_amax(xg, gs);
+      const float amax = group_amax(xg, gs);
       const float inv = amax > 0 ? 127.0f / amax : 0.0f, step = amax / 127.0f;
-      const int32_t qsum = k.quantize_group(xg, gs, inv, a.q.data() + i * gs);
+      const int32_t qsum = quantize_group(xg, gs, inv, a.q.data() + i * gs);
       a.step[i] = step;
       // The bias term uses the same rounded activations as the code term, so
       // the result is exactly sum w * x_rounded: its error is bounded by
@@ -417,13 +431,13 @@ void amx_matmul(ThreadPool& pool, const Int8Packed& w, const QuantizedActivation
 
 }  // namespace
 
-const int8::Kernels int8::kAvx512{"avx512-vnni", &group_amax, &quantize_group, &run_tile};
+const int8::Kernels int8::kAvx512{"avx512-vnni", &run_tile};
 
 void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
   static QuantizedActivations a;  // engine-thread scratch, reused across calls
   const int8::Kernels& k = *int8_kernels();
-  quantize_activations(pool, k, w, x, n_tokens, a);
+  quantize_activations(pool, w, x, n_tokens, a);
   if (use_amx(w, n_tokens)) {
     // The tile path reads whole 16-token blocks: zero tokens pad the last.
     const int64_t padded = amx_padded_tokens(n_tokens);

@@ -12,41 +12,6 @@
 #if defined(__x86_64__)
 namespace hearth::int8 {
 
-namespace {
-
-__attribute__((target("avx2,fma"))) float group_amax(const float* x, int n) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  __m256 m = _mm256_setzero_ps();
-  for (int i = 0; i < n; i += 8)
-    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
-  __m128 r = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  r = _mm_max_ps(r, _mm_movehl_ps(r, r));
-  return _mm_cvtss_f32(_mm_max_ss(r, _mm_movehdup_ps(r)));
-}
-
-__attribute__((target("avx2,fma"))) int32_t quantize_group(const float* x, int n, float inv,
-                                                           int8_t* q) {
-  const __m256 vinv = _mm256_set1_ps(inv);
-  __m256i sum = _mm256_setzero_si256();
-  for (int i = 0; i < n; i += 16) {
-    // cvtps rounds to nearest even under the default rounding mode; |v| <= 127,
-    // so the saturating packs are exact.
-    const __m256i v0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
-    const __m256i v1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vinv));
-    // packs works per 128-bit lane: [v0 0-3, v1 0-3 | v0 4-7, v1 4-7], reordered to v0, v1.
-    const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xd8);
-    const __m128i b =
-        _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), b);
-    sum = _mm256_add_epi32(sum, _mm256_add_epi32(v0, v1));
-  }
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
-}
-
-}  // namespace
-
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 namespace plain {
@@ -106,8 +71,8 @@ struct Dot {
 }  // namespace vnni
 #pragma GCC pop_options
 
-const Kernels kAvx2{"avx2", &group_amax, &quantize_group, &plain::run_tile};
-const Kernels kAvxVnni{"avx2+avxvnni", &group_amax, &quantize_group, &vnni::run_tile};
+const Kernels kAvx2{"avx2", &plain::run_tile};
+const Kernels kAvxVnni{"avx2+avxvnni", &vnni::run_tile};
 
 }  // namespace hearth::int8
 #endif
