@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "core/cpu_features.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -26,9 +28,10 @@ bool cpu_has_amx(int bit) {
 }
 
 // Asks Linux for the tile state once for the process; false if refused or
-// switched off.
+// switched off (the tile paths' epilogues are AVX-512, so HEARTH_SIMD below
+// it switches them off too).
 bool tiles_granted() {
-  static const bool granted = !std::getenv("HEARTH_NO_AMX") &&
+  static const bool granted = !std::getenv("HEARTH_NO_AMX") && cpu_features().avx512bw &&
                               syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
   return granted;
 }

@@ -1,40 +1,82 @@
 #include "core/cpu_features.h"
 
+#include <hwy/targets.h>
+
+#include <cstdio>
+#include <cstdlib>
+
 namespace hearth {
+
+namespace {
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.fma = __builtin_cpu_supports("fma");
+  f.f16c = __builtin_cpu_supports("f16c");
+  f.avxvnni = __builtin_cpu_supports("avxvnni");
+  f.avx512f = __builtin_cpu_supports("avx512f");
+  f.avx512bw = __builtin_cpu_supports("avx512bw");
+  f.avx512vl = __builtin_cpu_supports("avx512vl");
+  f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+#endif
+  return f;
+}
+
+// Clears what HEARTH_SIMD takes away, and the Highway targets above it.
+void apply_cap(CpuFeatures& f, const std::string& cap) {
+  const bool avx2 = cap == "avx2", novnni = cap == "avx2-novnni", scalar = cap == "scalar";
+  if (!avx2 && !novnni && !scalar) {
+    if (cap != "native")
+      std::fprintf(stderr, "hearth: HEARTH_SIMD=%s is not avx2, avx2-novnni or scalar; ignored\n",
+                   cap.c_str());
+    return;
+  }
+  f.cap = cap;
+  f.avx512f = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512bf16 = false;
+  if (novnni || scalar) f.avxvnni = false;
+  if (scalar) f.avx2 = f.fma = f.f16c = false;
+#if defined(__x86_64__)
+  // Highway keeps its baseline target whatever is disabled.
+  hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL | (scalar ? HWY_AVX2 | HWY_SSE4 | HWY_SSSE3 : 0));
+#endif
+}
+
+}  // namespace
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = [] {
-    CpuFeatures f;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    f.avx2 = __builtin_cpu_supports("avx2");
-    f.fma = __builtin_cpu_supports("fma");
-    f.f16c = __builtin_cpu_supports("f16c");
-    f.avx512f = __builtin_cpu_supports("avx512f");
-    f.avx512bw = __builtin_cpu_supports("avx512bw");
-    f.avx512vl = __builtin_cpu_supports("avx512vl");
-    f.avx512vnni = __builtin_cpu_supports("avx512vnni");
-    f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
-#endif
+    CpuFeatures f = detect();
+    if (const char* cap = std::getenv("HEARTH_SIMD"); cap && *cap) apply_cap(f, cap);
     return f;
   }();
   return features;
 }
 
+// Read at start-up, so Highway's dispatch sees the cap before any kernel runs.
+[[maybe_unused]] static const CpuFeatures& features_at_start = cpu_features();
+
 std::string CpuFeatures::summary() const {
   std::string s;
   auto add = [&](bool on, const char* name) {
-    if (on) s += (s.empty() ? "" : " ") + std::string(name);
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += name;
   };
   add(avx2, "avx2");
   add(fma, "fma");
   add(f16c, "f16c");
+  add(avxvnni, "avxvnni");
   add(avx512f, "avx512f");
   add(avx512bw, "avx512bw");
   add(avx512vl, "avx512vl");
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
-  return s.empty() ? "baseline" : s;
+  if (s.empty()) s = "baseline";
+  return cap.empty() ? s : s + " (HEARTH_SIMD=" + cap + ")";
 }
 
 }  // namespace hearth

@@ -1,4 +1,12 @@
-// What the CPU we run on can do, read once at start-up.
+// What the CPU we run on can do, read once at start-up, less what the
+// HEARTH_SIMD switch takes away: every kernel dispatches on these effective
+// features, so one setting moves them all to the same target.
+//
+// HEARTH_SIMD=avx2         no AVX-512 (nor AMX): the AVX2 kernels, with AVX-VNNI
+//                          where the CPU has it
+// HEARTH_SIMD=avx2-novnni  the same without AVX-VNNI (its plain-AVX2 emulation)
+// HEARTH_SIMD=scalar       no AVX either: the portable paths
+// Unset (or "native"): everything the CPU has.
 #pragma once
 
 #include <string>
@@ -6,8 +14,9 @@
 namespace hearth {
 
 struct CpuFeatures {
-  bool avx2 = false, fma = false, f16c = false;
+  bool avx2 = false, fma = false, f16c = false, avxvnni = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false, avx512bf16 = false;
+  std::string cap;              // the HEARTH_SIMD value applied, empty if none
   std::string summary() const;  // e.g. "avx2 fma avx512f avx512vnni"
 };
 

@@ -10,6 +10,7 @@
 
 #include "core/amx.h"
 #include "core/cpu_features.h"
+#include "core/int8_kernels.h"
 #include "core/packed.h"
 
 namespace hearth {
@@ -19,16 +20,33 @@ constexpr int kRows = kPackedRows;
 constexpr int kMaxTokens = 8;  // tokens per kernel call (accumulators in registers)
 }  // namespace
 
-bool int8_supported(const Matrix& w) {
+namespace {
+// The kernels for this CPU's effective features (cpu_features.h), chosen once;
+// null where there are none (the float path then takes MLX weights).
+const int8::Kernels* int8_kernels() {
 #if defined(__x86_64__)
-  // HEARTH_NO_INT8=1 forces the float path, to compare the two.
-  static const bool available = cpu_features().avx512f && cpu_features().avx512bw &&
-                                cpu_features().avx512vnni && !std::getenv("HEARTH_NO_INT8");
-  return available && w.quantized() && (w.bits == 4 || w.bits == 8) &&
-         (w.group_size == 32 || w.group_size == 64 || w.group_size == 128);
+  static const int8::Kernels* const kernels = []() -> const int8::Kernels* {
+    const CpuFeatures& f = cpu_features();
+    // HEARTH_NO_INT8=1 forces the float path, to compare the two.
+    if (std::getenv("HEARTH_NO_INT8")) return nullptr;
+    if (f.avx512f && f.avx512bw && f.avx512vnni) return &int8::kAvx512;
+    if (f.avx2 && f.fma && f.f16c) return f.avxvnni ? &int8::kAvxVnni : &int8::kAvx2;
+    return nullptr;
+  }();
+  return kernels;
 #else
-  return false;
+  return nullptr;
 #endif
+}
+}  // namespace
+
+const char* int8_target() {
+  return int8_kernels() ? int8_kernels()->name : "none";
+}
+
+bool int8_supported(const Matrix& w) {
+  return int8_kernels() && w.quantized() && (w.bits == 4 || w.bits == 8) &&
+         (w.group_size == 32 || w.group_size == 64 || w.group_size == 128);
 }
 
 std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
@@ -100,32 +118,41 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
 #if defined(__x86_64__)
 namespace {
 
-// Activations quantized per token and weight group, in natural column order.
-struct QuantizedActivations {
-  std::vector<int8_t> q;    // [n_tokens, cols]
-  std::vector<float> step;  // [n_tokens, groups]
-  std::vector<float> sum;   // [n_tokens, groups]
-};
+using int8::QuantizedActivations;
 
-// One group: q = round_half_even(x * 127 / max|x|), returns sum q. Group
-// sizes are multiples of 16 (32, 64, 128).
-__attribute__((target("avx512f,avx512bw"))) int32_t quantize_group(const float* x, int n, float inv,
-                                                                   int8_t* q) {
-  const __m512 vinv = _mm512_set1_ps(inv);
-  __m512i sum = _mm512_setzero_si512();
-  for (int i = 0; i < n; i += 16) {
-    // cvtps rounds to nearest even under the default rounding mode.
-    const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), vinv));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtsepi32_epi8(v));
-    sum = _mm512_add_epi32(sum, v);
-  }
-  return _mm512_reduce_add_epi32(sum);
+// Activations are quantized with AVX2 for every x86 kernel (all CPUs that
+// run one have it; it is under 1% of a matmul's time). Group sizes are
+// multiples of 16 (32, 64, 128).
+__attribute__((target("avx2,fma"))) float group_amax(const float* x, int n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8)
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  __m128 r = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  r = _mm_max_ps(r, _mm_movehl_ps(r, r));
+  return _mm_cvtss_f32(_mm_max_ss(r, _mm_movehdup_ps(r)));
 }
 
-__attribute__((target("avx512f,avx512bw"))) float group_amax(const float* x, int n) {
-  __m512 m = _mm512_setzero_ps();
-  for (int i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
-  return _mm512_reduce_max_ps(m);
+// q = round_half_even(x * inv), returns sum q.
+__attribute__((target("avx2,fma"))) int32_t quantize_group(const float* x, int n, float inv,
+                                                           int8_t* q) {
+  const __m256 vinv = _mm256_set1_ps(inv);
+  __m256i sum = _mm256_setzero_si256();
+  for (int i = 0; i < n; i += 16) {
+    // cvtps rounds to nearest even under the default rounding mode; |v| <= 127,
+    // so the saturating packs are exact.
+    const __m256i v0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+    const __m256i v1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vinv));
+    // packs works per 128-bit lane: [v0 0-3, v1 0-3 | v0 4-7, v1 4-7], reordered to v0, v1.
+    const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xd8);
+    const __m128i b =
+        _mm_packs_epi16(_mm256_castsi256_si128(w16), _mm256_extracti128_si256(w16, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), b);
+    sum = _mm256_add_epi32(sum, _mm256_add_epi32(v0, v1));
+  }
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
 }
 
 void quantize_activations(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
@@ -265,6 +292,17 @@ void tile_any(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, 
   }
 }
 
+void run_tile(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t n_tokens,
+              float* y) {
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+    const int nt = int(std::min<int64_t>(kMaxTokens, n_tokens - t0));
+    if (w.bits == 4)
+      tile_any<4>(w, tile, a, t0, nt, y);
+    else
+      tile_any<8>(w, tile, a, t0, nt, y);
+  }
+}
+
 // ---- AMX: prefill on the tile unit ----
 //
 // A group's 8-bit codes in quad order (16 vectors per 64 columns) are exactly
@@ -393,9 +431,12 @@ void amx_matmul(ThreadPool& pool, const Int8Packed& w, const QuantizedActivation
 
 }  // namespace
 
+const int8::Kernels int8::kAvx512{"avx512-vnni", &run_tile};
+
 void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
   static QuantizedActivations a;  // engine-thread scratch, reused across calls
+  const int8::Kernels& k = *int8_kernels();
   quantize_activations(pool, w, x, n_tokens, a);
   if (use_amx(w, n_tokens)) {
     // The tile path reads whole 16-token blocks: zero tokens pad the last.
@@ -406,14 +447,7 @@ void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t 
     return amx_matmul(pool, w, a, n_tokens, y);
   }
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
-    for (int64_t tile = b; tile < e; ++tile)
-      for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
-        const int nt = int(std::min<int64_t>(kMaxTokens, n_tokens - t0));
-        if (w.bits == 4)
-          tile_any<4>(w, tile, a, t0, nt, y);
-        else
-          tile_any<8>(w, tile, a, t0, nt, y);
-      }
+    for (int64_t tile = b; tile < e; ++tile) k.tile(w, tile, a, n_tokens, y);
   });
 }
 #else

@@ -2,10 +2,12 @@
 // sizes, for every weight format.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/bf16_matmul.h"
@@ -29,9 +31,11 @@ std::vector<float> randn(size_t n, uint64_t seed, float scale = 1.0f) {
 
 // Whether this CPU should take the packed kernels; the HEARTH_NO_* switches
 // (set by the test registered as core_ops_portable_test) turn them off so
-// the portable paths run the same checks.
+// the portable paths run the same checks, and HEARTH_SIMD (core_ops_avx2_test
+// and others) lowers the features cpu_features() reports.
 bool expect_int8_kernel() {
-  return cpu_features().avx512vnni && !std::getenv("HEARTH_NO_INT8");
+  const CpuFeatures& f = cpu_features();
+  return (f.avx512vnni || (f.avx2 && f.fma && f.f16c)) && !std::getenv("HEARTH_NO_INT8");
 }
 bool expect_bf16_kernel() {
   return cpu_features().avx512bf16 && !std::getenv("HEARTH_NO_BF16_DOT");
@@ -235,6 +239,71 @@ TEST(Ops, QuantizedMatmulIsExactOnRepresentableActivations) {
       }
 }
 
+// HEARTH_SIMD picks the int8 kernels the tests registered with it mean to run.
+TEST(Ops, Int8KernelsFollowTheSimdSwitch) {
+  const std::string cap = cpu_features().cap, target = int8_target();
+  if (cap == "avx2" && cpu_features().avx2) {
+    EXPECT_EQ(target, cpu_features().avxvnni ? "avx2+avxvnni" : "avx2");
+  }
+  if (cap == "avx2-novnni" && cpu_features().avx2) {
+    EXPECT_EQ(target, "avx2");
+  }
+  if (cap == "scalar") {
+    EXPECT_EQ(target, "none");
+  }
+  if (!expect_int8_kernel()) {
+    EXPECT_EQ(target, "none");
+  }
+}
+
+// Codes at their extremes (0 and 2^bits - 1) against activations at +-127
+// steps: a u8 x s8 dot built from saturating int16 pairs (plain AVX2) loses
+// exactly these sums if it gets its ranges wrong. Odd row counts end in
+// partial tiles and half tiles; 1-10 tokens take every token-block size.
+TEST(Ops, QuantizedMatmulIsExactAtExtremeCodes) {
+  ThreadPool pool(2);
+  for (int bits : {4, 8})
+    for (int group : {32, 64, 128})
+      for (int64_t rows : {7, 13, 17})
+        for (int64_t n = 1; n <= 10; ++n) {
+          const int64_t cols = group * 2;
+          QuantMatrix w(bits, group, rows, cols, uint64_t(bits * 7 + group + rows));
+          const uint32_t top = (1u << bits) - 1;
+          std::mt19937_64 rng(uint64_t(rows * 31 + n));
+          std::fill(w.words.begin(), w.words.end(), 0u);
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c) {
+              // Rows of all-top codes, all-zero codes, and a mix.
+              const bool high = r % 3 == 0 || (r % 3 == 2 && rng() % 2);
+              const int64_t bit = (r * cols + c) * bits;
+              if (high) w.words[size_t(bit / 32)] |= top << (bit % 32);
+            }
+          w.m.packed = int8_pack(w.m, pool);
+          if (expect_int8_kernel()) {
+            ASSERT_TRUE(w.m.packed) << "the int8 kernel should be used here";
+          }
+          // Tokens of all +1.27, all -1.27, and random signs with some zeros:
+          // every nonzero activation quantizes to +-127.
+          std::vector<float> x(size_t(n * cols));
+          for (int64_t t = 0; t < n; ++t)
+            for (int64_t c = 0; c < cols; ++c) {
+              const int kind = int(t % 3), r = int(rng() % 4);
+              const float v = kind == 0   ? 1.27f
+                              : kind == 1 ? -1.27f
+                              : r == 0    ? 0.0f
+                              : r % 2     ? 1.27f
+                                          : -1.27f;
+              x[size_t(t * cols + c)] = c % group == 0 ? (kind == 1 ? -1.27f : 1.27f) : v;
+            }
+          std::vector<float> got(size_t(n * rows)), want(size_t(n * rows));
+          matmul(pool, w.m, x.data(), n, got.data());
+          reference::matmul(w.m, x.data(), n, want.data());
+          SCOPED_TRACE("bits " + std::to_string(bits) + " group " + std::to_string(group) +
+                       " rows " + std::to_string(rows) + " tokens " + std::to_string(n));
+          expect_close(got, want, 2e-5f);
+        }
+}
+
 // Matrices packed as one stack give the concatenation of their outputs.
 TEST(Ops, StackedPackingEqualsSeparateMatrices) {
   ThreadPool pool(2);
@@ -328,7 +397,8 @@ TEST(Ops, RopeMatchesReference) {
 TEST(Ops, AttentionOverBlocksMatchesReference) {
   for (DType t : {DType::F32, DType::BF16})
     for (int64_t n_ctx : {1, 7, 33, 70})
-      for (auto [bt, hd] : {std::pair{16, 8}, std::pair{32, 64}, std::pair{8, 6}, std::pair{32, 128}}) {
+      for (auto [bt, hd] :
+           {std::pair{16, 8}, std::pair{32, 64}, std::pair{8, 6}, std::pair{32, 128}}) {
         const int kv_heads = 2;
         int64_t n_blocks = (n_ctx + bt - 1) / bt;
         std::vector<std::vector<uint8_t>> kb, vb;

@@ -1,0 +1,144 @@
+// The AVX2 tile kernel over the packed MLX layout (int8_matmul.h), written
+// once and compiled once per dot product: int8_matmul_avx2.cpp includes this
+// file inside a `#pragma GCC target` region and a namespace per target, after
+// defining that target's `Dot` (no include guard, on purpose).
+//
+// A 64-byte vector of the layout is two 256-bit halves: rows 0-7 and rows
+// 8-15, so each token has two accumulators (lanes = 8 rows) where AVX-512
+// has one.
+
+constexpr int kRows = kPackedRows;
+// Tokens per kernel call: each token holds 2 halves x kChains int32 sums, the
+// 4 code vectors of a step (2 quads x 2 halves) are shared by all of them,
+// and 16 ymm registers hold 4 tokens' sums (8), the codes (4) and a token's
+// 2 broadcast quads.
+constexpr int kMaxTokens = 4;
+
+inline __m256 load8_f32(DType t, const uint8_t* p) {
+  if (t == DType::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if (t == DType::F16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));  // BF16
+}
+
+inline __m256i broadcast4_avx2(const int8_t* p) {
+  return _mm256_set1_epi32(*reinterpret_cast<const AliasedInt32*>(p));
+}
+
+// One group's contribution for one token, as the AVX-512 add_group: acc +
+// dot * scale * step + bias * (step * Σ xq), lanes being 8 rows.
+__attribute__((always_inline)) inline __m256 add_group(__m256 acc, __m256i dot, __m256 scale,
+                                                       __m256 bias, float step, float sum) {
+  acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(dot), scale), _mm256_set1_ps(step), acc);
+  return _mm256_fmadd_ps(bias, _mm256_set1_ps(sum), acc);
+}
+
+// Lanes of the 8 rows from row0 that hold rows of the matrix.
+inline __m256i half_row_mask(int64_t rows, int64_t row0) {
+  const int n = int(std::clamp<int64_t>(rows - row0, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// One tile of 16 rows against NT tokens from t0, group size GS; writes
+// y[t0 + t][row0 .. row0+16). Like the AVX-512 kernel, few tokens get two
+// chains per half (even and odd quads) so the dot products' latency overlaps.
+template <int Bits, int NT, int GS>
+void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0,
+                 float* y) {
+  constexpr int kChains = NT <= 2 ? 2 : 1;
+  constexpr size_t kCodeBytes = size_t(GS) * kRows * Bits / 8;
+  const int64_t groups = w.cols / GS;
+  const size_t esize = dtype_size(w.scale_dtype);
+  const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const int8_t* xq[NT];
+  for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
+  __m256 acc[NT][2];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+
+  for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes) {
+    // Later token blocks find the tile in cache.
+    if (t0 == 0) prefetch_ahead(blk, w.group_bytes);
+    __m256i isum[NT][2][kChains];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t)
+      for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+        for (int c = 0; c < kChains; ++c) isum[t][h][c] = _mm256_setzero_si256();
+    const int64_t col0 = g * GS;
+#pragma GCC unroll 16
+    for (int j = 0; j < GS / 8; ++j) {
+      __m256i codes[2][2];  // [half][quad 2j + i]
+      for (int h = 0; h < 2; ++h) {
+        if constexpr (Bits == 4) {
+          const __m256i v =
+              _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + j * 64 + h * 32));
+          codes[h][0] = _mm256_and_si256(v, low4);
+          codes[h][1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+        } else {
+          for (int i = 0; i < 2; ++i)
+            codes[h][i] = Dot::prepare8(_mm256_load_si256(
+                reinterpret_cast<const __m256i*>(blk + j * 128 + i * 64 + h * 32)));
+        }
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* xj = xq[t] + col0 + 8 * j;
+        const __m256i x0 = broadcast4_avx2(xj), x1 = broadcast4_avx2(xj + 4);
+        for (int h = 0; h < 2; ++h)
+          Dot::template dot2<Bits>(isum[t][h][0], isum[t][h][kChains - 1], codes[h][0], x0,
+                                   codes[h][1], x1);
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* meta = blk + kCodeBytes + h * 8 * esize;
+      const __m256 scale = load8_f32(w.scale_dtype, meta);
+      __m256 bias = load8_f32(w.scale_dtype, meta + kRows * esize);
+      // Codes taken as code - offset: Σ code·xq = Σ (code - offset)·xq + offset·Σ xq.
+      if constexpr (Bits == 8 && Dot::kOffset8 != 0)
+        bias = _mm256_fmadd_ps(scale, _mm256_set1_ps(float(Dot::kOffset8)), bias);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t) {
+        const int64_t gi = (t0 + t) * groups + g;
+        __m256i sum = isum[t][h][0];
+        if constexpr (kChains == 2) sum = _mm256_add_epi32(sum, isum[t][h][1]);
+        acc[t][h] = add_group(acc[t][h], sum, scale, bias, a.step[gi], a.sum[gi]);
+      }
+    }
+  }
+  const int64_t row0 = tile * kRows;
+  for (int h = 0; h < 2; ++h) {
+    const __m256i valid = half_row_mask(w.rows, row0 + 8 * h);
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t)
+      _mm256_maskstore_ps(y + (t0 + t) * w.rows + row0 + 8 * h, valid, acc[t][h]);
+  }
+}
+
+using TileKernel = void (*)(const Int8Packed&, int64_t, const QuantizedActivations&, int64_t,
+                            float*);
+using ByTokens = std::array<TileKernel, kMaxTokens>;
+
+// tile_kernel for 1..kMaxTokens tokens, indexed by token count - 1.
+template <int Bits, int GS, size_t... I>
+constexpr ByTokens token_kernels(std::index_sequence<I...>) {
+  return {&tile_kernel<Bits, int(I) + 1, GS>...};
+}
+
+// Indexed by group size / 64 (32, 64, 128 -> 0, 1, 2), then token count - 1.
+template <int Bits>
+constexpr std::array<ByTokens, 3> group_kernels() {
+  constexpr auto tokens = std::make_index_sequence<kMaxTokens>();
+  return {token_kernels<Bits, 32>(tokens), token_kernels<Bits, 64>(tokens),
+          token_kernels<Bits, 128>(tokens)};
+}
+
+constexpr std::array<std::array<ByTokens, 3>, 2> kKernels{group_kernels<4>(), group_kernels<8>()};
+
+void run_tile(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t n_tokens,
+              float* y) {
+  const ByTokens& kernels = kKernels[w.bits == 8][size_t(w.group_size / 64)];
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens)
+    kernels[size_t(std::min<int64_t>(kMaxTokens, n_tokens - t0) - 1)](w, tile, a, t0, y);
+}
