@@ -193,14 +193,13 @@ TEST(GenerationCheckpoints, ACancelledRequestSentAgainResumesAndMatchesAnUninter
     SCOPED_TRACE(temperature);
     GenerationRequest r;
     r.prompt = prompt_of(50, int(temperature * 10));
-    r.max_tokens = 90;
+    r.max_tokens = 400;  // far more than the engine can run ahead of the reader before the cancel
     r.sampling.temperature = temperature;
     r.sampling.seed = 1234;
     r.top_logprobs = 2;
     auto collect = [](Engine& e, GenerationRequest req) {
       auto h = e.submit(std::move(req));
       Output out;
-      std::vector<std::vector<std::pair<int32_t, float>>> tops;
       while (auto ev = h->next()) {
         out.tokens.push_back(ev->token);
         out.logprobs.push_back(ev->logprob);
@@ -216,7 +215,7 @@ TEST(GenerationCheckpoints, ACancelledRequestSentAgainResumesAndMatchesAnUninter
     const Output again = collect(engine, r);
     expect_same(again, want);
     EXPECT_EQ(again.info.cached_tokens, 50);  // all of the prompt, and only the prompt, counts
-    EXPECT_EQ(again.info.generated_tokens, 90);
+    EXPECT_EQ(again.info.generated_tokens, 400);
     EXPECT_EQ(engine.stats().checkpoints, 0);  // completion leaves nothing behind
     EXPECT_EQ(engine.stats().checkpoints_resumed, saved + 1);
   }
@@ -224,15 +223,19 @@ TEST(GenerationCheckpoints, ACancelledRequestSentAgainResumesAndMatchesAnUninter
 }
 
 TEST(GenerationCheckpoints, UnseededSamplingAndShortRunsAreNotKept) {
-  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .generation_checkpoint_tokens = 20});
   GenerationRequest r;
   r.prompt = prompt_of(20);
   r.max_tokens = 60;
   r.sampling.temperature = 0.8f;  // no seed: another run would differ anyway
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2});
   cancel_after(engine, r, 30);
-  r.sampling.temperature = 0;
-  cancel_after(engine, r, 5);  // under 20 tokens: cheap to redo
   EXPECT_EQ(engine.stats().checkpoints_saved, 0);
+  // Fewer generated tokens than the minimum (the engine may run ahead of the
+  // reader, so the minimum is above anything this request can generate).
+  r.sampling.temperature = 0;
+  Engine short_runs(LlamaModel::load(kModel), EngineOptions{.threads = 2, .generation_checkpoint_tokens = 100});
+  cancel_after(short_runs, r, 5);
+  EXPECT_EQ(short_runs.stats().checkpoints_saved, 0);
   EngineOptions off{.threads = 2, .generation_checkpoint_tokens = 0};
   Engine disabled(LlamaModel::load(kModel), off);
   cancel_after(disabled, r, 30);
