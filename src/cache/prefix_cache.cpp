@@ -133,19 +133,6 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
   enforce_cap();
 }
 
-bool PrefixCache::insert(const BlockHash& hash, const BlockHash& parent, int32_t block) {
-  std::lock_guard lock(mutex_);
-  ++clock_;
-  bool added = index(hash, parent, block);
-  enforce_cap();
-  return added;
-}
-
-bool PrefixCache::contains(const BlockHash& hash) const {
-  std::lock_guard lock(mutex_);
-  return entries_.contains(hash);
-}
-
 void PrefixCache::enforce_cap() {
   const size_t block_bytes = kv_.block_bytes();
   const int64_t over = int64_t(entries_.size()) - int64_t(opt_.max_bytes / block_bytes);

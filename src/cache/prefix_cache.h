@@ -97,11 +97,6 @@ class PrefixCache {
   void publish(ChainCursor& cursor, std::span<const int32_t> tokens, int64_t filled,
                std::span<const int32_t> blocks, const std::string& session = {});
 
-  // Adds a block restored from elsewhere (the SSD tier) under `hash`; the
-  // cache takes its own reference. False if the hash is indexed already.
-  bool insert(const BlockHash& hash, const BlockHash& parent, int32_t block);
-  bool contains(const BlockHash& hash) const;
-
   // Frees up to n blocks that only the cache holds; returns how many it freed.
   int64_t evict(int64_t n);
   // Blocks only the cache holds (what evict() could free at most).

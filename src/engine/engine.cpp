@@ -65,11 +65,6 @@ void RequestHandle::close(FinishInfo info) {
 
 // ---- Engine ----
 
-size_t default_kv_budget(size_t weight_bytes) {
-  const size_t usable = memory_available() / 100 * 85;
-  return usable > weight_bytes ? usable - weight_bytes : 0;
-}
-
 struct Engine::Active {
   GenerationRequest request;
   std::shared_ptr<RequestHandle> handle;
@@ -102,9 +97,12 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
       pool_(options.threads > 0 ? options.threads : ThreadPool::default_threads()) {
   const KvCacheShape shape = model_->kv_shape(options.kv_type);
   admission_.weights_bytes = model_->weight_bytes();
+  // By default: what fits beside the weights in 85% of the memory available now.
   admission_.usable_bytes = memory_available() / 100 * 85;
-  admission_.memory_budget_bytes =
-      options.kv_budget > 0 ? options.kv_budget : default_kv_budget(admission_.weights_bytes);
+  const size_t beside_weights = admission_.usable_bytes > admission_.weights_bytes
+                                    ? admission_.usable_bytes - admission_.weights_bytes
+                                    : 0;
+  admission_.memory_budget_bytes = options.kv_budget > 0 ? options.kv_budget : beside_weights;
   const int64_t model_ctx = model_->config().max_position_embeddings;
   const int64_t wanted_ctx = options.ctx_size > 0 ? std::min(options.ctx_size, model_ctx) : model_ctx;
   // The context shrinks to what the pool holds, so a lone request always
@@ -240,8 +238,8 @@ bool Engine::start(Active& a) {
     if (whole) {
       const int32_t last = m.blocks.back();
       kv_->retain(last);  // not evicted while making room for its copy
-      std::optional<int32_t> copy = kv_->copy_block(last);
-      if (!copy && cache_->evict(1) == 1) copy = kv_->copy_block(last);
+      std::optional<int32_t> copy;
+      if (free_blocks(1)) copy = kv_->copy_block(last);
       kv_->unref(last);
       if (copy) {
         kv_->attach(a.seq, std::span(&*copy, 1));
@@ -252,8 +250,7 @@ bool Engine::start(Active& a) {
     }
     a.published = {shared > 0 ? m.chain[size_t(shared - 1)] : cache_->root(), shared};
   }
-  const int64_t need = blocks_for_tokens(n, int(bt)) - int64_t(kv_->blocks(a.seq).size());
-  if (need > kv_->blocks_free() && cache_) cache_->evict(need - kv_->blocks_free());
+  free_blocks(blocks_for_tokens(n, int(bt)) - int64_t(kv_->blocks(a.seq).size()));
   if (!kv_->reserve(a.seq, n)) {
     kv_->release(a.seq);
     a.seq = -1;
@@ -283,10 +280,14 @@ void Engine::preempt(std::unique_ptr<Active> a) {
   stats_.queued = int64_t(queue_.size());
 }
 
+bool Engine::free_blocks(int64_t blocks) {
+  if (blocks > kv_->blocks_free() && cache_) cache_->evict(blocks - kv_->blocks_free());
+  return blocks <= kv_->blocks_free();
+}
+
 bool Engine::make_room(int64_t blocks, Running& running, const Active& asking) {
   // Cache blocks go first; then the youngest requests, the asking one last.
-  if (blocks > kv_->blocks_free() && cache_) cache_->evict(blocks - kv_->blocks_free());
-  while (blocks > kv_->blocks_free() && running.back().get() != &asking) {
+  while (!free_blocks(blocks) && running.back().get() != &asking) {
     std::unique_ptr<Active> victim = std::move(running.back());
     running.pop_back();
     preempt(std::move(victim));
@@ -308,11 +309,12 @@ void Engine::housekeeping() {
   stats_.pressure_evictions += freed;
 }
 
-void Engine::update_kv_stats() {
-  const int64_t cached = cache_ ? cache_->reclaimable() : 0;
+void Engine::update_kv_stats(bool count_cached) {
+  // Counting the cache's reclaimable blocks scans its index: not every step.
+  const int64_t cached = cache_ && count_cached ? cache_->reclaimable() : -1;
   std::lock_guard lock(mutex_);
   stats_.kv_blocks_free = kv_->blocks_free();
-  stats_.kv_blocks_cached = cached;
+  if (cached >= 0) stats_.kv_blocks_cached = cached;
   stats_.sequences = kv_->sequences();
 }
 
@@ -354,7 +356,7 @@ void Engine::loop() {
         lock.unlock();
         housekeeping();
         last_demotion = Clock::now();
-        update_kv_stats();
+        update_kv_stats(true);
         continue;
       }
       stop = stopping_;  // read once, under the lock: what is queued now is all there is
@@ -397,7 +399,7 @@ void Engine::loop() {
         finish(*a, a->handle->cancelled() ? FinishReason::Cancelled : FinishReason::Stop);
     std::erase_if(running, [](const auto& a) { return a->done; });
     if (running.empty()) {
-      update_kv_stats();
+      update_kv_stats(true);
       continue;
     }
 
@@ -429,11 +431,12 @@ void Engine::loop() {
     for (auto& a : running)
       if (a->done && a->seq >= 0) finish(*a, a->info.reason);
     std::erase_if(running, [](const auto& a) { return a->done; });
-    if (cache_ && seconds_between(last_demotion, Clock::now()) >= 1) {
+    const bool housekeeping_due = cache_ && seconds_between(last_demotion, Clock::now()) >= 1;
+    if (housekeeping_due) {
       housekeeping();
       last_demotion = Clock::now();
     }
-    update_kv_stats();
+    update_kv_stats(housekeeping_due || running.empty());
   }
 }
 

@@ -95,7 +95,7 @@ struct EngineOptions {
   int threads = 0;              // 0: physical cores
   int64_t ctx_size = 0;         // 0: the model's max_position_embeddings
   DType kv_type = DType::F32;   // KV cache entries: F32 or BF16
-  size_t kv_budget = 0;         // KV pool bytes; 0: default_kv_budget()
+  size_t kv_budget = 0;         // KV pool bytes; 0: 85% of the memory available, less the weights
   int64_t prompt_cache = -1;    // bytes the prompt cache may index; -1: half the pool; 0: off
   cache::Retention retention = cache::Retention::Lru;
   // The prompt cache's SSD tier (needs the RAM cache): off while ssd_dir is empty.
@@ -119,7 +119,8 @@ struct EngineStats {
   int64_t queued = 0, running = 0;
   int64_t requests_total = 0, requests_rejected = 0, requests_cancelled = 0, requests_failed = 0;
   int64_t prompt_tokens_total = 0, generated_tokens_total = 0;
-  int64_t kv_blocks_total = 0, kv_blocks_free = 0, kv_blocks_cached = 0;  // cached: held only by the cache
+  // cached: held only by the prompt cache (counted once a second, and whenever the engine goes idle)
+  int64_t kv_blocks_total = 0, kv_blocks_free = 0, kv_blocks_cached = 0;
   int64_t sequences = 0;  // KV sequences alive
   size_t kv_bytes = 0;
   int64_t steps = 0, preemptions = 0;
@@ -137,8 +138,6 @@ struct AdmissionInfo {
   size_t weights_bytes = 0;
 };
 
-// The default KV budget: 85% of the memory available now, less the weights.
-size_t default_kv_budget(size_t weight_bytes);
 
 class Engine {
  public:
@@ -172,6 +171,7 @@ class Engine {
   using Running = std::vector<std::unique_ptr<Active>>;
   void loop();
   bool start(Active& a);
+  bool free_blocks(int64_t blocks);  // evicts cache blocks until `blocks` are free, if it can
   bool make_room(int64_t blocks, Running& running, const Active& asking);
   void preempt(std::unique_ptr<Active> a);
   void plan_step(Running& running);  // how many tokens each request feeds this step
@@ -183,7 +183,7 @@ class Engine {
   // After the forward: publishes the row's new blocks, samples when its
   // history is all in, and sends the token.
   void advance(Active& a, int64_t fed, std::span<const float> logits);
-  void update_kv_stats();
+  void update_kv_stats(bool count_cached);  // count_cached: the reclaimable blocks too (a scan)
   void housekeeping();  // once a second: SSD demotion, memory pressure
 
   std::unique_ptr<LlamaModel> model_;

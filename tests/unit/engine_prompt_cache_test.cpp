@@ -23,13 +23,7 @@ struct Output {
   FinishInfo info;
 };
 
-Output run(Engine& engine, std::vector<int32_t> prompt, int64_t max_tokens, std::string session = {}) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  r.top_logprobs = 0;
-  r.session = std::move(session);
+Output collect(Engine& engine, GenerationRequest r) {
   auto h = engine.submit(std::move(r));
   Output out;
   while (auto ev = h->next()) {
@@ -38,6 +32,17 @@ Output run(Engine& engine, std::vector<int32_t> prompt, int64_t max_tokens, std:
   }
   out.info = h->finish();
   return out;
+}
+
+// Greedy, with the chosen tokens' logprobs.
+Output run(Engine& engine, std::vector<int32_t> prompt, int64_t max_tokens, std::string session = {}) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  r.top_logprobs = 0;
+  r.session = std::move(session);
+  return collect(engine, std::move(r));
 }
 
 // A prompt of n tokens: BOS, then a story-like run of ids.
@@ -197,16 +202,6 @@ TEST(GenerationCheckpoints, ACancelledRequestSentAgainResumesAndMatchesAnUninter
     r.sampling.temperature = temperature;
     r.sampling.seed = 1234;
     r.top_logprobs = 2;
-    auto collect = [](Engine& e, GenerationRequest req) {
-      auto h = e.submit(std::move(req));
-      Output out;
-      while (auto ev = h->next()) {
-        out.tokens.push_back(ev->token);
-        out.logprobs.push_back(ev->logprob);
-      }
-      out.info = h->finish();
-      return out;
-    };
     const Output want = collect(*cold, r);
     const int64_t saved = engine.stats().checkpoints_saved;
     cancel_after(engine, r, 45);
