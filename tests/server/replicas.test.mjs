@@ -306,7 +306,10 @@ describe('replicas behind nginx', {
       signal: AbortSignal.timeout(60000),
     });
     assert.equal(cold.status, 200);
-    assert.equal(cold.body.usage.prompt_tokens, u.prompt_tokens);
+    // Its prompt can count a few tokens fewer or more: replica A sends the
+    // reply back as the ids it generated, this one tokenizes the reply's text.
+    assert.ok(Math.abs(cold.body.usage.prompt_tokens - u.prompt_tokens) <= r1.body.usage.completion_tokens,
+      `${cold.body.usage.prompt_tokens} vs ${u.prompt_tokens}`);
     assert.equal(cold.body.usage.prompt_tokens_details.cached_tokens, 0);
   });
 
