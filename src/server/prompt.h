@@ -46,6 +46,7 @@ class PromptBuilder {
   std::optional<text::ChatTemplate> chat_;
   std::optional<text::ChatPrompt> prompt_;  // over chat_
   std::string template_error_;
+  bool developer_role_ = false;  // the template renders "developer" messages itself
 };
 
 }  // namespace hearth::server

@@ -121,6 +121,8 @@ ojson Server::Impl::stats() const {
        {{"requests_total", st.requests_total},
         {"chat_requests", m.chat_requests.load()},
         {"completion_requests", m.completion_requests.load()},
+        {"messages_requests", m.messages_requests.load()},
+        {"responses_requests", m.responses_requests.load()},
         {"streamed_requests", m.streamed_requests.load()},
         {"completed", m.completed.load()},
         {"cancelled", m.client_cancelled.load()},

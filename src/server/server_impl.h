@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -58,6 +59,7 @@ struct Job {
   int watch_id = -1;
   Clock::time_point t0 = Clock::now();
   size_t text_offset = 0;  // completions logprobs: code points emitted so far
+  int64_t prompt_tokens = 0;
 
   Job(Server::Impl& server, ApiRequest request, std::shared_ptr<RequestHandle> h);
   ~Job();
@@ -100,15 +102,28 @@ struct Server::Impl {
   }
 
   void setup();
-  void send_error(httplib::Response& res, const ApiError& e) const;
+  void send_error(httplib::Response& res, const ApiError& e, Protocol protocol = Protocol::OpenAI) const;
   void check_auth(const httplib::Request& req) const;
-  httplib::Server::Handler guarded(bool auth, std::function<void(const httplib::Request&, httplib::Response&)> f);
+  httplib::Server::Handler guarded(bool auth, std::function<void(const httplib::Request&, httplib::Response&)> f,
+                                   Protocol protocol = Protocol::OpenAI);
 
+  // Validates, builds the prompt and queues a generation (throws ApiError).
+  std::shared_ptr<Job> start(const httplib::Request& req, ApiRequest api);
+  std::vector<int32_t> prompt_ids(const ApiRequest& api);  // within the context, else a 400
+  void check_finished(const GenerationStream& g) const;    // a failed or cancelled generation as an ApiError
+  std::optional<ApiError> stream_failure(const GenerationStream& g) const;  // what to tell a stream, if anything
+
+  // OpenAI chat and completions (server_generation.cpp).
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep);
   void respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res);
   void respond_stream(const std::shared_ptr<Job>& job, httplib::Response& res);
   void remember_reply(const Job& job);
-  ojson chunk(Job& job, const Piece* piece, const std::string* finish_reason, bool first);
+  ojson chunk(Job& job, ojson delta, const std::vector<TokenLogprob>* lps, const std::string* finish_reason);
+
+  // Anthropic Messages (server_anthropic.cpp).
+  void anthropic_messages(const httplib::Request& req, httplib::Response& res);
+  void anthropic_count_tokens(const httplib::Request& req, httplib::Response& res);
+  ojson message_object(const Job& job) const;
   ojson usage(const GenerationStream& g) const;
   ojson chat_logprobs(const std::vector<TokenLogprob>& lps) const;
   ojson completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const;
