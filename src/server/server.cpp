@@ -32,6 +32,9 @@ const Route kRoutes[] = {
     {"POST", "/v1/chat/completions", "/v1/chat/completions", "chat completion (OpenAI), streaming with \"stream\": true", true},
     {"POST", "/v1/completions", "/v1/completions", "text completion of a raw prompt (OpenAI legacy)", true},
     {"POST", "/v1/messages", "/v1/messages", "Anthropic Messages, streaming with \"stream\": true", true},
+    {"POST", "/v1/responses", "/v1/responses", "OpenAI Responses, streaming with \"stream\": true", true},
+    {"GET", "/v1/responses/([^/]+)", "/v1/responses/{id}", "a stored response", true},
+    {"DELETE", "/v1/responses/([^/]+)", "/v1/responses/{id}", "delete a stored response", true},
     {"POST", "/v1/messages/count_tokens", "/v1/messages/count_tokens", "the prompt tokens of a Messages request", true},
     {"GET", "/stats", "/stats", "server, model, queue, memory and generation counters (JSON)", true},
     {"GET", "/metrics", "/metrics", "the same counters in Prometheus text format", true},
@@ -217,6 +220,15 @@ void Server::Impl::setup() {
   http.Post("/v1/completions", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
               generate(req, res, Endpoint::Completion);
             }));
+  http.Post("/v1/responses", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+              responses_create(req, res);
+            }));
+  http.Get("/v1/responses/([^/]+)", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+             responses_get(req, res);
+           }));
+  http.Delete("/v1/responses/([^/]+)", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+                responses_delete(req, res);
+              }));
   http.Post("/v1/messages", guarded(
                                 true, [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res); },
                                 Protocol::Anthropic));

@@ -25,7 +25,9 @@
 #include "server/generated_history.h"
 #include "server/generation.h"
 #include "server/metrics.h"
+#include "server/json_fields.h"
 #include "server/openai_request.h"
+#include "server/response_store.h"
 #include "server/server.h"
 
 namespace hearth::server {
@@ -78,6 +80,7 @@ struct Server::Impl {
   ConnectionWatch watch;
   ServerMetrics metrics;
   GeneratedHistory history;  // the ids behind assistant replies this server generated
+  mutable ResponseStore responses;  // the Responses API's stored responses (stats() expires old ones)
   Clock::time_point started = Clock::now();
   std::time_t started_unix = unix_now();
   int port = 0;
@@ -90,7 +93,12 @@ struct Server::Impl {
   std::set<std::shared_ptr<RequestHandle>> in_flight;
 
   Impl(Engine& e, const text::Tokenizer& t, const PromptBuilder& p, ServedModel m, ServerOptions o)
-      : engine(e), tok(t), prompts(p), model(std::move(m)), opt(std::move(o)) {
+      : engine(e),
+        tok(t),
+        prompts(p),
+        model(std::move(m)),
+        opt(std::move(o)),
+        responses(opt.response_store_bytes, std::chrono::milliseconds(int64_t(opt.response_ttl_seconds * 1000))) {
     if (auto ids = tok.encode("a", false); !ids.empty()) {
       anchor = ids.back();
       anchor_text = tok.decode(std::span<const int32_t>(&anchor, 1));
@@ -124,6 +132,18 @@ struct Server::Impl {
   void anthropic_messages(const httplib::Request& req, httplib::Response& res);
   void anthropic_count_tokens(const httplib::Request& req, httplib::Response& res);
   ojson message_object(const Job& job) const;
+
+  // OpenAI Responses (server_responses.cpp).
+  struct ResponseContext {
+    std::string previous;  // previous_response_id
+    bool store = true;
+    ojson echo;            // request fields the response object repeats
+    ojson conversation;    // input messages so far, the reply appended once done
+  };
+  void responses_create(const httplib::Request& req, httplib::Response& res);
+  void responses_get(const httplib::Request& req, httplib::Response& res);
+  void responses_delete(const httplib::Request& req, httplib::Response& res);
+  ojson response_object(const Job& job, const ResponseContext& ctx, const char* status) const;
   ojson usage(const GenerationStream& g) const;
   ojson chat_logprobs(const std::vector<TokenLogprob>& lps) const;
   ojson completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const;
