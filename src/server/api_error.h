@@ -2,6 +2,7 @@
 // handler answers it in the shape of the route's protocol:
 //   OpenAI:    {"error": {"message": ..., "type": ..., "param": ..., "code": ...}}
 //   Anthropic: {"type": "error", "error": {"type": ..., "message": ...}}
+//   Ollama:    {"error": "..."}
 #pragma once
 
 #include <stdexcept>
@@ -11,7 +12,7 @@
 
 namespace hearth::server {
 
-enum class Protocol { OpenAI, Anthropic };
+enum class Protocol { OpenAI, Anthropic, Ollama };
 
 struct ApiError : std::runtime_error {
   int status;
@@ -26,6 +27,7 @@ struct ApiError : std::runtime_error {
         code(std::move(code)) {}
 
   nlohmann::ordered_json body(Protocol protocol = Protocol::OpenAI) const {
+    if (protocol == Protocol::Ollama) return {{"error", what()}};
     if (protocol == Protocol::Anthropic) return {{"type", "error"}, {"error", {{"type", anthropic_type()}, {"message", what()}}}};
     auto opt = [](const std::string& s) { return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s); };
     return {{"error", {{"message", what()}, {"type", type}, {"param", opt(param)}, {"code", opt(code)}}}};

@@ -18,6 +18,11 @@ PromptBuilder::PromptBuilder(const std::filesystem::path& model_dir, const text:
   }
 }
 
+const std::string& PromptBuilder::template_source() const {
+  static const std::string none;
+  return chat_ ? chat_->source() : none;
+}
+
 std::string PromptBuilder::render_chat(const ApiRequest& r) const {
   if (!chat_)
     throw ApiError(400, "this model has no chat template (" + template_error_ + "); use /v1/completions",

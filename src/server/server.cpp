@@ -36,6 +36,12 @@ const Route kRoutes[] = {
     {"GET", "/v1/responses/([^/]+)", "/v1/responses/{id}", "a stored response", true},
     {"DELETE", "/v1/responses/([^/]+)", "/v1/responses/{id}", "delete a stored response", true},
     {"POST", "/v1/messages/count_tokens", "/v1/messages/count_tokens", "the prompt tokens of a Messages request", true},
+    {"POST", "/api/chat", "/api/chat", "Ollama chat (NDJSON stream unless \"stream\": false)", true},
+    {"POST", "/api/generate", "/api/generate", "Ollama generate", true},
+    {"GET", "/api/tags", "/api/tags", "Ollama: the served model", true},
+    {"GET", "/api/ps", "/api/ps", "Ollama: the loaded model", true},
+    {"POST", "/api/show", "/api/show", "Ollama: the model's details and template", true},
+    {"GET", "/api/version", "/api/version", "Ollama: the server's version", true},
     {"GET", "/stats", "/stats", "server, model, queue, memory and generation counters (JSON)", true},
     {"GET", "/metrics", "/metrics", "the same counters in Prometheus text format", true},
     {"POST", "/admin/cache/session/close", "/admin/cache/session/close",
@@ -55,7 +61,9 @@ const std::vector<std::regex>& route_patterns() {
 
 // Anthropic's routes answer errors in Anthropic's shape.
 Protocol protocol_of(const std::string& path) {
-  return path.rfind("/v1/messages", 0) == 0 ? Protocol::Anthropic : Protocol::OpenAI;
+  if (path.rfind("/v1/messages", 0) == 0) return Protocol::Anthropic;
+  if (path.rfind("/api/", 0) == 0) return Protocol::Ollama;
+  return Protocol::OpenAI;
 }
 
 // RFC 3339, as Anthropic writes times.
@@ -236,6 +244,25 @@ void Server::Impl::setup() {
             guarded(
                 true, [this](const httplib::Request& req, httplib::Response& res) { anthropic_count_tokens(req, res); },
                 Protocol::Anthropic));
+  auto ollama = [this](auto f) {
+    return guarded(true, [this, f](const httplib::Request& req, httplib::Response& res) { f(req, res); }, Protocol::Ollama);
+  };
+  http.Post("/api/chat", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_generate(req, res, true); }));
+  http.Post("/api/generate",
+            ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_generate(req, res, false); }));
+  http.Post("/api/show", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_show(req, res); }));
+  http.Get("/api/tags", ollama([this](const httplib::Request&, httplib::Response& res) {
+             res.set_content(dump(ojson{{"models", {ollama_model()}}}), "application/json");
+           }));
+  http.Get("/api/ps", ollama([this](const httplib::Request&, httplib::Response& res) {
+             ojson m = ollama_model();
+             m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded for as long as the server runs
+             m["size_vram"] = 0;
+             res.set_content(dump(ojson{{"models", {m}}}), "application/json");
+           }));
+  http.Get("/api/version", ollama([](const httplib::Request&, httplib::Response& res) {
+             res.set_content(dump(ojson{{"version", kVersion}}), "application/json");
+           }));
   http.Get("/stats", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
              res.set_content(dump(stats()), "application/json");
            }));

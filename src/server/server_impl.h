@@ -144,6 +144,11 @@ struct Server::Impl {
   void responses_get(const httplib::Request& req, httplib::Response& res);
   void responses_delete(const httplib::Request& req, httplib::Response& res);
   ojson response_object(const Job& job, const ResponseContext& ctx, const char* status) const;
+
+  // Ollama (server_ollama.cpp).
+  void ollama_generate(const httplib::Request& req, httplib::Response& res, bool chat);
+  void ollama_show(const httplib::Request& req, httplib::Response& res);
+  ojson ollama_model() const;
   ojson usage(const GenerationStream& g) const;
   ojson chat_logprobs(const std::vector<TokenLogprob>& lps) const;
   ojson completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const;
