@@ -18,12 +18,6 @@ const std::string& block_type(const json& block, const std::string& where) {
   return type->get_ref<const std::string&>();
 }
 
-const std::string& text_of(const json& block, const char* key, const std::string& where) {
-  const json* t = field(block, key);
-  if (!t || !t->is_string()) throw bad_request(where + "." + key, "'" + where + "." + key + "' must be a string");
-  return t->get_ref<const std::string&>();
-}
-
 // A string, or text blocks joined (system prompts, tool results).
 std::string text_content(const json& content, const std::string& where) {
   if (content.is_string()) return content.get<std::string>();
@@ -33,7 +27,7 @@ std::string text_content(const json& content, const std::string& where) {
     const std::string w = at(where, i);
     const std::string& type = block_type(content[i], w);
     if (type != "text") throw bad_request(w + ".type", "only text blocks are supported here, not " + quote(json(type)));
-    text += text_of(content[i], "text", w);
+    text += required_string(content[i], "text", w);
   }
   return text;
 }
@@ -64,19 +58,19 @@ void convert_message(const json& m, size_t index, json& out) {
     const std::string w = at(where + ".content", i);
     const std::string& type = block_type(b, w);
     if (type == "text") {
-      text += text_of(b, "text", w);
+      text += required_string(b, "text", w);
     } else if (type == "tool_use" && assistant) {
       const json* input = field(b, "input");
       if (input && !input->is_object()) wrong_type(w + ".input", "an object", *input);
-      calls.push_back({{"id", text_of(b, "id", w)},
+      calls.push_back({{"id", required_string(b, "id", w)},
                        {"type", "function"},
-                       {"function", {{"name", text_of(b, "name", w)}, {"arguments", input ? *input : json::object()}}}});
+                       {"function", {{"name", required_string(b, "name", w)}, {"arguments", input ? *input : json::object()}}}});
     } else if (type == "tool_result" && !assistant) {
-      json result = {{"role", "tool"}, {"tool_call_id", text_of(b, "tool_use_id", w)}, {"content", ""}};
+      json result = {{"role", "tool"}, {"tool_call_id", required_string(b, "tool_use_id", w)}, {"content", ""}};
       if (const json* c = field(b, "content")) result["content"] = text_content(*c, w + ".content");
       out.push_back(std::move(result));
     } else if (type == "thinking" && assistant) {
-      reasoning += text_of(b, "thinking", w);
+      reasoning += required_string(b, "thinking", w);
     } else if (type == "redacted_thinking" && assistant) {
       // Encrypted by another server: nothing here can read it.
     } else {
@@ -104,7 +98,7 @@ json convert_tools(const json& tools) {
     if (!t.is_object()) wrong_type(w, "an object", t);
     if (const json* type = field(t, "type"); type && *type != "custom")
       throw bad_request(w + ".type", "server tools (" + quote(*type) + ") are not supported; only client tools");
-    const std::string& name = text_of(t, "name", w);
+    const std::string& name = required_string(t, "name", w);
     if (name.empty()) throw bad_request(w + ".name", "'" + w + ".name' must not be empty");
     const json* schema = field(t, "input_schema");
     if (!schema || !schema->is_object())
@@ -130,16 +124,10 @@ ToolChoice convert_tool_choice(const json& body, const json& tools) {
   if (*type == "auto") c.mode = ToolChoice::Mode::Auto;
   else if (*type == "any") c.mode = ToolChoice::Mode::Required;
   else if (*type == "none") c.mode = ToolChoice::Mode::None;
-  else if (*type == "tool") c.mode = ToolChoice::Mode::Named, c.name = text_of(*v, "name", "tool_choice");
+  else if (*type == "tool") c.mode = ToolChoice::Mode::Named, c.name = required_string(*v, "name", "tool_choice");
   else throw bad_request("tool_choice.type", "'tool_choice.type' must be auto, any, tool or none");
   c.parallel = !boolean(*v, "disable_parallel_tool_use").value_or(false);
-  if (c.mode == ToolChoice::Mode::Required || c.mode == ToolChoice::Mode::Named) {
-    if (!tools.is_array() || tools.empty())
-      throw bad_request("tool_choice", "'tool_choice' asks for a tool call, but the request has no 'tools'");
-    if (c.mode == ToolChoice::Mode::Named &&
-        std::none_of(tools.begin(), tools.end(), [&](const json& t) { return t["function"]["name"] == c.name; }))
-      throw bad_request("tool_choice.name", "'tool_choice' names " + quote(json(c.name)) + ", which is not in 'tools'");
-  }
+  check_tool_choice(c, tools, c.mode == ToolChoice::Mode::Named ? "tool_choice.name" : "tool_choice");
   return c;
 }
 

@@ -77,6 +77,13 @@ std::optional<std::string> string(const json& body, const char* name) {
   return v->get<std::string>();
 }
 
+const std::string& required_string(const json& obj, const char* key, const std::string& where) {
+  const json* v = field(obj, key);
+  const std::string name = where + "." + key;
+  if (!v || !v->is_string()) throw bad_request(name, "'" + name + "' must be a string");
+  return v->get_ref<const std::string&>();
+}
+
 std::string quote(const json& v, size_t max_bytes) {
   if (v.is_structured()) return v.is_array() ? "an array" : "an object";
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);

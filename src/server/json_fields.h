@@ -23,6 +23,8 @@ std::optional<double> number(const json& body, const char* name, double lo, doub
 std::optional<int64_t> integer(const json& body, const char* name, int64_t lo, int64_t hi);
 std::optional<bool> boolean(const json& body, const char* name);
 std::optional<std::string> string(const json& body, const char* name);
+// A string that must be there: obj[key], named `where.key` in the error.
+const std::string& required_string(const json& obj, const char* key, const std::string& where);
 
 // A bounded, single-line rendering of a client value for error messages:
 // never a recursive dump of whatever the client sent.

@@ -240,14 +240,17 @@ ToolChoice parse_tool_choice(const json& body, const json& tools) {
   } else {
     wrong_type("tool_choice", "a string or an object", *v);
   }
-  if (c.mode == ToolChoice::Mode::Required || c.mode == ToolChoice::Mode::Named) {
-    if (!tools.is_array() || tools.empty())
-      throw bad_request("tool_choice", "'tool_choice' asks for a tool call, but the request has no 'tools'");
-    if (c.mode == ToolChoice::Mode::Named &&
-        std::none_of(tools.begin(), tools.end(), [&](const json& t) { return t["function"]["name"] == c.name; }))
-      throw bad_request("tool_choice", "'tool_choice' names " + quote(json(c.name)) + ", which is not in 'tools'");
-  }
+  check_tool_choice(c, tools, "tool_choice");
   return c;
+}
+
+void check_tool_choice(const ToolChoice& c, const json& tools, const std::string& param) {
+  if (c.mode != ToolChoice::Mode::Required && c.mode != ToolChoice::Mode::Named) return;
+  if (!tools.is_array() || tools.empty())
+    throw bad_request(param, "'tool_choice' asks for a tool call, but the request has no 'tools'");
+  if (c.mode == ToolChoice::Mode::Named &&
+      std::none_of(tools.begin(), tools.end(), [&](const json& t) { return t["function"]["name"] == c.name; }))
+    throw bad_request(param, "'tool_choice' names " + quote(json(c.name)) + ", which is not in 'tools'");
 }
 
 void set_reasoning_effort(const std::string& effort, const std::string& where, ApiRequest& r) {

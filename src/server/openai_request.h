@@ -77,6 +77,8 @@ nlohmann::ordered_json arguments_object(const nlohmann::ordered_json& arguments)
 void check_function_tools(const nlohmann::ordered_json& tools, const std::string& where);
 // tool_choice and parallel_tool_calls; naming a tool that is not offered is a 400.
 ToolChoice parse_tool_choice(const nlohmann::ordered_json& body, const nlohmann::ordered_json& tools);
+// A choice that asks for a call needs tools, and a named one a tool of that name.
+void check_tool_choice(const ToolChoice& choice, const nlohmann::ordered_json& tools, const std::string& param);
 // reasoning_effort (none ... xhigh) for the template, and enable_thinking
 // unless the request set it.
 void set_reasoning_effort(const std::string& effort, const std::string& where, ApiRequest& r);

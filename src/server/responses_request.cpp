@@ -9,12 +9,6 @@ namespace {
 
 std::string at(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
 
-const std::string& string_at(const json& obj, const char* key, const std::string& where) {
-  const json* v = field(obj, key);
-  if (!v || !v->is_string()) throw bad_request(where + "." + key, "'" + where + "." + key + "' must be a string");
-  return v->get_ref<const std::string&>();
-}
-
 // Message content: a string, or input_text / output_text parts joined.
 std::string content_text(const json& content, const std::string& where) {
   if (content.is_string()) return content.get<std::string>();
@@ -24,9 +18,9 @@ std::string content_text(const json& content, const std::string& where) {
     const std::string w = at(where, i);
     const json& part = content[i];
     if (!part.is_object()) wrong_type(w, "an object", part);
-    const std::string& type = string_at(part, "type", w);
-    if (type == "input_text" || type == "output_text" || type == "text") text += string_at(part, "text", w);
-    else if (type == "refusal") text += string_at(part, "refusal", w);
+    const std::string& type = required_string(part, "type", w);
+    if (type == "input_text" || type == "output_text" || type == "text") text += required_string(part, "text", w);
+    else if (type == "refusal") text += required_string(part, "refusal", w);
     else throw bad_request(w + ".type", "content parts of type " + quote(json(type)) + " are not supported by this model");
   }
   return text;
@@ -55,7 +49,7 @@ void convert_input(const json& input, json& messages) {
     if (type_v && !type_v->is_string()) wrong_type(w + ".type", "a string", *type_v);
     const std::string type = type_v ? type_v->get<std::string>() : "message";
     if (type == "message") {
-      const std::string& role = string_at(item, "role", w);
+      const std::string& role = required_string(item, "role", w);
       if (role != "user" && role != "assistant" && role != "system" && role != "developer")
         throw bad_request(w + ".role", "'" + w + ".role' must be user, assistant, system or developer");
       const json* content = field(item, "content");
@@ -67,19 +61,19 @@ void convert_input(const json& input, json& messages) {
       json& turn = assistant_turn(messages);
       if (!reasoning.empty()) turn["reasoning_content"] = std::exchange(reasoning, {});
       turn["tool_calls"].push_back(
-          {{"id", string_at(item, "call_id", w)},
+          {{"id", required_string(item, "call_id", w)},
            {"type", "function"},
-           {"function", {{"name", string_at(item, "name", w)}, {"arguments", arguments_object(json(string_at(item, "arguments", w)))}}}});
+           {"function", {{"name", required_string(item, "name", w)}, {"arguments", arguments_object(json(required_string(item, "arguments", w)))}}}});
     } else if (type == "function_call_output") {
       const json* output = field(item, "output");
       if (!output) throw bad_request(w + ".output", "'" + w + ".output' is required");
       messages.push_back(
-          {{"role", "tool"}, {"tool_call_id", string_at(item, "call_id", w)}, {"content", content_text(*output, w + ".output")}});
+          {{"role", "tool"}, {"tool_call_id", required_string(item, "call_id", w)}, {"content", content_text(*output, w + ".output")}});
     } else if (type == "reasoning") {
       for (const char* key : {"content", "summary"})
         if (const json* parts = field(item, key)) {
           if (!parts->is_array()) wrong_type(w + "." + key, "an array", *parts);
-          for (size_t p = 0; p < parts->size(); ++p) reasoning += string_at((*parts)[p], "text", at(w + "." + key, p));
+          for (size_t p = 0; p < parts->size(); ++p) reasoning += required_string((*parts)[p], "text", at(w + "." + key, p));
           if (!parts->empty()) break;  // the full reasoning when present, else its summary
         }
     } else {
@@ -96,10 +90,10 @@ json convert_tools(const json& tools) {
     const std::string w = at("tools", i);
     const json& t = tools[i];
     if (!t.is_object()) wrong_type(w, "an object", t);
-    const std::string& type = string_at(t, "type", w);
+    const std::string& type = required_string(t, "type", w);
     if (type != "function")
       throw bad_request(w + ".type", "tools of type " + quote(json(type)) + " are not supported; only 'function'");
-    json fn = {{"name", string_at(t, "name", w)}};
+    json fn = {{"name", required_string(t, "name", w)}};
     if (const json* d = field(t, "description")) fn["description"] = *d;
     if (const json* p = field(t, "parameters")) fn["parameters"] = *p;
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
