@@ -1,0 +1,62 @@
+// The tool-call markup of each format, as data for OutputParser: the texts
+// that open a tool-call section, where the section ends, and how its body
+// becomes calls. Internal to text/tools.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "text/tools/output_parser.h"
+
+namespace hearth::text::tools {
+
+using Calls = std::vector<ToolCall>;
+// A section's body (between its opener and its closer) → its calls;
+// nullopt when it is not valid markup (the section is then content).
+using BodyParser = std::optional<Calls> (*)(std::string_view body);
+
+struct Section {
+  std::string open{};
+  // Where the body ends: at this text (consumed with the section); empty: at
+  // the end of the first complete JSON value in the body (formats with no
+  // closing marker, whose calls end with the JSON).
+  std::string close{};
+  BodyParser parse = nullptr;
+  // Opens only where nothing but whitespace precedes it since the output
+  // began or the last markup (Llama 3's bare "{", which is otherwise prose).
+  bool start_only = false;
+  // The opener is the body's first text, not markup around it ("{").
+  bool open_in_body = false;
+  // Characters besides whitespace dropped after the section (the ";" that
+  // separates Llama 3's calls).
+  std::string separators{};
+};
+
+// The sections that open a tool call in this format's output (empty for None).
+const std::vector<Section>& sections_of(ToolCallFormat format);
+
+// Where a body with no closing marker ends: after the first complete JSON
+// value, which starts at the first non-space character if that is '{' or
+// '[', else at the first '{' (Mistral's NAME[ARGS]{..}). npos: not complete yet.
+size_t json_body_end(std::string_view text);
+
+// Body parsers (tool_call_bodies.cpp, pythonic_calls.cpp).
+// A JSON object or array of objects: name in "name" or "tool_name" (or an
+// OpenAI-shaped "function" object), arguments in "arguments" or
+// "parameters" (an object, or a string holding one), id in "id" or "tool_call_id".
+std::optional<Calls> parse_json_calls(std::string_view body);
+std::optional<Calls> parse_qwen3_coder(std::string_view body);
+std::optional<Calls> parse_mistral(std::string_view body);
+std::optional<Calls> parse_deepseek(std::string_view body);
+std::optional<Calls> parse_functionary(std::string_view body);
+std::optional<Calls> parse_pythonic(std::string_view body);
+
+// A JSON arguments object in Python call syntax (for rendering Gemma calls).
+std::string python_keyword_arguments(std::string_view arguments_json);
+
+std::string_view trim(std::string_view s);
+bool is_space(char c);
+
+}  // namespace hearth::text::tools
