@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "text/chat.h"
 #include "text/tools/output_parser.h"
 
@@ -173,6 +175,27 @@ TEST(ToolCalls, Qwen3CoderXmlParameters) {
                     "T:ping {}"}));
   EXPECT_EQ(parse(kQwen3Coder, "<tool_call>\n{\"name\": \"f\"}\n</tool_call>"),
             (Events{"C:<tool_call>\n{\"name\": \"f\"}\n</tool_call>"}));
+}
+
+TEST(ToolCalls, Qwen3CoderValuesTypedByTheToolSchema) {
+  auto tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {
+      "type": "object", "properties": {"zip": {"type": "string"}, "n": {"type": "integer"}, "x": {"type": "number"},
+      "ok": {"type": "boolean"}, "o": {"type": "object"}, "maybe": {"type": ["integer", "null"]},
+      "bad": {"type": "integer"}}}}}])");
+  std::string text = "<tool_call>\n<function=f>\n<parameter=zip>\n123\n</parameter>\n<parameter=n>\n7\n</parameter>\n"
+                     "<parameter=x>\n2.5\n</parameter>\n<parameter=ok>\nTrue\n</parameter>\n"
+                     "<parameter=o>\n{\"a\": [1]}\n</parameter>\n<parameter=maybe>\nnull\n</parameter>\n"
+                     "<parameter=bad>\nmany\n</parameter>\n<parameter=extra>\n5\n</parameter>\n</function>\n</tool_call>";
+  OutputParser p(kQwen3Coder, true, false, &tools);
+  std::vector<OutputEvent> ev;
+  p.feed(text, ev);
+  p.finish(ev);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].call.arguments,
+            R"({"zip":"123","n":7,"x":2.5,"ok":true,"o":{"a":[1]},"maybe":null,"bad":"many","extra":"5"})");
+  // Without the schema: JSON where it parses.
+  EXPECT_EQ(parse(kQwen3Coder, text),
+            (Events{R"(T:f {"zip":123,"n":7,"x":2.5,"ok":"True","o":{"a":[1]},"maybe":null,"bad":"many","extra":5})"}));
 }
 
 // --- Llama 3.x ---

@@ -90,7 +90,7 @@ const std::vector<Section>& sections_of(ToolCallFormat format) {
   static const std::vector<Section> none;
   static const std::vector<Section> hermes{{.open = "<tool_call>", .close = "</tool_call>", .parse = parse_json_calls}};
   static const std::vector<Section> qwen3_coder{
-      {.open = "<tool_call>", .close = "</tool_call>", .parse = parse_qwen3_coder}};
+      {.open = "<tool_call>", .close = "</tool_call>", .parse = parse_qwen3_coder, .text_arguments = true}};
   // vLLM's llama3_json and llama.cpp both take a JSON call at the start of
   // the output, or after <|python_tag|>; ";" separates several.
   static const std::vector<Section> llama3{

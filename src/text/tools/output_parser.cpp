@@ -15,6 +15,8 @@
 // clients render both the same.
 #include "text/tools/output_parser.h"
 
+#include <nlohmann/json.hpp>
+
 #include "text/tools/tool_syntax.h"
 
 namespace hearth::text {
@@ -50,6 +52,7 @@ struct OutputParser::State {
 
   OutputFormat format;
   const std::vector<Section>* sections;
+  const nlohmann::ordered_json* tools;  // the request's, for typing text arguments; may be null
   Mode mode;
   std::string buf;               // input not handled yet
   std::string held_space;        // whitespace ending the content or reasoning so far
@@ -188,7 +191,10 @@ struct OutputParser::State {
       return true;
     }
     buf.erase(0, end);
-    for (ToolCall& call : *calls) out.push_back({OutputEvent::Kind::ToolCall, "", std::move(call)});
+    for (ToolCall& call : *calls) {
+      if (section->text_arguments) call.arguments = tools::type_text_arguments(call.arguments, tools, call.name);
+      out.push_back({OutputEvent::Kind::ToolCall, "", std::move(call)});
+    }
     after_markup(std::string(kSpaces) + section->separators);
     section = nullptr;
     section_prefix.clear();
@@ -208,9 +214,11 @@ struct OutputParser::State {
   }
 };
 
-OutputParser::OutputParser(OutputFormat format, bool tools_enabled, bool in_reasoning)
+OutputParser::OutputParser(OutputFormat format, bool tools_enabled, bool in_reasoning,
+                           const nlohmann::ordered_json* tools)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
+  s.tools = tools;
   s.sections = &tools::sections_of(tools_enabled ? format.tool_calls : ToolCallFormat::None);
   bool reasoning = in_reasoning && !format.think_close.empty();
   s.format = std::move(format);

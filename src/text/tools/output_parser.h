@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace hearth::text {
 
 enum class ToolCallFormat {
@@ -73,8 +75,13 @@ class OutputParser {
   // tools_enabled: the request offered tools (otherwise tool markup is plain
   // content). in_reasoning: the rendered prompt already opened a reasoning
   // block (see prompt_opens_reasoning), so output starts as reasoning and a
-  // bare think_close ends it.
-  OutputParser(OutputFormat format, bool tools_enabled, bool in_reasoning);
+  // bare think_close ends it. tools: the request's tools (OpenAI shape), if
+  // any; Qwen3-Coder writes argument values as bare text, and their JSON
+  // types come from the tool's parameter schema (as vLLM's qwen3_coder
+  // parser does), else a value is JSON if it parses as JSON, else a string.
+  // Kept by pointer: it must outlive the parser.
+  OutputParser(OutputFormat format, bool tools_enabled, bool in_reasoning,
+               const nlohmann::ordered_json* tools = nullptr);
   ~OutputParser();
   OutputParser(OutputParser&&) noexcept;
   OutputParser& operator=(OutputParser&&) noexcept;

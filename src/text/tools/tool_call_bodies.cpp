@@ -125,9 +125,9 @@ std::optional<Calls> parse_json_calls(std::string_view body) {
 
 // <function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...</function>, as
 // Qwen3-Coder's template prints it. One newline around a value is markup
-// (vLLM's qwen3coder parser strips it); a value that parses as JSON becomes
-// that JSON (numbers, booleans, null, objects, arrays), else a string. A
-// missing </parameter> ends at the next parameter or </function>, as in vLLM.
+// (vLLM's qwen3coder parser strips it); values stay text here
+// (type_text_arguments types them). A missing </parameter> ends at the next
+// parameter or </function>, as in vLLM.
 std::optional<Calls> parse_qwen3_coder(std::string_view body) {
   std::string_view s = trim(body);
   if (!starts_with(s, "<function=")) return std::nullopt;
@@ -153,12 +153,63 @@ std::optional<Calls> parse_qwen3_coder(std::string_view body) {
     if (starts_with(s, "</parameter>")) s.remove_prefix(12);
     if (starts_with(value, "\n")) value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-    auto parsed = parse_json(value);
-    args[key] = parsed ? *parsed : json(std::string(value));
+    args[key] = std::string(value);
   }
   auto call = named_call(name, args.dump());
   if (!call) return std::nullopt;
   return Calls{*call};
+}
+
+namespace {
+
+// The parameter schemas of the tool `name`; null if tools does not declare it.
+const json* parameter_schemas(const json* tools, const std::string& name) {
+  if (!tools || !tools->is_array()) return nullptr;
+  for (const json& tool : *tools) {
+    const json& f = tool.contains("function") ? tool["function"] : tool;
+    if (f.is_object() && f.value("name", "") == name) {
+      if (f.contains("parameters") && f["parameters"].contains("properties")) return &f["parameters"]["properties"];
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+bool has_type(const json& types, std::string_view t) {
+  if (types.is_string()) return types.get_ref<const std::string&>() == t;
+  if (types.is_array())
+    for (const json& x : types)
+      if (x.is_string() && x.get_ref<const std::string&>() == t) return true;
+  return false;
+}
+
+json typed_value(const std::string& text, const json* schema, bool schema_known) {
+  if (!schema_known) return parse_json(text).value_or(json(text));
+  if (!schema || !schema->is_object()) return text;  // undeclared parameter: vLLM keeps the text
+  const json types = schema->value("type", json());
+  if (has_type(types, "null") && (text == "null" || text == "None")) return nullptr;
+  if (has_type(types, "string")) return text;
+  auto parsed = parse_json(text);
+  if (!parsed && has_type(types, "boolean") && (text == "True" || text == "False")) return text == "True";
+  if (!parsed) return text;
+  if (types.is_null() || (has_type(types, "integer") && parsed->is_number_integer()) ||
+      (has_type(types, "number") && parsed->is_number()) || (has_type(types, "boolean") && parsed->is_boolean()) ||
+      (has_type(types, "object") && parsed->is_object()) || (has_type(types, "array") && parsed->is_array()))
+    return *parsed;
+  return text;
+}
+
+}  // namespace
+
+std::string type_text_arguments(const std::string& arguments, const json* tools, const std::string& name) {
+  json args = json::parse(arguments);
+  const json* schemas = parameter_schemas(tools, name);
+  json out = json::object();
+  for (const auto& [key, value] : args.items()) {
+    const json* schema = schemas && schemas->contains(key) ? &(*schemas)[key] : nullptr;
+    out[key] = typed_value(value.get<std::string>(), schema, schemas != nullptr);
+  }
+  return out.dump();
 }
 
 // After [TOOL_CALLS]: a JSON array of calls (Mistral Nemo, tokenizer v3),

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "text/tools/output_parser.h"
 
 namespace hearth::text::tools {
@@ -32,6 +34,9 @@ struct Section {
   // Characters besides whitespace dropped after the section (the ";" that
   // separates Llama 3's calls).
   std::string separators{};
+  // The body parser gives every argument value as the text the model wrote
+  // (a JSON string); type_text_arguments gives them their JSON types.
+  bool text_arguments = false;
 };
 
 // The sections that open a tool call in this format's output (empty for None).
@@ -52,6 +57,15 @@ std::optional<Calls> parse_mistral(std::string_view body);
 std::optional<Calls> parse_deepseek(std::string_view body);
 std::optional<Calls> parse_functionary(std::string_view body);
 std::optional<Calls> parse_pythonic(std::string_view body);
+
+// Arguments whose values are all strings (Qwen3-Coder's XML) → typed by
+// the parameter schema of the tool `name` in tools (OpenAI shape): "string"
+// stays text; integer/number/boolean/object/array become JSON where the
+// text parses as that type; a "null" type takes null; a parameter the
+// schema does not declare stays text (all as vLLM's qwen3_coder parser).
+// With no schema for the tool, a value that parses as JSON becomes it.
+std::string type_text_arguments(const std::string& arguments, const nlohmann::ordered_json* tools,
+                                const std::string& name);
 
 // A JSON arguments object in Python call syntax (for rendering Gemma calls).
 std::string python_keyword_arguments(std::string_view arguments_json);
