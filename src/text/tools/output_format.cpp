@@ -97,8 +97,14 @@ const std::vector<Section>& sections_of(ToolCallFormat format) {
       {.open = "<|python_tag|>", .parse = parse_json_calls, .separators = ";"},
       {.open = "{", .parse = parse_json_calls, .start_only = true, .open_in_body = true, .separators = ";"}};
   static const std::vector<Section> mistral{{.open = "[TOOL_CALLS]", .parse = parse_mistral}};
-  static const std::vector<Section> deepseek{
-      {.open = "<｜tool▁calls▁begin｜>", .close = "<｜tool▁calls▁end｜>", .parse = parse_deepseek}};
+  // The misspelt openers R1 distills write too, as llama.cpp accepts them.
+  static const std::vector<Section> deepseek = [] {
+    std::vector<Section> v;
+    for (const char* open : {"<｜tool▁calls▁begin｜>", "<｜tool_calls_begin｜>", "<｜tool calls begin｜>",
+                             "<｜tool\\_calls\\_begin｜>", "<｜tool▁calls｜>"})
+      v.push_back({.open = open, .close = "<｜tool▁calls▁end｜>", .close_optional_at_end = true, .parse = parse_deepseek});
+    return v;
+  }();
   // The template prints " functools[" after content; the space is whitespace before markup.
   static const std::vector<Section> firefunction{{.open = "functools", .parse = parse_json_calls}};
   static const std::vector<Section> functionary{

@@ -179,6 +179,7 @@ struct OutputParser::State {
       body_end = end = tools::json_body_end(buf);
     }
     if (end == std::string::npos && !final) return false;
+    if (end == std::string::npos && section->close_optional_at_end) body_end = end = buf.size();
     std::optional<tools::Calls> calls;
     if (end != std::string::npos) calls = section->parse(std::string_view(buf).substr(0, body_end));
     else end = buf.size();  // never closed: all of it is content

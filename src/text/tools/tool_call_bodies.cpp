@@ -235,14 +235,14 @@ std::optional<Calls> parse_mistral(std::string_view body) {
 // Between <｜tool▁calls▁begin｜> and <｜tool▁calls▁end｜>, calls of
 // DeepSeek-R1 / V3: <｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{..}\n```<｜tool▁call▁end｜>
 // or of V3.1: <｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{..}<｜tool▁call▁end｜>.
+// <｜tool▁call▁begin｜> may be missing, as llama.cpp allows (R1 distills drop it).
 std::optional<Calls> parse_deepseek(std::string_view body) {
   static constexpr std::string_view kBegin = "<｜tool▁call▁begin｜>", kEnd = "<｜tool▁call▁end｜>",
                                     kSep = "<｜tool▁sep｜>";
   Calls calls;
   std::string_view s = trim(body);
   while (!s.empty()) {
-    if (!starts_with(s, kBegin)) return std::nullopt;
-    s.remove_prefix(kBegin.size());
+    if (starts_with(s, kBegin)) s.remove_prefix(kBegin.size());
     size_t end = s.find(kEnd), sep = s.find(kSep);
     if (end == std::string_view::npos || sep == std::string_view::npos || sep > end) return std::nullopt;
     std::string_view before = s.substr(0, sep), after = s.substr(sep + kSep.size(), end - sep - kSep.size());

@@ -25,6 +25,10 @@ struct Section {
   // the end of the first complete JSON value in the body (formats with no
   // closing marker, whose calls end with the JSON).
   std::string close{};
+  // At the end of output the close may be missing, if the body parses (its
+  // calls have their own ends: DeepSeek's, whose distills' template omits
+  // <｜tool▁calls▁end｜> after the last turn's calls).
+  bool close_optional_at_end = false;
   BodyParser parse = nullptr;
   // Opens only where nothing but whitespace precedes it since the output
   // began or the last markup (Llama 3's bare "{", which is otherwise prose).
