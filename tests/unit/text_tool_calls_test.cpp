@@ -295,6 +295,8 @@ TEST(ToolCalls, CommandR7B) {
                   "    {\"tool_call_id\": \"0\", \"tool_name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}\n"
                   "]<|END_ACTION|>"),
             (Events{"R:I will look up the weather.", "T:get_weather {\"city\":\"Paris\"} #0"}));
+  EXPECT_EQ(parse(kCommandR7B, "<|START_THINKING|>Easy.<|END_THINKING|><|START_RESPONSE|>Hello there.<|END_RESPONSE|>"),
+            (Events{"R:Easy.", "C:Hello there."}));
 }
 
 TEST(ToolCalls, GemmaToolCode) {
@@ -308,6 +310,11 @@ TEST(ToolCalls, GemmaToolCode) {
   EXPECT_EQ(parse(kGemma, "```tool_code\nprint(a(q='it\\'s'))\nb()\n```"), (Events{"T:a {\"q\":\"it's\"}", "T:b {}"}));
   EXPECT_EQ(parse(kGemma, "```tool_code\nimport os\n```"), (Events{"C:```tool_code\nimport os\n```"}));
   EXPECT_EQ(parse(kGemma, "```python\nx = 1\n```"), (Events{"C:```python\nx = 1\n```"}));
+  // The bare list Google's current guide asks for.
+  EXPECT_EQ(parse(kGemma, "[get_product_name_by_PID(PID=\"807ZPKBL9V\"), f(s='a]b', t=[1, (2, 3)])]"),
+            (Events{"T:get_product_name_by_PID {\"PID\":\"807ZPKBL9V\"}", "T:f {\"s\":\"a]b\",\"t\":[1,[2,3]]}"}));
+  EXPECT_EQ(parse(kGemma, "[1, 2] are numbers"), (Events{"C:[1, 2] are numbers"}));
+  EXPECT_EQ(parse(kGemma, "See [docs](x) and [f(a=1)]"), (Events{"C:See [docs](x) and [f(a=1)]"}));
 }
 
 // --- prefix and renderer ---

@@ -51,7 +51,7 @@ std::string tool_call_prefix(ToolCallFormat format) {
     case ToolCallFormat::FireFunction: return " functools[";
     case ToolCallFormat::FunctionaryV31: return "<function=";
     case ToolCallFormat::CommandR7B: return "<|START_ACTION|>";
-    case ToolCallFormat::Gemma: return "```tool_code\n";
+    case ToolCallFormat::Gemma: return "[";
   }
   return "";
 }
@@ -79,7 +79,7 @@ std::string render_tool_call(ToolCallFormat format, std::string_view name, std::
     case ToolCallFormat::CommandR7B:
       return "<|START_ACTION|>[{\"tool_call_id\": \"0\", \"tool_name\": " + json_string(n) + ", \"parameters\": " + a +
              "}]<|END_ACTION|>";
-    case ToolCallFormat::Gemma: return "```tool_code\n" + n + "(" + tools::python_keyword_arguments(a) + ")\n```";
+    case ToolCallFormat::Gemma: return "[" + n + "(" + tools::python_keyword_arguments(a) + ")]";
   }
   return "";
 }
@@ -109,9 +109,17 @@ const std::vector<Section>& sections_of(ToolCallFormat format) {
   static const std::vector<Section> firefunction{{.open = "functools", .parse = parse_json_calls}};
   static const std::vector<Section> functionary{
       {.open = "<function=", .close = "</function>", .parse = parse_functionary}};
+  // llama.cpp drops the response markers around the answer too.
   static const std::vector<Section> command_r7b{
-      {.open = "<|START_ACTION|>", .close = "<|END_ACTION|>", .parse = parse_json_calls}};
-  static const std::vector<Section> gemma{{.open = "```tool_code", .close = "```", .parse = parse_pythonic}};
+      {.open = "<|START_ACTION|>", .close = "<|END_ACTION|>", .parse = parse_json_calls},
+      {.open = "<|START_RESPONSE|>", .drop = true},
+      {.open = "<|END_RESPONSE|>", .drop = true}};
+  // Google's function-calling guide for Gemma 3 asks for a bare Python list
+  // of calls, [f(a=1), g(b="x")], with no other text; earlier guides for a
+  // ```tool_code block.
+  static const std::vector<Section> gemma{
+      {.open = "```tool_code", .close = "```", .parse = parse_pythonic},
+      {.open = "[", .parse = parse_pythonic, .start_only = true, .open_in_body = true}};
   switch (format) {
     case ToolCallFormat::None: return none;
     case ToolCallFormat::Hermes: return hermes;

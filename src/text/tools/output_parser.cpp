@@ -145,6 +145,11 @@ struct OutputParser::State {
       skip_chars = kSpaces;
       return true;
     }
+    if (o.section->drop) {
+      buf.erase(0, o.pos + o.section->open.size());
+      after_markup(std::string(kSpaces));
+      return true;
+    }
     section = o.section;
     size_t opener = section->open_in_body ? 0 : section->open.size();
     section_prefix = std::move(held_space) + buf.substr(o.pos, opener);

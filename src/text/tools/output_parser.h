@@ -25,8 +25,10 @@ enum class ToolCallFormat {
   DeepSeek,    // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{..}\n```<｜tool▁call▁end｜>..<｜tool▁calls▁end｜>
   FireFunction,   // functools[{"name": .., "arguments": {..}}, ..] (firefunction v2)
   FunctionaryV31, // <function=NAME>{..}</function> (functionary v3.1, Llama 3.1 style)
-  CommandR7B,     // <|START_ACTION|>[{"tool_call_id": .., "tool_name": .., "parameters": {..}}]<|END_ACTION|>
-  Gemma,          // ```tool_code\nNAME(arg=value, ..)\n``` (Python call syntax, as Google's Gemma 3 guide prompts)
+  CommandR7B,     // <|START_ACTION|>[{"tool_call_id": .., "tool_name": .., "parameters": {..}}]<|END_ACTION|>;
+                  // <|START_RESPONSE|> / <|END_RESPONSE|> around the answer are dropped
+  Gemma,          // [NAME(arg=value, ..), ..] at the start, or in a ```tool_code block (Python call syntax, as
+                  // Google's Gemma 3 function-calling guides prompt; no template prints it)
 };
 
 struct OutputFormat {

@@ -86,15 +86,16 @@ size_t json_body_end(std::string_view text) {
   if (text[start] != '{' && text[start] != '[') start = text.find('{', start);
   if (start == std::string_view::npos) return start;
   int depth = 0;
-  bool in_string = false, escaped = false;
+  char quote = 0;  // in a string: its quote ('\'' for Python literals; JSON has none outside strings)
+  bool escaped = false;
   for (size_t i = start; i < text.size(); ++i) {
     char c = text[i];
-    if (in_string) {
+    if (quote) {
       if (escaped) escaped = false;
       else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
     } else if (c == '{' || c == '[') {
       ++depth;
     } else if ((c == '}' || c == ']') && --depth == 0) {

@@ -41,14 +41,18 @@ struct Section {
   // The body parser gives every argument value as the text the model wrote
   // (a JSON string); type_text_arguments gives them their JSON types.
   bool text_arguments = false;
+  // Markup around content that carries nothing (Command R7B's
+  // <|START_RESPONSE|>): dropped where it stands, no body.
+  bool drop = false;
 };
 
 // The sections that open a tool call in this format's output (empty for None).
 const std::vector<Section>& sections_of(ToolCallFormat format);
 
 // Where a body with no closing marker ends: after the first complete JSON
-// value, which starts at the first non-space character if that is '{' or
-// '[', else at the first '{' (Mistral's NAME[ARGS]{..}). npos: not complete yet.
+// value (or bracketed Python list), which starts at the first non-space
+// character if that is '{' or '[', else at the first '{' (Mistral's
+// NAME[ARGS]{..}). npos: not complete yet.
 size_t json_body_end(std::string_view text);
 
 // Body parsers (tool_call_bodies.cpp, pythonic_calls.cpp).
