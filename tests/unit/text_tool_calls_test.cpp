@@ -52,6 +52,7 @@ Events run(const OutputFormat& f, Options o, const std::vector<std::string_view>
       continue;
     }
     EXPECT_FALSE(e.text.empty()) << "empty text event";
+    EXPECT_NO_THROW((void)nlohmann::json(e.text).dump()) << "not whole UTF-8 characters";
     std::string tag = e.kind == Kind::Content ? "C:" : "R:";
     if (!out.empty() && out.back().starts_with(tag)) out.back() += e.text;
     else out.push_back(tag + e.text);

@@ -60,6 +60,7 @@ struct OutputParser::State {
   bool at_start = true;          // only whitespace since the output began or the last markup
   const Section* section = nullptr;
   std::string section_prefix;    // held whitespace + opener: content again if the section fails
+  size_t close_searched = 0;     // where the search for the open section's close resumes (long calls stay linear)
 
   // A marker opening something in content mode, found at pos.
   struct Opener {
@@ -151,6 +152,7 @@ struct OutputParser::State {
       return true;
     }
     section = o.section;
+    close_searched = 0;
     size_t opener = section->open_in_body ? 0 : section->open.size();
     section_prefix = std::move(held_space) + buf.substr(o.pos, opener);
     held_space.clear();
@@ -178,8 +180,9 @@ struct OutputParser::State {
   bool section_step(bool final, std::vector<OutputEvent>& out) {
     size_t end = std::string::npos, body_end = std::string::npos;
     if (!section->close.empty()) {
-      body_end = buf.find(section->close);
+      body_end = buf.find(section->close, close_searched);
       if (body_end != std::string::npos) end = body_end + section->close.size();
+      else close_searched = buf.size() - std::min(buf.size(), section->close.size() - 1);
     } else {
       body_end = end = tools::json_body_end(buf);
     }
