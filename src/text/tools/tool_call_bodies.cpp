@@ -40,7 +40,7 @@ std::optional<ToolCall> call_from_json(const json& j) {
   if (!name || !name->is_string() || name->get_ref<const std::string&>().empty()) return std::nullopt;
   call.name = *name;
   const json* args = j.contains("arguments") ? &j["arguments"] : j.contains("parameters") ? &j["parameters"] : nullptr;
-  if (args) {
+  if (args && !args->is_null()) {
     auto text = arguments_text(*args);
     if (!text) return std::nullopt;
     call.arguments = *text;
@@ -66,8 +66,6 @@ std::optional<ToolCall> named_call(std::string_view name, std::string_view argum
   if (!text) return std::nullopt;
   return ToolCall{"", std::string(name), *text};
 }
-
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 }  // namespace
 
@@ -131,7 +129,7 @@ std::optional<Calls> parse_json_calls(std::string_view body) {
 // parameter or </function>, as in vLLM.
 std::optional<Calls> parse_qwen3_coder(std::string_view body) {
   std::string_view s = trim(body);
-  if (!starts_with(s, "<function=")) return std::nullopt;
+  if (!s.starts_with("<function=")) return std::nullopt;
   s.remove_prefix(10);
   size_t gt = s.find('>');
   if (gt == std::string_view::npos) return std::nullopt;
@@ -141,7 +139,7 @@ std::optional<Calls> parse_qwen3_coder(std::string_view body) {
   for (;;) {
     s = trim(s);
     if (s == "</function>") break;
-    if (!starts_with(s, "<parameter=")) return std::nullopt;
+    if (!s.starts_with("<parameter=")) return std::nullopt;
     s.remove_prefix(11);
     gt = s.find('>');
     if (gt == std::string_view::npos) return std::nullopt;
@@ -151,8 +149,8 @@ std::optional<Calls> parse_qwen3_coder(std::string_view body) {
     if (end == std::string_view::npos) return std::nullopt;
     std::string_view value = s.substr(0, end);
     s.remove_prefix(end);
-    if (starts_with(s, "</parameter>")) s.remove_prefix(12);
-    if (starts_with(value, "\n")) value.remove_prefix(1);
+    if (s.starts_with("</parameter>")) s.remove_prefix(12);
+    if (value.starts_with("\n")) value.remove_prefix(1);
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
     args[key] = std::string(value);
   }
@@ -218,7 +216,7 @@ std::string type_text_arguments(const std::string& arguments, const json* tools,
 // Mistral Small 3.2, Magistral, Devstral), one call per [TOOL_CALLS].
 std::optional<Calls> parse_mistral(std::string_view body) {
   std::string_view s = trim(body);
-  if (starts_with(s, "[") || starts_with(s, "{")) return parse_json_calls(s);
+  if (s.starts_with("[") || s.starts_with("{")) return parse_json_calls(s);
   size_t args = s.find("[ARGS]");
   if (args == std::string_view::npos) return std::nullopt;
   std::string_view head = s.substr(0, args);
@@ -243,7 +241,7 @@ std::optional<Calls> parse_deepseek(std::string_view body) {
   Calls calls;
   std::string_view s = trim(body);
   while (!s.empty()) {
-    if (starts_with(s, kBegin)) s.remove_prefix(kBegin.size());
+    if (s.starts_with(kBegin)) s.remove_prefix(kBegin.size());
     size_t end = s.find(kEnd), sep = s.find(kSep);
     if (end == std::string_view::npos || sep == std::string_view::npos || sep > end) return std::nullopt;
     std::string_view before = s.substr(0, sep), after = s.substr(sep + kSep.size(), end - sep - kSep.size());
@@ -254,7 +252,7 @@ std::optional<Calls> parse_deepseek(std::string_view body) {
       size_t close = code.rfind("```");
       if (close == std::string_view::npos) return std::nullopt;
       code = code.substr(0, close);
-      if (starts_with(code, "json")) code.remove_prefix(4);
+      if (code.starts_with("json")) code.remove_prefix(4);
       call = named_call(after.substr(0, fence), code);
     } else {
       call = named_call(before, after);
