@@ -13,6 +13,7 @@ PromptBuilder::PromptBuilder(const std::filesystem::path& model_dir, const text:
     chat_ = text::ChatTemplate::load(model_dir);
     prompt_.emplace(*chat_, tok_);
     developer_role_ = chat_->source().find("developer") != std::string::npos;
+    output_format_ = text::detect_output_format(chat_->source());
   } catch (const std::exception& e) {
     template_error_ = e.what();
   }
@@ -48,10 +49,12 @@ std::string PromptBuilder::render_chat(const ApiRequest& r) const {
   }
 }
 
-std::vector<int32_t> PromptBuilder::build(const ApiRequest& r, GeneratedHistory* history) const {
+std::vector<int32_t> PromptBuilder::build(const ApiRequest& r, GeneratedHistory* history,
+                                          std::string* rendered_out) const {
   std::vector<int32_t> ids;
   if (r.is_chat()) {
     const std::string rendered = render_chat(r);
+    if (rendered_out) *rendered_out = rendered;
     std::vector<std::vector<int32_t>> found;  // owns the ids the spans below point into
     std::vector<text::ChatPrompt::KnownIds> known;
     found.reserve(r.messages.size());

@@ -22,6 +22,7 @@
 #include "text/chat.h"
 #include "text/chat_prompt.h"
 #include "text/tokenizer.h"
+#include "text/tools/output_parser.h"
 
 namespace hearth::server {
 
@@ -35,11 +36,15 @@ class PromptBuilder {
 
   // throws ApiError. With a history, assistant messages this server
   // generated get back the ids it sampled.
-  std::vector<int32_t> build(const ApiRequest& request, GeneratedHistory* history = nullptr) const;
+  // `rendered`, when given, receives the chat prompt's text.
+  std::vector<int32_t> build(const ApiRequest& request, GeneratedHistory* history = nullptr,
+                             std::string* rendered = nullptr) const;
   std::string render_chat(const ApiRequest& request) const;     // the chat prompt text
 
   bool has_chat_template() const { return chat_.has_value(); }
   const std::string& template_source() const;  // "" without a template
+  // The markup of the model's replies (reasoning, tool calls), from the template.
+  const text::OutputFormat& output_format() const { return output_format_; }
   const std::string& template_error() const { return template_error_; }  // why there is none
 
  private:
@@ -47,7 +52,8 @@ class PromptBuilder {
   std::optional<text::ChatTemplate> chat_;
   std::optional<text::ChatPrompt> prompt_;  // over chat_
   std::string template_error_;
-  bool developer_role_ = false;  // the template renders "developer" messages itself
+  bool developer_role_ = false;
+  text::OutputFormat output_format_;  // the template renders "developer" messages itself
 };
 
 }  // namespace hearth::server

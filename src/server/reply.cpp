@@ -1,21 +1,46 @@
 #include "server/reply.h"
 
+#include "server/random_id.h"
+
 namespace hearth::server {
 
-ReplyStream::ReplyStream(GenerationStream& generation, std::string id_prefix)
-    : g_(generation), id_prefix_(std::move(id_prefix)) {}
+ReplyStream::ReplyStream(GenerationStream& generation, text::OutputParser parser, std::string id_prefix)
+    : g_(generation), parser_(std::move(parser)), id_prefix_(std::move(id_prefix)) {}
 
 bool ReplyStream::next(std::vector<ReplyEvent>& out) {
+  const size_t before = out.size();
+  std::vector<text::OutputEvent> parsed;
   Piece p;
-  while (g_.next(p)) {
-    if (p.empty()) continue;
-    ReplyEvent e;
-    e.text = std::move(p.text);
-    e.logprobs = std::move(p.logprobs);
-    out.push_back(std::move(e));
-    return true;
+  while (out.size() == before && !done_) {
+    if (g_.next(p)) {
+      parser_.feed(p.text, parsed);
+      for (auto& t : p.logprobs) logprobs_.push_back(std::move(t));
+    } else {
+      parser_.finish(parsed);
+      done_ = true;
+    }
+    for (auto& e : parsed) {
+      ReplyEvent r;
+      r.kind = e.kind == text::OutputEvent::Kind::Content     ? ReplyEvent::Kind::Content
+               : e.kind == text::OutputEvent::Kind::Reasoning ? ReplyEvent::Kind::Reasoning
+                                                              : ReplyEvent::Kind::ToolCall;
+      r.text = std::move(e.text);
+      if (r.kind == ReplyEvent::Kind::ToolCall) {
+        r.call = {random_id(id_prefix_.c_str()), std::move(e.call.name), std::move(e.call.arguments)};
+        ++tool_calls_;
+      }
+      out.push_back(std::move(r));
+    }
+    parsed.clear();
+    // A token's logprobs go with the first event its text reached (at the
+    // end, with an empty piece of content if none did).
+    if (!logprobs_.empty() && (out.size() > before || done_)) {
+      if (out.size() == before) out.emplace_back();
+      out[before].logprobs = std::move(logprobs_);
+      logprobs_.clear();
+    }
   }
-  return false;
+  return out.size() > before;
 }
 
 std::string ReplyStream::finish_reason() const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/generation.h"
+#include "text/tools/output_parser.h"
 
 namespace hearth::server {
 
@@ -26,8 +27,9 @@ struct ReplyEvent {
 
 class ReplyStream {
  public:
-  // Tool calls get ids of `id_prefix` and 24 random hex digits.
-  ReplyStream(GenerationStream& generation, std::string id_prefix);
+  // `parser` splits the text (see text/tools); tool calls get ids of
+  // `id_prefix` and 24 random hex digits.
+  ReplyStream(GenerationStream& generation, text::OutputParser parser, std::string id_prefix);
 
   // Blocks for the next events (appended to `out`). Returns false once the
   // generation is over and everything has been handed out.
@@ -41,8 +43,11 @@ class ReplyStream {
 
  private:
   GenerationStream& g_;
+  text::OutputParser parser_;
   std::string id_prefix_;
   size_t tool_calls_ = 0;
+  bool done_ = false;
+  std::vector<TokenLogprob> logprobs_;  // of text the parser holds back still
 };
 
 // A whole reply, gathered.

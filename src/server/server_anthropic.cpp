@@ -52,7 +52,7 @@ void Server::Impl::anthropic_messages(const httplib::Request& req, httplib::Resp
   auto job = start(req, std::move(api));
   if (!job->api.stream) {
     GenerationStream& g = *job->stream;
-    ReplyStream replies(g, "toolu_");
+    ReplyStream replies = reply_stream(*job, "toolu_");
     Reply reply = collect(replies);
     job->record();
     remember_reply(*job);
@@ -78,7 +78,7 @@ void Server::Impl::anthropic_messages(const httplib::Request& req, httplib::Resp
       return sink.write(s.data(), s.size());
     };
     GenerationStream& g = *job->stream;
-    ReplyStream replies(g, "toolu_");
+    ReplyStream replies = reply_stream(*job, "toolu_");
     // The prompt's size is known once the engine has admitted it: the
     // message_start goes out with the first event (or the end).
     bool started = false, ok = true;

@@ -32,8 +32,8 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   else respond_whole(job, res);
 }
 
-std::vector<int32_t> Server::Impl::prompt_ids(const ApiRequest& api) {
-  std::vector<int32_t> ids = prompts.build(api, &history);
+std::vector<int32_t> Server::Impl::prompt_ids(const ApiRequest& api, std::string* rendered) {
+  std::vector<int32_t> ids = prompts.build(api, &history, rendered);
   const int64_t ctx = engine.ctx_size();
   if (int64_t(ids.size()) >= ctx)
     throw bad_request(api.is_chat() ? "messages" : "prompt",
@@ -52,7 +52,8 @@ std::shared_ptr<Job> Server::Impl::start(const httplib::Request& req, ApiRequest
       api.session = check_session_id(header, req.get_header_value(header));
 
   GenerationRequest g;
-  g.prompt = prompt_ids(api);
+  std::string rendered;
+  g.prompt = prompt_ids(api, &rendered);
   g.sampling = model.sampling;
   api.sampling.apply_to(g.sampling);
   const int64_t vocab = engine.model().config().vocab_size;
@@ -83,10 +84,17 @@ std::shared_ptr<Job> Server::Impl::start(const httplib::Request& req, ApiRequest
   }
   auto job = std::make_shared<Job>(*this, std::move(api), handle);
   job->prompt_tokens = prompt_tokens;
+  job->in_reasoning = text::prompt_opens_reasoning(prompts.output_format(), rendered);
   const int fd = find_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   if (fd >= 0) job->watch_id = watch.add(fd, [handle] { handle->cancel(); });
   if (job->api.stream) ++metrics.streamed_requests;
   return job;
+}
+
+ReplyStream Server::Impl::reply_stream(Job& job, const char* id_prefix) const {
+  const bool tools = job.api.tools.is_array() && !job.api.tools.empty() && job.api.tool_choice.mode != ToolChoice::Mode::None;
+  return ReplyStream(*job.stream, text::OutputParser(prompts.output_format(), tools, job.in_reasoning, &job.api.tools),
+                     id_prefix);
 }
 
 void Server::Impl::check_finished(const GenerationStream& g) const {
@@ -161,7 +169,7 @@ ojson tool_call_json(const ToolCallOut& c) {
 void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res) {
   GenerationStream& g = *job->stream;
   const bool chat = job->api.is_chat();
-  ReplyStream replies(g, "call_");
+  ReplyStream replies = reply_stream(*job, "call_");
   Reply reply;
   if (chat) {
     reply = collect(replies);
@@ -236,7 +244,7 @@ void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, httplib::Resp
       return sink.write(event.data(), event.size());
     };
     GenerationStream& g = *job->stream;
-    ReplyStream replies(g, "call_");
+    ReplyStream replies = reply_stream(*job, "call_");
     const bool chat = job->api.is_chat();
     bool ok = !chat || send(dump(chunk(*job, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
     if (chat) {

@@ -27,6 +27,7 @@
 #include "server/metrics.h"
 #include "server/json_fields.h"
 #include "server/openai_request.h"
+#include "server/reply.h"
 #include "server/response_store.h"
 #include "server/server.h"
 
@@ -62,6 +63,7 @@ struct Job {
   Clock::time_point t0 = Clock::now();
   size_t text_offset = 0;  // completions logprobs: code points emitted so far
   int64_t prompt_tokens = 0;
+  bool in_reasoning = false;  // the prompt opened a reasoning block for the reply
 
   Job(Server::Impl& server, ApiRequest request, std::shared_ptr<RequestHandle> h);
   ~Job();
@@ -117,7 +119,10 @@ struct Server::Impl {
 
   // Validates, builds the prompt and queues a generation (throws ApiError).
   std::shared_ptr<Job> start(const httplib::Request& req, ApiRequest api);
-  std::vector<int32_t> prompt_ids(const ApiRequest& api);  // within the context, else a 400
+  // Within the context, else a 400; `rendered` receives a chat prompt's text.
+  std::vector<int32_t> prompt_ids(const ApiRequest& api, std::string* rendered = nullptr);
+  // The job's reply split by the model's markup (tool calls when the request offers tools).
+  ReplyStream reply_stream(Job& job, const char* id_prefix) const;
   void check_finished(const GenerationStream& g) const;    // a failed or cancelled generation as an ApiError
   std::optional<ApiError> stream_failure(const GenerationStream& g) const;  // what to tell a stream, if anything
 

@@ -92,7 +92,7 @@ void Server::Impl::ollama_generate(const httplib::Request& req, httplib::Respons
   };
 
   if (!job->api.stream) {
-    ReplyStream replies(*job->stream, "call_");
+    ReplyStream replies = reply_stream(*job, "call_");
     Reply reply = collect(replies);
     job->record();
     remember_reply(*job);
@@ -113,7 +113,7 @@ void Server::Impl::ollama_generate(const httplib::Request& req, httplib::Respons
       return sink.write(line.data(), line.size());
     };
     GenerationStream& g = *job->stream;
-    ReplyStream replies(g, "call_");
+    ReplyStream replies = reply_stream(*job, "call_");
     std::vector<ReplyEvent> events;
     bool ok = true;
     while (ok && replies.next(events)) {

@@ -202,7 +202,7 @@ void Server::Impl::responses_create(const httplib::Request& req, httplib::Respon
 
   if (!job->api.stream) {
     ResponseOutput out([](const char*, ojson) { return true; });
-    ReplyStream replies(*job->stream, "call_");
+    ReplyStream replies = reply_stream(*job, "call_");
     finish(out, replies);
     check_finished(*job->stream);
     res.set_content(dump(final_object(out, replies)), "application/json");
@@ -225,7 +225,7 @@ void Server::Impl::responses_create(const httplib::Request& req, httplib::Respon
       return false;
     }
     ResponseOutput out(emit);
-    ReplyStream replies(*job->stream, "call_");
+    ReplyStream replies = reply_stream(*job, "call_");
     if (!finish(out, replies)) return false;
     const GenerationStream& g = *job->stream;
     if (auto e = stream_failure(g)) {
