@@ -51,7 +51,7 @@ constexpr const char* kUsage =
     "  --seed S          weight seed (default 0)\n"
     "  --tokenizer DIR   where tokenizer.json/tokenizer_config.json come from (default: the\n"
     "                    bundled stories260k model); its vocab is padded with <unused_N>\n"
-    "                    entries up to the preset's vocab_size\n"
+    "                    entries up to the preset's vocab_size (tiny grows to the tokenizer's)\n"
     "  --gguf T          also write model.gguf (llama.cpp's layout and names, the same weights):\n"
     "                    T = f16 | q8_0 | q4_0 | bf16 | f32 for the matrices (norms stay f32)\n";
 
@@ -244,18 +244,25 @@ void write_text(const fs::path& path, const std::string& text) {
 
 // Copies the tokenizer, padding its vocabulary with "<unused_N>" entries up to
 // vocab_size (a valid BPE vocab that the merges never reach).
-void write_tokenizer(const fs::path& from, const fs::path& to, int64_t vocab_size) {
-  nlohmann::ordered_json tok;
-  {
-    std::ifstream in(from / "tokenizer.json");
-    if (!in) throw std::runtime_error("cannot read " + (from / "tokenizer.json").string());
-    tok = nlohmann::ordered_json::parse(in);
-  }
-  auto& vocab = tok["model"]["vocab"];
-  if (!vocab.is_object()) throw std::runtime_error("tokenizer.json has no model.vocab object");
+nlohmann::ordered_json read_tokenizer(const fs::path& from) {
+  std::ifstream in(from / "tokenizer.json");
+  if (!in) throw std::runtime_error("cannot read " + (from / "tokenizer.json").string());
+  nlohmann::ordered_json tok = nlohmann::ordered_json::parse(in);
+  if (!tok["model"]["vocab"].is_object()) throw std::runtime_error("tokenizer.json has no model.vocab object");
+  return tok;
+}
+
+// The ids a tokenizer uses: its vocabulary and added tokens.
+int64_t tokenizer_ids(const nlohmann::ordered_json& tok) {
   int64_t n = 0;
-  for (const auto& [k, v] : vocab.items()) n = std::max<int64_t>(n, v.get<int64_t>() + 1);
+  for (const auto& [k, v] : tok["model"]["vocab"].items()) n = std::max<int64_t>(n, v.get<int64_t>() + 1);
   for (const auto& t : tok["added_tokens"]) n = std::max<int64_t>(n, t["id"].get<int64_t>() + 1);
+  return n;
+}
+
+void write_tokenizer(nlohmann::ordered_json tok, const fs::path& from, const fs::path& to, int64_t vocab_size) {
+  auto& vocab = tok["model"]["vocab"];
+  const int64_t n = tokenizer_ids(tok);
   if (n > vocab_size)
     throw std::runtime_error("tokenizer in " + from.string() + " has " + std::to_string(n) +
                              " ids, more than vocab_size " + std::to_string(vocab_size));
@@ -311,6 +318,11 @@ int cmd_mkmodel(int argc, char** argv) {
   fs::path tokenizer_dir = args.str("tokenizer");
 #endif
 
+  // The tiny preset grows its vocabulary to the tokenizer's (a multiple of 64),
+  // so any real tokenizer and its chat template can be tested on it.
+  nlohmann::ordered_json tokenizer = read_tokenizer(tokenizer_dir);
+  if (args.str("preset", "tiny") == "tiny") spec.vocab = std::max<int64_t>(spec.vocab, (tokenizer_ids(tokenizer) + 63) / 64 * 64);
+
   fs::path out = args.str("out");
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -320,7 +332,7 @@ int cmd_mkmodel(int argc, char** argv) {
   builder.build();
   builder.writer.set_metadata("format", quant.enabled() ? "mlx" : "pt");
 
-  write_tokenizer(tokenizer_dir, out, spec.vocab);
+  write_tokenizer(std::move(tokenizer), tokenizer_dir, out, spec.vocab);
   write_text(out / "config.json",
              make_config(spec, torch_dtype, quant, builder.quantization).dump(2) + "\n");
   write_text(out / "generation_config.json",
