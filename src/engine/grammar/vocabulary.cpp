@@ -12,20 +12,29 @@ int32_t plain_string_chars(std::string_view s) {
   int32_t chars = 0;
   for (size_t i = 0; i < s.size(); ++chars) {
     const unsigned char c = s[i];
+    // RFC 3629: the lead byte gives the length and the second byte's range.
     size_t len = 0;
-    bool ok = false;
-    // RFC 3629: the second byte's range depends on the lead byte.
-    if (c < 0x80) ok = c >= 0x20 && c != '"' && c != '\\', len = 1;
-    else if (in(c, 0xC2, 0xDF)) ok = true, len = 2;
-    else if (c == 0xE0) ok = i + 1 < s.size() && in(s[i + 1], 0xA0, 0xBF), len = 3;
-    else if (in(c, 0xE1, 0xEC) || in(c, 0xEE, 0xEF)) ok = true, len = 3;
-    else if (c == 0xED) ok = i + 1 < s.size() && in(s[i + 1], 0x80, 0x9F), len = 3;
-    else if (c == 0xF0) ok = i + 1 < s.size() && in(s[i + 1], 0x90, 0xBF), len = 4;
-    else if (in(c, 0xF1, 0xF3)) ok = true, len = 4;
-    else if (c == 0xF4) ok = i + 1 < s.size() && in(s[i + 1], 0x80, 0x8F), len = 4;
-    if (!ok || i + len > s.size()) return -1;
-    for (size_t k = 1; k < len; ++k)
-      if (!in(s[i + k], 0x80, 0xBF)) return -1;
+    int lo = 0x80, hi = 0xBF;
+    if (c < 0x80) {
+      if (c < 0x20 || c == '"' || c == '\\') return -1;
+      len = 1;
+    } else if (in(c, 0xC2, 0xDF)) {
+      len = 2;
+    } else if (in(c, 0xE0, 0xEF)) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (in(c, 0xF0, 0xF4)) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return -1;
+    }
+    // The last character may be cut short: a string takes its start and
+    // waits for the rest, so it counts as a character already.
+    for (size_t k = 1; k < len && i + k < s.size(); ++k)
+      if (!(k == 1 ? in(s[i + k], lo, hi) : in(s[i + k], 0x80, 0xBF))) return -1;
     i += len;
   }
   return chars;

@@ -4,9 +4,9 @@
 // Built once per tokenizer and shared, immutable, by all requests.
 //
 // "Plain" tokens are precomputed the way XGrammar precomputes its
-// context-independent tokens: whole UTF-8 characters with no '"', '\' or
-// control byte, which any free JSON string accepts whatever the state
-// around it. Inside such a string the mask takes them in bulk (by
+// context-independent tokens: UTF-8 characters with no '"', '\' or
+// control byte (the last one possibly cut short), which a free JSON string
+// at a character boundary accepts whatever the state around it. Inside such a string the mask takes them in bulk (by
 // character count, for strings with a maxLength) and walks only the other
 // tokens.
 #pragma once
@@ -64,8 +64,9 @@ class Vocabulary {
   std::vector<uint32_t> plain_;  // kMaxPlainChars cumulative bitmasks, one after another
 };
 
-// Characters in `bytes` if it is whole plain JSON-string characters
-// (valid UTF-8, no '"', '\' or byte below 0x20), else -1.
+// Characters in `bytes` if it is plain JSON-string characters (valid
+// UTF-8, no '"', '\' or byte below 0x20), the last of which may be cut
+// short (a token that ends inside a character), else -1.
 int32_t plain_string_chars(std::string_view bytes);
 
 }  // namespace hearth::grammar
