@@ -82,7 +82,7 @@ Expr number(GrammarBuilder& b) {
     b.define(fraction, {{b.byte_element(single_byte('.')), b.byte_element(kDigit, 1, 16)}});
     const Expr exponent = b.reserve();
     b.define(exponent, {{b.byte_element(bytes_of("eE")), b.byte_element(bytes_of("+-"), 0, 1),
-                         b.byte_element(kDigit, 1, 3)}});
+                         b.byte_element(kDigit, 1, 2)}});
     const Expr r = b.reserve();
     b.define(r, {{GrammarBuilder::ref(integer(b)), GrammarBuilder::ref(fraction, 0, 1),
                   GrammarBuilder::ref(exponent, 0, 1)}});

@@ -6,7 +6,8 @@
 // is compact JSON a parser reads as usual, and a model cannot spin on
 // whitespace (a weak model otherwise can emit spaces or newlines forever).
 // Numbers are bounded too: at most 16 integer digits, 16 fraction digits
-// and 3 exponent digits, so a number always ends.
+// and 2 exponent digits, so a number always ends and always fits a double
+// (an exponent of 3 digits can overflow one, which parsers refuse).
 // Strings are valid UTF-8 (no overlong forms, no surrogates) with the JSON
 // escapes; \u escapes of surrogates are refused, so every string parses
 // (characters beyond the BMP are written as UTF-8, not as escape pairs).
