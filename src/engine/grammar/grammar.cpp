@@ -76,41 +76,59 @@ Expr& GrammarBuilder::cached(std::string_view key) {
   return cache_.back().second;
 }
 
-namespace {
-
-// Which rules can match the empty string (a fixed point over the rules).
-std::vector<bool> nullable_rules(const Grammar& g, size_t n) {
-  std::vector<bool> nullable(n, false);
+void GrammarBuilder::analyze() {
+  // Fixed points over the rules: which can match the empty string, then
+  // which bytes each can start with.
+  Grammar& g = *grammar_;
+  const size_t n = g.rules_.size();
+  g.nullable_.assign(n, false);
+  g.first_.assign(n, ByteSet());
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (const auto& alt : g.rule(int32_t(r)).alternatives) {
-        const bool empty = std::all_of(alt.begin(), alt.end(), [&](const Element& e) {
-          return e.min == 0 || (e.kind == Element::Kind::Rule && nullable[size_t(e.index)]);
-        });
-        if (empty) {
-          nullable[r] = changed = true;
+      if (g.nullable_[r]) continue;
+      for (const auto& alt : g.rules_[r].alternatives)
+        if (std::all_of(alt.begin(), alt.end(), [&](const Element& e) { return g.skippable(e); })) {
+          g.nullable_[r] = changed = true;
           break;
         }
+    }
+  }
+  // An alternative's first bytes: its first element's, and the next one's
+  // while the elements before can match nothing.
+  auto alt_first = [&](const std::vector<Element>& alt) {
+    ByteSet first;
+    for (const Element& e : alt) {
+      first |= e.kind == Element::Kind::Bytes ? g.sets_[size_t(e.index)] : g.first_[size_t(e.index)];
+      if (!g.skippable(e)) break;
+    }
+    return first;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < n; ++r) {
+      ByteSet first = g.first_[r];
+      for (const auto& alt : g.rules_[r].alternatives) first |= alt_first(alt);
+      if (first != g.first_[r]) {
+        g.first_[r] = first;
+        changed = true;
       }
     }
   }
-  return nullable;
+  g.alt_first_.assign(n, {});
+  for (size_t r = 0; r < n; ++r)
+    for (const auto& alt : g.rules_[r].alternatives) g.alt_first_[r].push_back(alt_first(alt));
 }
-
-}  // namespace
 
 std::shared_ptr<const Grammar> GrammarBuilder::build(Expr root) {
   grammar_->root_ = root;
+  analyze();
   // A repeated rule that can match nothing would let the matcher count
   // repetitions forever without reading a byte: a bug in the composer.
-  const auto& rules = grammar_->rules_;
-  const auto nullable = nullable_rules(*grammar_, rules.size());
-  for (const auto& rule : rules)
+  for (const auto& rule : grammar_->rules_)
     for (const auto& alt : rule.alternatives)
       for (const auto& e : alt)
-        if (e.kind == Element::Kind::Rule && e.max != 1 && nullable[size_t(e.index)])
+        if (e.kind == Element::Kind::Rule && e.max != 1 && grammar_->nullable(e.index))
           throw std::logic_error("grammar: a repeated rule matches the empty string");
   auto done = std::move(grammar_);
   grammar_ = std::make_shared<Grammar>();

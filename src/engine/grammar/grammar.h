@@ -50,10 +50,21 @@ class Grammar {
   // unbounded repetition is the free-string state the vocabulary
   // short-cuts (-1 if the grammar has no strings).
   int32_t string_char_rule() const { return string_char_rule_; }
+  // The bytes a match of the rule can start with, and whether it can match
+  // the empty string (computed by GrammarBuilder::build).
+  const ByteSet& first(int32_t rule) const { return first_[size_t(rule)]; }
+  const ByteSet& first(int32_t rule, int32_t alt) const { return alt_first_[size_t(rule)][size_t(alt)]; }
+  bool nullable(int32_t rule) const { return nullable_[size_t(rule)]; }
+  // Whether an element may match nothing (zero repetitions, or an empty
+  // match of its rule).
+  bool skippable(const Element& e) const { return e.min == 0 || (e.kind == Element::Kind::Rule && nullable(e.index)); }
 
  private:
   friend class GrammarBuilder;
   std::vector<Rule> rules_;
+  std::vector<ByteSet> first_;
+  std::vector<std::vector<ByteSet>> alt_first_;
+  std::vector<bool> nullable_;
   std::vector<ByteSet> sets_;
   int32_t root_ = -1;
   int32_t string_char_rule_ = -1;
@@ -88,6 +99,7 @@ class GrammarBuilder {
 
  private:
   int32_t set_id(const ByteSet& set);
+  void analyze();  // Grammar::first_ and nullable_
   std::shared_ptr<Grammar> grammar_ = std::make_shared<Grammar>();
   std::vector<std::pair<std::string, Expr>> cache_;
 };

@@ -49,26 +49,42 @@ void Matcher::expand(Frame f, Stacks& out) {
     return;
   }
   const Element& e = alt[size_t(f.pos)];
-  if (f.count >= e.min) expand({f.rule, f.alt, f.pos + 1, 0, f.parent}, out);
+  const bool rule = e.kind == Element::Kind::Rule;
+  if (f.count >= e.min)
+    expand({f.rule, f.alt, f.pos + 1, 0, f.parent}, out);
+  else if (rule && grammar_->nullable(e.index))  // one repetition that matches nothing
+    expand({f.rule, f.alt, f.pos, f.count + 1, f.parent}, out);
   if (e.max >= 0 && f.count >= e.max) return;
-  if (e.kind == Element::Kind::Bytes) {
-    add_top(f, out);
-    return;
+  if (!rule || grammar_->first(e.index).any()) add_top(f, out);
+}
+
+void Matcher::take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool entering) {
+  const auto& alt = grammar_->rule(f.rule).alternatives[size_t(f.alt)];
+  if (size_t(f.pos) == alt.size()) return;  // an empty match: expand() took that path
+  const Element& e = alt[size_t(f.pos)];
+  const bool rule = e.kind == Element::Kind::Rule;
+  const bool fits = (rule ? grammar_->first(e.index) : grammar_->set(e.index)).test(byte);
+  if (fits && (e.max < 0 || f.count < e.max)) {
+    if (!rule) {
+      Frame next = f;
+      ++next.count;
+      expand(next, out);
+    } else {
+      if (self < 0) {
+        frames_.push_back(f);
+        self = int32_t(frames_.size() - 1);
+      }
+      for (size_t a = 0; a < grammar_->rule(e.index).alternatives.size(); ++a)
+        if (grammar_->first(e.index, int32_t(a)).test(byte)) take({e.index, int32_t(a), 0, 0, self}, -1, byte, out, true);
+    }
   }
-  frames_.push_back(f);
-  const int32_t self = int32_t(frames_.size() - 1);
-  for (size_t a = 0; a < grammar_->rule(e.index).alternatives.size(); ++a) expand({e.index, int32_t(a), 0, 0, self}, out);
+  if (entering && grammar_->skippable(e)) take({f.rule, f.alt, f.pos + 1, 0, f.parent}, -1, byte, out, true);
 }
 
 void Matcher::advance(const std::vector<int32_t>& from, uint8_t byte, Stacks& out) {
   out.tops.clear();
   out.complete = false;
-  for (int32_t t : from) {
-    Frame f = frames_[size_t(t)];
-    if (!grammar_->set(element(f).index).test(byte)) continue;
-    ++f.count;
-    expand(f, out);
-  }
+  for (int32_t t : from) take(frames_[size_t(t)], t, byte, out, false);
 }
 
 bool Matcher::step(uint8_t byte) {

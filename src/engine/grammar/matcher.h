@@ -4,11 +4,13 @@
 // The position is a set of parse stacks (several at once where the grammar
 // is ambiguous so far, e.g. an optional space or a choice whose options
 // start alike). A stack is a chain of frames, each "at element pos of
-// alternative alt of rule, repeated count times so far"; its top always
-// waits on a byte set. Frames live in an arena and point to their parent,
-// so stacks share their common bottom and advancing one byte only adds
-// frames. The arena is compacted when it has grown well past what the
-// stacks still use.
+// alternative alt of rule, repeated count times so far"; its top waits on
+// a byte set or on a rule. A rule is entered only when a byte comes that
+// it can start with (Grammar::first), and then only the alternatives that
+// byte fits, so a string's eleven kinds of character cost one stack, not
+// eleven. Frames live in an arena and point to their parent, so stacks
+// share their common bottom and advancing one byte only adds frames. The
+// arena is compacted when it has grown well past what the stacks still use.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +61,12 @@ class Matcher {
     return grammar_->rule(f.rule).alternatives[size_t(f.alt)][size_t(f.pos)];
   }
   // Adds to `out` every stack reachable from frame f without reading a
-  // byte: entering rules, leaving finished ones, skipping optional parts.
+  // byte: leaving finished rules, skipping optional parts.
   void expand(Frame f, Stacks& out);
+  // Reads `byte` at frame f (at index self in the arena, or -1 if it is
+  // not there yet), entering rules that can start with it; entering: f was
+  // just entered, so its optional elements may still be skipped.
+  void take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool entering);
   void add_top(Frame f, Stacks& out);
   bool same_stack(int32_t a, int32_t b) const;
   // The stacks after reading `byte` from each of `from`.

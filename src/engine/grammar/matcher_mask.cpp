@@ -11,12 +11,11 @@
 namespace hearth::grammar {
 
 int32_t Matcher::free_string_room() const {
-  // A stack at the start of a string character, entered from a repetition
-  // with room left, takes any run of plain characters up to that room
-  // (its siblings are the character's other alternatives). With several
-  // such stacks the roomiest decides: a token needs only one stack that
-  // takes it. Any other stack must refuse every plain token at its first
-  // byte (the closing quote does), or the bulk answer would be incomplete.
+  // A stack waiting on a repetition of string characters with room left
+  // takes any run of plain characters up to that room. With several such
+  // stacks the roomiest decides: a token needs only one stack that takes
+  // it. Any other stack must refuse every plain token at its first byte
+  // (the closing quote does), or the bulk answer would be incomplete.
   static const ByteSet plain_lead = [] {
     ByteSet s = byte_range(0x20, 0x7F) | byte_range(0xC2, 0xF4);
     s.reset('"');
@@ -28,13 +27,13 @@ int32_t Matcher::free_string_room() const {
   int32_t room = 0;
   for (int32_t t : tops_) {
     const Frame& f = frames_[size_t(t)];
-    if (f.rule == char_rule && f.pos == 0 && f.count == 0 && f.parent >= 0) {
-      const Frame& repeat = frames_[size_t(f.parent)];
-      const Element& e = element(repeat);
-      room = std::max(room, e.max < 0 ? INT32_MAX : e.max - repeat.count);
-    } else if ((grammar_->set(element(f).index) & plain_lead).any()) {
-      return 0;
+    const Element& e = element(f);
+    if (e.kind == Element::Kind::Rule && e.index == char_rule) {
+      room = std::max(room, e.max < 0 ? INT32_MAX : e.max - f.count);
+      continue;
     }
+    const ByteSet& starts = e.kind == Element::Kind::Rule ? grammar_->first(e.index) : grammar_->set(e.index);
+    if ((starts & plain_lead).any()) return 0;
   }
   return room;
 }

@@ -38,7 +38,7 @@ class Vocabulary {
  public:
   // Plain tokens of more characters than this are walked, not bulk-added
   // (a bitmask per character count costs vocab/8 bytes each).
-  static constexpr int32_t kMaxPlainChars = 32;
+  static constexpr int32_t kMaxPlainChars = 128;
 
   // bytes[id] is token id's byte string; "" marks a token the grammar never
   // allows (special and added tokens, ids the tokenizer does not have).
