@@ -81,7 +81,6 @@ class GrammarBuilder {
   // `e` repeated between min and max times (max -1: unbounded). `e` must
   // not match the empty string when max > 1 (the matcher would loop).
   Expr repeat(Expr e, int32_t min, int32_t max);
-  Expr optional(Expr e) { return repeat(e, 0, 1); }
   Expr bytes(const ByteSet& set, int32_t min = 1, int32_t max = 1);
 
   // A rule to be defined later (recursion, $ref): reserve, then define.
