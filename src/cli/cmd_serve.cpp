@@ -63,6 +63,8 @@ beats the built-in defaults. See docs/server-config.md.
   --max-body BYTES             largest request body (default: 8388608)
   --http-threads N             HTTP worker threads (default: max-queue + max-batch + 16)
   --shutdown-timeout S         on SIGINT/SIGTERM, seconds in-flight requests may finish (default: 10)
+  --response-store-mb N        memory for stored /v1/responses responses (default: 32; LRU past it)
+  --response-store-ttl S       seconds a stored response lives (default: 3600)
 )";
 
 const std::vector<std::string> kServeSamplingOptions = {
@@ -109,7 +111,7 @@ int cmd_serve(int argc, char** argv) {
   }
   std::vector<std::string> known = {"model",     "host",      "port",     "api-key",      "max-tokens",
                                     "threads",   "ctx-size",  "max-queue", "max-batch",   "max-body",
-                                    "http-threads", "shutdown-timeout", "kv-type",
+                                    "http-threads", "shutdown-timeout", "response-store-mb", "response-store-ttl", "kv-type",
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
                                     "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
                                     "generation-checkpoint-tokens", "step-tokens"};
@@ -135,6 +137,10 @@ int cmd_serve(int argc, char** argv) {
   sopt.max_body_bytes = size_t(args.integer("max-body", 8 << 20));
   sopt.http_threads = int(args.integer("http-threads", 0));
   sopt.shutdown_grace_seconds = args.number("shutdown-timeout", 10.0);
+  sopt.response_store_bytes = int64_t(args.number("response-store-mb", 32.0) * (1 << 20));
+  sopt.response_ttl_seconds = args.number("response-store-ttl", 3600.0);
+  if (sopt.response_store_bytes < 0 || !(sopt.response_ttl_seconds > 0))
+    throw std::runtime_error("--response-store-mb must be >= 0 and --response-store-ttl > 0");
   sopt.max_queue = int(args.integer("max-queue", 64));
   sopt.max_batch = int(args.integer("max-batch", 8));
   if (sopt.port < 0 || sopt.port > 65535) throw std::runtime_error("--port must be in [0, 65535]");

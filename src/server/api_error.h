@@ -1,7 +1,8 @@
-// An error answered in OpenAI's shape:
-//   {"error": {"message": ..., "type": ..., "param": ..., "code": ...}}
-// with its HTTP status. Thrown anywhere below a route handler; the handler
-// turns it into the response.
+// An error with its HTTP status, thrown anywhere below a route handler; the
+// handler answers it in the shape of the route's protocol:
+//   OpenAI:    {"error": {"message": ..., "type": ..., "param": ..., "code": ...}}
+//   Anthropic: {"type": "error", "error": {"type": ..., "message": ...}}
+//   Ollama:    {"error": "..."}
 #pragma once
 
 #include <stdexcept>
@@ -10,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 namespace hearth::server {
+
+enum class Protocol { OpenAI, Anthropic, Ollama };
 
 struct ApiError : std::runtime_error {
   int status;
@@ -23,9 +26,25 @@ struct ApiError : std::runtime_error {
         param(std::move(param)),
         code(std::move(code)) {}
 
-  nlohmann::ordered_json body() const {
+  nlohmann::ordered_json body(Protocol protocol = Protocol::OpenAI) const {
+    if (protocol == Protocol::Ollama) return {{"error", what()}};
+    if (protocol == Protocol::Anthropic) return {{"type", "error"}, {"error", {{"type", anthropic_type()}, {"message", what()}}}};
     auto opt = [](const std::string& s) { return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s); };
     return {{"error", {{"message", what()}, {"type", type}, {"param", opt(param)}, {"code", opt(code)}}}};
+  }
+
+  // Anthropic names its error types by status.
+  const char* anthropic_type() const {
+    switch (status) {
+      case 400: case 405: case 415: case 422: return "invalid_request_error";
+      case 401: return "authentication_error";
+      case 403: return "permission_error";
+      case 404: return "not_found_error";
+      case 413: return "request_too_large";
+      case 429: return "rate_limit_error";
+      case 503: case 529: return "overloaded_error";
+      default: return "api_error";
+    }
   }
 };
 

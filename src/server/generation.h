@@ -56,6 +56,7 @@ class GenerationStream {
   const std::vector<int32_t>& generated_ids() const { return ids_; }
   const std::string& text() const { return text_; }
   bool stopped_by_string() const { return stop_.stopped(); }
+  const std::string& stop_string() const { return stop_.matched(); }  // the stop string that ended it
   RequestHandle& handle() { return *handle_; }
 
  private:

@@ -5,6 +5,7 @@
 
 #include "engine/grammar/json_schema.h"
 #include "server/api_error.h"
+#include "server/json_fields.h"
 
 namespace hearth::server {
 
@@ -17,70 +18,6 @@ constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxSessionId = 256;
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxKeys = 4096;
-
-const char* type_name(const json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
-
-[[noreturn]] void wrong_type(const std::string& field, const char* expected, const json& v) {
-  throw bad_request(field, "'" + field + "' must be " + expected + ", not " + type_name(v));
-}
-
-// A field that is absent or null counts as unset.
-const json* field(const json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::optional<double> number(const json& body, const char* name, double lo, double hi, bool lo_open = false) {
-  const json* v = field(body, name);
-  if (!v) return std::nullopt;
-  if (!v->is_number()) wrong_type(name, "a number", *v);
-  double x = v->get<double>();
-  if (!std::isfinite(x) || x < lo || x > hi || (lo_open && x == lo)) {
-    std::string range = (lo_open ? "(" : "[") + json(lo).dump() + ", " + json(hi).dump() + "]";
-    if (hi == std::numeric_limits<double>::max()) range = (lo_open ? "> " : ">= ") + json(lo).dump();
-    throw bad_request(name, "'" + std::string(name) + "' must be " + range + ", got " + v->dump());
-  }
-  return x;
-}
-
-// Integers may arrive as 5 or 5.0; anything fractional is a type error.
-std::optional<int64_t> integer(const json& body, const char* name, int64_t lo, int64_t hi) {
-  const json* v = field(body, name);
-  if (!v) return std::nullopt;
-  int64_t x;
-  if (v->is_number_integer()) {
-    if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-      x = std::numeric_limits<int64_t>::max();
-    else
-      x = v->get<int64_t>();
-  } else if (v->is_number_float() && std::isfinite(v->get<double>()) && std::floor(v->get<double>()) == v->get<double>() &&
-             std::fabs(v->get<double>()) < 9e18) {
-    x = int64_t(v->get<double>());
-  } else {
-    wrong_type(name, "an integer", *v);
-  }
-  if (x < lo || x > hi) {
-    std::string range = hi == std::numeric_limits<int64_t>::max() ? ">= " + std::to_string(lo)
-                                                                   : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    throw bad_request(name, "'" + std::string(name) + "' must be " + range + ", got " + v->dump());
-  }
-  return x;
-}
-
-std::optional<bool> boolean(const json& body, const char* name) {
-  const json* v = field(body, name);
-  if (!v) return std::nullopt;
-  if (!v->is_boolean()) wrong_type(name, "a boolean", *v);
-  return v->get<bool>();
-}
 
 void parse_sampling(const json& body, ApiRequest& r) {
   SamplingOverrides& s = r.sampling;
@@ -118,9 +55,9 @@ void parse_sampling(const json& body, ApiRequest& r) {
         used = 0;
       }
       if (used == 0 || used != key.size() || id < 0 || id > std::numeric_limits<int32_t>::max())
-        throw bad_request("logit_bias", "'logit_bias' keys must be token ids, got \"" + key + "\"");
+        throw bad_request("logit_bias", "'logit_bias' keys must be token ids, got " + quote(json(key)));
       if (!bias.is_number() || !std::isfinite(bias.get<double>()) || bias.get<double>() < -100 || bias.get<double>() > 100)
-        throw bad_request("logit_bias", "'logit_bias' values must be numbers in [-100, 100], got " + bias.dump() +
+        throw bad_request("logit_bias", "'logit_bias' values must be numbers in [-100, 100], got " + quote(bias) +
                                             " for token " + key);
       s.logit_bias.emplace_back(int32_t(id), bias.get<float>());
     }
@@ -167,8 +104,6 @@ const std::string& check_session_id(const std::string& field, const std::string&
                                  std::to_string(id.size()));
   return id;
 }
-
-namespace {
 
 void parse_common(const json& body, ApiRequest& r) {
   if (const json* v = field(body, "model")) {
@@ -217,6 +152,8 @@ void parse_common(const json& body, ApiRequest& r) {
     if (auto u = boolean(*v, "include_usage")) r.include_usage = *u;
   }
 }
+
+namespace {
 
 // Message content: a string, or an array of text parts joined together.
 std::string flatten_content(const json& content, size_t index) {
@@ -289,6 +226,75 @@ json parse_body(const std::string& body) {
   return parsed;
 }
 
+json arguments_object(const json& arguments) {
+  if (!arguments.is_string()) return arguments;
+  json parsed = json::parse(arguments.get_ref<const std::string&>(), nullptr, false);
+  return parsed.is_object() ? parsed : arguments;
+}
+
+void check_function_tools(const json& tools, const std::string& where) {
+  if (!tools.is_array()) wrong_type(where, "an array", tools);
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const json& t = tools[i];
+    if (!t.is_object()) wrong_type(at, "an object", t);
+    const json* type = field(t, "type");
+    if (!type || *type != "function")
+      throw bad_request(at + ".type", "only tools of type 'function' are supported");
+    const json* fn = field(t, "function");
+    if (!fn || !fn->is_object()) throw bad_request(at + ".function", "'" + at + ".function' must be an object");
+    const json* name = field(*fn, "name");
+    if (!name || !name->is_string() || name->get_ref<const std::string&>().empty())
+      throw bad_request(at + ".function.name", "'" + at + ".function.name' must be a non-empty string");
+    if (const json* p = field(*fn, "parameters"); p && !p->is_object())
+      wrong_type(at + ".function.parameters", "a JSON Schema object", *p);
+  }
+}
+
+ToolChoice parse_tool_choice(const json& body, const json& tools) {
+  ToolChoice c;
+  c.parallel = boolean(body, "parallel_tool_calls").value_or(true);
+  const json* v = field(body, "tool_choice");
+  if (!v) return c;
+  if (v->is_string()) {
+    const std::string& mode = v->get_ref<const std::string&>();
+    if (mode == "auto") c.mode = ToolChoice::Mode::Auto;
+    else if (mode == "none") c.mode = ToolChoice::Mode::None;
+    else if (mode == "required") c.mode = ToolChoice::Mode::Required;
+    else throw bad_request("tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or a named function");
+  } else if (v->is_object()) {
+    // Chat: {"type": "function", "function": {"name": ...}}; Responses: {"type": "function", "name": ...}.
+    const json* fn = field(*v, "function");
+    const json* name = fn && fn->is_object() ? field(*fn, "name") : field(*v, "name");
+    if (!name || !name->is_string() || field(*v, "type") == nullptr || (*v)["type"] != "function")
+      throw bad_request("tool_choice", "a named 'tool_choice' is {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    c.mode = ToolChoice::Mode::Named;
+    c.name = name->get<std::string>();
+  } else {
+    wrong_type("tool_choice", "a string or an object", *v);
+  }
+  check_tool_choice(c, tools, "tool_choice");
+  return c;
+}
+
+void check_tool_choice(const ToolChoice& c, const json& tools, const std::string& param) {
+  if (c.mode != ToolChoice::Mode::Required && c.mode != ToolChoice::Mode::Named) return;
+  if (!tools.is_array() || tools.empty())
+    throw bad_request(param, "'tool_choice' asks for a tool call, but the request has no 'tools'");
+  if (c.mode == ToolChoice::Mode::Named &&
+      std::none_of(tools.begin(), tools.end(), [&](const json& t) { return t["function"]["name"] == c.name; }))
+    throw bad_request(param, "'tool_choice' names " + quote(json(c.name)) + ", which is not in 'tools'");
+}
+
+void set_reasoning_effort(const std::string& effort, const std::string& where, ApiRequest& r) {
+  static const char* kEfforts[] = {"none", "minimal", "low", "medium", "high", "xhigh"};
+  if (std::none_of(std::begin(kEfforts), std::end(kEfforts), [&](const char* k) { return effort == k; }))
+    throw bad_request(where, "'" + where + "' must be one of none, minimal, low, medium, high, xhigh");
+  r.template_kwargs["reasoning_effort"] = effort;
+  // Templates with a thinking switch (Qwen3) read enable_thinking; "none" turns it off.
+  if (!r.template_kwargs.contains("enable_thinking")) r.template_kwargs["enable_thinking"] = effort != "none";
+}
+
 ApiRequest parse_chat_request(const json& body) {
   ApiRequest r;
   r.endpoint = Endpoint::Chat;
@@ -307,7 +313,7 @@ ApiRequest parse_chat_request(const json& body) {
     if (role == m.end() || !role->is_string()) throw bad_request(at + ".role", "'" + at + ".role' must be a string");
     if (std::none_of(std::begin(kRoles), std::end(kRoles), [&](const char* k) { return *role == k; }))
       throw bad_request(at + ".role", "'" + at + ".role' must be one of system, developer, user, assistant, tool; got " +
-                                          role->dump());
+                                          quote(*role));
     json out = m;
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
@@ -316,22 +322,33 @@ ApiRequest parse_chat_request(const json& body) {
     } else {
       out["content"] = flatten_content(*content, i);
     }
+    if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+      if (*role != "assistant") throw bad_request(at + ".tool_calls", "only assistant messages carry 'tool_calls'");
+      if (!calls->is_array()) wrong_type(at + ".tool_calls", "an array", *calls);
+      for (size_t c = 0; c < calls->size(); ++c) {
+        const std::string cat = at + ".tool_calls[" + std::to_string(c) + "]";
+        const json& call = (*calls)[c];
+        const json* fn = call.is_object() ? field(call, "function") : nullptr;
+        if (!fn || !fn->is_object() || !field(*fn, "name") || !(*fn)["name"].is_string())
+          throw bad_request(cat, "'" + cat + "' must be {\"type\": \"function\", \"function\": {\"name\": ..., \"arguments\": ...}}");
+        if (const json* a = field(*fn, "arguments")) out["tool_calls"][c]["function"]["arguments"] = arguments_object(*a);
+      }
+    }
     r.messages.push_back(std::move(out));
   }
 
   if (const json* v = field(body, "tools")) {
-    if (!v->is_array()) wrong_type("tools", "an array", *v);
+    check_function_tools(*v, "tools");
     r.tools = *v;
   }
+  r.tool_choice = parse_tool_choice(body, r.tools);
   if (const json* v = field(body, "chat_template_kwargs")) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
     r.template_kwargs = *v;
   }
   if (const json* v = field(body, "reasoning_effort")) {
-    static const char* kEfforts[] = {"none", "minimal", "low", "medium", "high"};
-    if (!v->is_string() || std::none_of(std::begin(kEfforts), std::end(kEfforts), [&](const char* k) { return *v == k; }))
-      throw bad_request("reasoning_effort", "'reasoning_effort' must be one of none, minimal, low, medium, high");
-    r.template_kwargs["reasoning_effort"] = *v;
+        if (!v->is_string()) wrong_type("reasoning_effort", "a string", *v);
+    set_reasoning_effort(v->get<std::string>(), "reasoning_effort", r);
   }
 
   if (const json* v = field(body, "response_format")) r.response_format = parse_response_format(*v);

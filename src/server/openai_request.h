@@ -32,7 +32,16 @@ struct SamplingOverrides {
   void apply_to(SamplingParams& params) const;
 };
 
-enum class Endpoint { Chat, Completion };
+// The route a request came in on: which prompt it builds (a conversation
+// or a raw prompt) and which wire format answers it.
+enum class Endpoint { Chat, Completion, Messages, Responses };
+
+// Whether and how the model may call the request's tools.
+struct ToolChoice {
+  enum class Mode { Auto, None, Required, Named } mode = Mode::Auto;
+  std::string name;  // Named: the one tool it must call
+  bool parallel = true;  // more than one call per reply
+};
 
 // Chat's response_format: free text, any JSON object, or a JSON Schema.
 struct ResponseFormat {
@@ -43,11 +52,15 @@ struct ResponseFormat {
 
 struct ApiRequest {
   Endpoint endpoint = Endpoint::Chat;
+  bool is_chat() const { return endpoint != Endpoint::Completion; }
   std::string model;  // as sent (only echoed in logs; the served model answers)
 
-  // Chat: messages with their content flattened to strings; tools as sent.
+  // Chat: messages in OpenAI's shape with their content flattened to
+  // strings and tool-call arguments as objects (what templates expect);
+  // tools as OpenAI function tools.
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   nlohmann::ordered_json tools;                      // null when absent
+  ToolChoice tool_choice;
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // chat_template_kwargs (+ reasoning_effort)
 
   // Completions: a text prompt or token ids used verbatim.
@@ -65,6 +78,20 @@ struct ApiRequest {
 };
 
 ApiRequest parse_chat_request(const nlohmann::ordered_json& body);
+// The parts every protocol shares: stop strings, sessions, streaming, sampling.
+void parse_common(const nlohmann::ordered_json& body, ApiRequest& r);
+// A tool call's arguments as templates want them: a JSON string that holds
+// an object becomes that object; anything else stays as sent.
+nlohmann::ordered_json arguments_object(const nlohmann::ordered_json& arguments);
+// OpenAI function tools: [{"type": "function", "function": {"name", "parameters"?}}].
+void check_function_tools(const nlohmann::ordered_json& tools, const std::string& where);
+// tool_choice and parallel_tool_calls; naming a tool that is not offered is a 400.
+ToolChoice parse_tool_choice(const nlohmann::ordered_json& body, const nlohmann::ordered_json& tools);
+// A choice that asks for a call needs tools, and a named one a tool of that name.
+void check_tool_choice(const ToolChoice& choice, const nlohmann::ordered_json& tools, const std::string& param);
+// reasoning_effort (none ... xhigh) for the template, and enable_thinking
+// unless the request set it.
+void set_reasoning_effort(const std::string& effort, const std::string& where, ApiRequest& r);
 ApiRequest parse_completion_request(const nlohmann::ordered_json& body);
 
 // The grammar that constrains the output (null for free text). A schema

@@ -1,5 +1,7 @@
 #include "server/prompt.h"
 
+#include <algorithm>
+
 #include "server/api_error.h"
 #include "text/jinja_error.h"
 
@@ -10,17 +12,37 @@ PromptBuilder::PromptBuilder(const std::filesystem::path& model_dir, const text:
   try {
     chat_ = text::ChatTemplate::load(model_dir);
     prompt_.emplace(*chat_, tok_);
+    developer_role_ = chat_->source().find("developer") != std::string::npos;
   } catch (const std::exception& e) {
     template_error_ = e.what();
   }
+}
+
+const std::string& PromptBuilder::template_source() const {
+  static const std::string none;
+  return chat_ ? chat_->source() : none;
 }
 
 std::string PromptBuilder::render_chat(const ApiRequest& r) const {
   if (!chat_)
     throw ApiError(400, "this model has no chat template (" + template_error_ + "); use /v1/completions",
                    "invalid_request_error", "messages", "no_chat_template");
+  // Templates that know no developer role (most) get it as the system message
+  // it replaces; OpenAI's clients send it for system instructions.
+  const nlohmann::ordered_json* messages = &r.messages;
+  nlohmann::ordered_json renamed;
+  if (!developer_role_ &&
+      std::any_of(r.messages.begin(), r.messages.end(), [](const auto& m) { return m["role"] == "developer"; })) {
+    renamed = r.messages;
+    for (auto& m : renamed)
+      if (m["role"] == "developer") m["role"] = "system";
+    messages = &renamed;
+  }
+  // tool_choice none: the model is not shown the tools.
+  const nlohmann::ordered_json none;
+  const auto& tools = r.tool_choice.mode == ToolChoice::Mode::None ? none : r.tools;
   try {
-    return prompt_->render(r.messages, r.tools, true, r.template_kwargs);
+    return prompt_->render(*messages, tools, true, r.template_kwargs);
   } catch (const text::TemplateError& e) {
     throw bad_request("messages", "the chat template cannot render these messages: " + e.message());
   }
@@ -28,7 +50,7 @@ std::string PromptBuilder::render_chat(const ApiRequest& r) const {
 
 std::vector<int32_t> PromptBuilder::build(const ApiRequest& r, GeneratedHistory* history) const {
   std::vector<int32_t> ids;
-  if (r.endpoint == Endpoint::Chat) {
+  if (r.is_chat()) {
     const std::string rendered = render_chat(r);
     std::vector<std::vector<int32_t>> found;  // owns the ids the spans below point into
     std::vector<text::ChatPrompt::KnownIds> known;
@@ -47,7 +69,7 @@ std::vector<int32_t> PromptBuilder::build(const ApiRequest& r, GeneratedHistory*
   } else {
     ids = tok_.encode(r.prompt_text, true);
   }
-  const std::string param = r.endpoint == Endpoint::Chat ? "messages" : "prompt";
+  const std::string param = r.is_chat() ? "messages" : "prompt";
   if (ids.empty()) throw bad_request(param, "the prompt is empty");
   const size_t vocab = tok_.vocab_size();
   for (int32_t id : ids)

@@ -39,6 +39,7 @@ class PromptBuilder {
   std::string render_chat(const ApiRequest& request) const;     // the chat prompt text
 
   bool has_chat_template() const { return chat_.has_value(); }
+  const std::string& template_source() const;  // "" without a template
   const std::string& template_error() const { return template_error_; }  // why there is none
 
  private:
@@ -46,6 +47,7 @@ class PromptBuilder {
   std::optional<text::ChatTemplate> chat_;
   std::optional<text::ChatPrompt> prompt_;  // over chat_
   std::string template_error_;
+  bool developer_role_ = false;  // the template renders "developer" messages itself
 };
 
 }  // namespace hearth::server

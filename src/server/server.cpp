@@ -4,24 +4,16 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <regex>
 #include <sstream>
 
+#include "server/random_id.h"
 #include "server/server_impl.h"
 #include "server/web_ui.h"
 
 namespace hearth::server {
 
 namespace {
-
-std::string random_id(const char* prefix) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* hex = "0123456789abcdef";
-  std::string id = prefix;
-  for (int i = 0; i < 24; ++i) id += hex[rng() % 16];
-  return id;
-}
 
 struct Route {
   const char* method;
@@ -39,6 +31,17 @@ const Route kRoutes[] = {
     {"GET", "/v1/models/(.+)", "/v1/models/{id}", "one model by id", true},
     {"POST", "/v1/chat/completions", "/v1/chat/completions", "chat completion (OpenAI), streaming with \"stream\": true", true},
     {"POST", "/v1/completions", "/v1/completions", "text completion of a raw prompt (OpenAI legacy)", true},
+    {"POST", "/v1/messages", "/v1/messages", "Anthropic Messages, streaming with \"stream\": true", true},
+    {"POST", "/v1/responses", "/v1/responses", "OpenAI Responses, streaming with \"stream\": true", true},
+    {"GET", "/v1/responses/([^/]+)", "/v1/responses/{id}", "a stored response", true},
+    {"DELETE", "/v1/responses/([^/]+)", "/v1/responses/{id}", "delete a stored response", true},
+    {"POST", "/v1/messages/count_tokens", "/v1/messages/count_tokens", "the prompt tokens of a Messages request", true},
+    {"POST", "/api/chat", "/api/chat", "Ollama chat (NDJSON stream unless \"stream\": false)", true},
+    {"POST", "/api/generate", "/api/generate", "Ollama generate", true},
+    {"GET", "/api/tags", "/api/tags", "Ollama: the served model", true},
+    {"GET", "/api/ps", "/api/ps", "Ollama: the loaded model", true},
+    {"POST", "/api/show", "/api/show", "Ollama: the model's details and template", true},
+    {"GET", "/api/version", "/api/version", "Ollama: the server's version", true},
     {"GET", "/stats", "/stats", "server, model, queue, memory and generation counters (JSON)", true},
     {"GET", "/metrics", "/metrics", "the same counters in Prometheus text format", true},
     {"POST", "/admin/cache/session/close", "/admin/cache/session/close",
@@ -56,6 +59,22 @@ const std::vector<std::regex>& route_patterns() {
   return patterns;
 }
 
+// Anthropic's routes answer errors in Anthropic's shape.
+Protocol protocol_of(const std::string& path) {
+  if (path.rfind("/v1/messages", 0) == 0) return Protocol::Anthropic;
+  if (path.rfind("/api/", 0) == 0) return Protocol::Ollama;
+  return Protocol::OpenAI;
+}
+
+// RFC 3339, as Anthropic writes times.
+std::string rfc3339(std::time_t t) {
+  char buf[32];
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 // The route a path belongs to (for metrics labels), or "other".
 std::string route_label(const std::string& path) {
   for (size_t i = 0; i < std::size(kRoutes); ++i)
@@ -67,7 +86,8 @@ std::string route_label(const std::string& path) {
 
 Job::Job(Server::Impl& server, ApiRequest request, std::shared_ptr<RequestHandle> h)
     : s(server), api(std::move(request)), handle(std::move(h)) {
-  id = random_id(api.endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
+  static const char* kPrefix[] = {"chatcmpl-", "cmpl-", "msg_", "resp_"};
+  id = random_id(kPrefix[int(api.endpoint)]);
   std::vector<int32_t> eos = s.model.eos_ids;
   stream = std::make_unique<GenerationStream>(handle, s.tok, api.stop, std::move(eos), api.logprobs >= 0);
   s.begin_flight(handle);
@@ -103,37 +123,49 @@ void Job::record() {
 
 // ---- errors, auth ----
 
-void Server::Impl::send_error(httplib::Response& res, const ApiError& e) const {
+void Server::Impl::send_error(httplib::Response& res, const ApiError& e, Protocol protocol) const {
   res.status = e.status;
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   if (e.status == 429) res.set_header("Retry-After", "1");
-  res.set_content(dump(e.body()), "application/json");
+  res.set_content(dump(e.body(protocol)), "application/json");
 }
+
+namespace {
+
+// Compares without an early exit, so timing says nothing about the key.
+bool same_secret(const std::string& given, const std::string& expect) {
+  unsigned diff = given.size() != expect.size();
+  for (size_t i = 0; i < expect.size(); ++i) diff |= unsigned(i < given.size() ? given[i] : 0) ^ unsigned(expect[i]);
+  return diff == 0;
+}
+
+}  // namespace
 
 void Server::Impl::check_auth(const httplib::Request& req) const {
   if (opt.api_key.empty()) return;
-  const std::string header = req.get_header_value("Authorization");
-  const std::string expect = "Bearer " + opt.api_key;
-  // Compare without an early exit, so timing says nothing about the key.
-  bool ok = header.size() == expect.size();
-  unsigned diff = 0;
-  for (size_t i = 0; i < expect.size(); ++i) diff |= unsigned(i < header.size() ? header[i] : 0) ^ unsigned(expect[i]);
-  if (!ok || diff != 0)
-    throw ApiError(401, header.empty() ? "missing API key: send 'Authorization: Bearer <key>'" : "invalid API key",
-                   "invalid_request_error", {}, "invalid_api_key");
+  // OpenAI clients send a bearer token, Anthropic's send x-api-key.
+  const std::string bearer = req.get_header_value("Authorization");
+  const std::string api_key = req.get_header_value("x-api-key");
+  if (!bearer.empty() ? same_secret(bearer, "Bearer " + opt.api_key) : same_secret(api_key, opt.api_key)) return;
+  throw ApiError(401,
+                 bearer.empty() && api_key.empty()
+                     ? "missing API key: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+                     : "invalid API key",
+                 "invalid_request_error", {}, "invalid_api_key");
 }
 
 httplib::Server::Handler Server::Impl::guarded(bool auth,
-                                               std::function<void(const httplib::Request&, httplib::Response&)> f) {
-  return [this, auth, f = std::move(f)](const httplib::Request& req, httplib::Response& res) {
+                                               std::function<void(const httplib::Request&, httplib::Response&)> f,
+                                               Protocol protocol) {
+  return [this, auth, protocol, f = std::move(f)](const httplib::Request& req, httplib::Response& res) {
     try {
       if (auth) check_auth(req);
       f(req, res);
     } catch (const ApiError& e) {
-      send_error(res, e);
+      send_error(res, e, protocol);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "hearth serve: internal error on %s %s: %s\n", req.method.c_str(), req.path.c_str(), e.what());
-      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"), protocol);
     }
   };
 }
@@ -164,22 +196,31 @@ void Server::Impl::setup() {
     res.status = draining ? 503 : 200;
     res.set_content(dump(out), "application/json");
   });
-  http.Get("/v1", guarded(true, [](const httplib::Request&, httplib::Response& res) {
-             ojson list = ojson::array();
-             for (const auto& r : kRoutes)
-               list.push_back({{"method", r.method}, {"path", r.path}, {"description", r.description}});
-             res.set_content(dump(ojson{{"object", "list"}, {"data", list}}), "application/json");
+  http.Get("/v1", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
+             ojson endpoints = ojson::array();
+             for (const auto& r : kRoutes) endpoints.push_back(std::string(r.method) + " " + r.path);
+             res.set_content(
+                 dump(ojson{{"name", "hearth"}, {"version", kVersion}, {"model", model.id}, {"endpoints", endpoints}}),
+                 "application/json");
            }));
-  http.Get("/v1/models", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
-             res.set_content(dump(ojson{{"object", "list"}, {"data", ojson::array({model_object()})}}),
-                             "application/json");
+  // Anthropic's SDK sends anthropic-version and reads its own model shape.
+  auto model_json = [this](const httplib::Request& req) {
+    if (!req.has_header("anthropic-version")) return model_object();
+    return ojson{{"type", "model"}, {"id", model.id}, {"display_name", model.id}, {"created_at", rfc3339(model.created)}};
+  };
+  http.Get("/v1/models", guarded(true, [model_json](const httplib::Request& req, httplib::Response& res) {
+             ojson m = model_json(req);
+             ojson out = req.has_header("anthropic-version")
+                             ? ojson{{"data", {m}}, {"has_more", false}, {"first_id", m["id"]}, {"last_id", m["id"]}}
+                             : ojson{{"object", "list"}, {"data", {m}}};
+             res.set_content(dump(out), "application/json");
            }));
-  http.Get("/v1/models/(.+)", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+  http.Get("/v1/models/(.+)", guarded(true, [this, model_json](const httplib::Request& req, httplib::Response& res) {
              const std::string id = req.matches[1];
              if (id != model.id)
                throw ApiError(404, "the model '" + id + "' does not exist; this server serves '" + model.id + "'",
                               "invalid_request_error", "model", "model_not_found");
-             res.set_content(dump(model_object()), "application/json");
+             res.set_content(dump(model_json(req)), "application/json");
            }));
   http.Post("/v1/chat/completions", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
               generate(req, res, Endpoint::Chat);
@@ -187,6 +228,41 @@ void Server::Impl::setup() {
   http.Post("/v1/completions", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
               generate(req, res, Endpoint::Completion);
             }));
+  http.Post("/v1/responses", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+              responses_create(req, res);
+            }));
+  http.Get("/v1/responses/([^/]+)", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+             responses_get(req, res);
+           }));
+  http.Delete("/v1/responses/([^/]+)", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+                responses_delete(req, res);
+              }));
+  http.Post("/v1/messages", guarded(
+                                true, [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res); },
+                                Protocol::Anthropic));
+  http.Post("/v1/messages/count_tokens",
+            guarded(
+                true, [this](const httplib::Request& req, httplib::Response& res) { anthropic_count_tokens(req, res); },
+                Protocol::Anthropic));
+  auto ollama = [this](auto f) {
+    return guarded(true, [this, f](const httplib::Request& req, httplib::Response& res) { f(req, res); }, Protocol::Ollama);
+  };
+  http.Post("/api/chat", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_generate(req, res, true); }));
+  http.Post("/api/generate",
+            ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_generate(req, res, false); }));
+  http.Post("/api/show", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_show(req, res); }));
+  http.Get("/api/tags", ollama([this](const httplib::Request&, httplib::Response& res) {
+             res.set_content(dump(ojson{{"models", {ollama_model()}}}), "application/json");
+           }));
+  http.Get("/api/ps", ollama([this](const httplib::Request&, httplib::Response& res) {
+             ojson m = ollama_model();
+             m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded for as long as the server runs
+             m["size_vram"] = 0;
+             res.set_content(dump(ojson{{"models", {m}}}), "application/json");
+           }));
+  http.Get("/api/version", ollama([](const httplib::Request&, httplib::Response& res) {
+             res.set_content(dump(ojson{{"version", kVersion}}), "application/json");
+           }));
   http.Get("/stats", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
              res.set_content(dump(stats()), "application/json");
            }));
@@ -221,6 +297,8 @@ void Server::Impl::setup() {
   http.set_error_handler(httplib::Server::HandlerWithResponse(
       [this](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours already
+        const Protocol protocol = protocol_of(req.path);
+        auto send_error = [&](httplib::Response& r, const ApiError& e) { this->send_error(r, e, protocol); };
         if (res.status == 404) {
           std::string allow;
           for (size_t i = 0; i < std::size(kRoutes); ++i)

@@ -30,6 +30,8 @@ struct ServerOptions {
   int http_threads = 0;                // 0: max_queue + max_batch + 16
   double shutdown_grace_seconds = 10;  // in-flight requests may finish for this long
   int max_queue = 64, max_batch = 8;   // as given to the engine (shown in /stats)
+  int64_t response_store_bytes = 32 << 20;  // stored Responses API responses, at most
+  double response_ttl_seconds = 3600;       // and for this long
 };
 
 struct ServedModel {

@@ -34,6 +34,7 @@ ojson Server::Impl::stats() const {
   const double decode_s = double(m.decode_us.load()) / 1e6;
   const auto& cfg = engine.model().config();
   const AdmissionInfo& ad = engine.admission();
+  const ResponseStoreStats rs = responses.stats();
   ojson prompt_cache = {{"enabled", false}};
   if (auto c = engine.cache_stats())
     prompt_cache = {{"enabled", true},
@@ -117,10 +118,14 @@ ojson Server::Impl::stats() const {
         {"preemptions", st.preemptions},
         {"pressure_evictions", st.pressure_evictions}}},
       {"prompt_cache", prompt_cache},
+      {"response_store",
+       {{"entries", rs.entries}, {"bytes", rs.bytes}, {"max_bytes", rs.max_bytes}, {"ttl_ms", rs.ttl_ms}}},
       {"generation",
        {{"requests_total", st.requests_total},
         {"chat_requests", m.chat_requests.load()},
         {"completion_requests", m.completion_requests.load()},
+        {"messages_requests", m.messages_requests.load()},
+        {"responses_requests", m.responses_requests.load()},
         {"streamed_requests", m.streamed_requests.load()},
         {"completed", m.completed.load()},
         {"cancelled", m.client_cancelled.load()},

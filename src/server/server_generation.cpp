@@ -2,6 +2,7 @@
 // answered whole or as a server-sent event stream.
 #include <algorithm>
 
+#include "server/reply.h"
 #include "server/server_impl.h"
 
 namespace hearth::server {
@@ -31,21 +32,32 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   const ojson body = parse_body(req.body);
   ApiRequest api = ep == Endpoint::Chat ? parse_chat_request(body) : parse_completion_request(body);
   ++(ep == Endpoint::Chat ? metrics.chat_requests : metrics.completion_requests);
+  auto job = start(req, std::move(api));
+  if (job->api.stream) respond_stream(job, res);
+  else respond_whole(job, res);
+}
+
+std::vector<int32_t> Server::Impl::prompt_ids(const ApiRequest& api) {
+  std::vector<int32_t> ids = prompts.build(api, &history);
+  const int64_t ctx = engine.ctx_size();
+  if (int64_t(ids.size()) >= ctx)
+    throw bad_request(api.is_chat() ? "messages" : "prompt",
+                      "the prompt is " + std::to_string(ids.size()) + " tokens; this server's context holds " +
+                          std::to_string(ctx) + " tokens, which must leave room for at least one generated token",
+                      "context_length_exceeded");
+  return ids;
+}
+
+std::shared_ptr<Job> Server::Impl::start(const httplib::Request& req, ApiRequest api) {
   if (draining) throw ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down");
-  const std::string param = ep == Endpoint::Chat ? "messages" : "prompt";
+  const std::string param = api.is_chat() ? "messages" : "prompt";
   // Body fields beat the headers: x-session-affinity, then session_id.
   for (const char* header : {"x-session-affinity", "session_id"})
     if (api.session.empty() && req.has_header(header))
       api.session = check_session_id(header, req.get_header_value(header));
 
   GenerationRequest g;
-  g.prompt = prompts.build(api, &history);
-  const int64_t ctx = engine.ctx_size();
-  if (int64_t(g.prompt.size()) >= ctx)
-    throw bad_request(param,
-                      "the prompt is " + std::to_string(g.prompt.size()) + " tokens; this server's context holds " +
-                          std::to_string(ctx) + " tokens, which must leave room for at least one generated token",
-                      "context_length_exceeded");
+  g.prompt = prompt_ids(api);
   g.sampling = model.sampling;
   api.sampling.apply_to(g.sampling);
   const int64_t vocab = engine.model().config().vocab_size;
@@ -62,6 +74,7 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
   g.session = api.session;
   if (auto grammar = compile_response_format(api.response_format))
     g.constraint = grammar::Constraint{std::move(grammar), grammar_vocabulary()};
+  const int64_t prompt_tokens = int64_t(g.prompt.size());
 
   std::shared_ptr<RequestHandle> handle;
   try {
@@ -76,20 +89,31 @@ void Server::Impl::generate(const httplib::Request& req, httplib::Response& res,
     throw ApiError(503, e.what(), "server_error", {}, "server_shutting_down");
   }
   auto job = std::make_shared<Job>(*this, std::move(api), handle);
+  job->prompt_tokens = prompt_tokens;
   const int fd = find_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   if (fd >= 0) job->watch_id = watch.add(fd, [handle] { handle->cancel(); });
+  if (job->api.stream) ++metrics.streamed_requests;
+  return job;
+}
 
-  if (job->api.stream) {
-    ++metrics.streamed_requests;
-    respond_stream(job, res);
-  } else {
-    respond_whole(job, res);
+void Server::Impl::check_finished(const GenerationStream& g) const {
+  if (!g.error().empty()) throw ApiError(500, "generation failed: " + g.error(), "server_error");
+  if (g.finish_reason() == "cancelled") {
+    if (draining) throw ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down");
+    throw ApiError(500, "the request was cancelled", "server_error", {}, "cancelled");
   }
+}
+
+std::optional<ApiError> Server::Impl::stream_failure(const GenerationStream& g) const {
+  if (g.error().empty() && g.finish_reason() != "cancelled") return std::nullopt;
+  if (g.error().empty() && !draining) return std::nullopt;  // cancelled because the client left
+  return g.error().empty() ? ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down")
+                           : ApiError(500, "generation failed: " + g.error(), "server_error");
 }
 
 void Server::Impl::remember_reply(const Job& job) {
   const GenerationStream& g = *job.stream;
-  if (job.api.endpoint != Endpoint::Chat || !g.error().empty() || g.finish_reason() == "cancelled" ||
+  if (!job.api.is_chat() || !g.error().empty() || g.finish_reason() == "cancelled" ||
       g.stopped_by_string())
     return;
   std::vector<int32_t> ids = g.generated_ids();
@@ -133,33 +157,48 @@ ojson Server::Impl::completion_logprobs(Job& job, const std::vector<TokenLogprob
   return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
+namespace {
+
+ojson tool_call_json(const ToolCallOut& c) {
+  return {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
+}
+
+}  // namespace
+
 void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res) {
   GenerationStream& g = *job->stream;
-  std::string text;
-  std::vector<TokenLogprob> lps;
-  Piece p;
-  while (g.next(p)) {
-    text += p.text;
-    for (auto& t : p.logprobs) lps.push_back(std::move(t));
+  const bool chat = job->api.is_chat();
+  ReplyStream replies(g, "call_");
+  Reply reply;
+  if (chat) {
+    reply = collect(replies);
+  } else {
+    Piece p;
+    while (g.next(p)) {
+      reply.content += p.text;
+      for (auto& t : p.logprobs) reply.logprobs.push_back(std::move(t));
+    }
   }
   job->record();
   remember_reply(*job);
-  if (!g.error().empty()) throw ApiError(500, "generation failed: " + g.error(), "server_error");
-  if (g.finish_reason() == "cancelled") {
-    if (draining) throw ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down");
-    throw ApiError(500, "the request was cancelled", "server_error", {}, "cancelled");
-  }
-  const bool chat = job->api.endpoint == Endpoint::Chat;
+  check_finished(g);
   ojson choice;
   if (chat) {
+    ojson message = {{"role", "assistant"}, {"content", reply.content}};
+    if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
+    if (!reply.calls.empty()) {
+      if (reply.content.empty()) message["content"] = nullptr;
+      message["tool_calls"] = ojson::array();
+      for (const auto& c : reply.calls) message["tool_calls"].push_back(tool_call_json(c));
+    }
     choice = {{"index", 0},
-              {"message", {{"role", "assistant"}, {"content", text}}},
-              {"logprobs", job->api.logprobs >= 0 ? chat_logprobs(lps) : ojson(nullptr)},
-              {"finish_reason", g.finish_reason()}};
+              {"message", std::move(message)},
+              {"logprobs", job->api.logprobs >= 0 ? chat_logprobs(reply.logprobs) : ojson(nullptr)},
+              {"finish_reason", replies.finish_reason()}};
   } else {
     choice = {{"index", 0},
-              {"text", text},
-              {"logprobs", job->api.logprobs >= 0 ? completion_logprobs(*job, lps) : ojson(nullptr)},
+              {"text", reply.content},
+              {"logprobs", job->api.logprobs >= 0 ? completion_logprobs(*job, reply.logprobs) : ojson(nullptr)},
               {"finish_reason", g.finish_reason()}};
   }
   ojson out = {{"id", job->id},
@@ -173,20 +212,17 @@ void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, httplib::Respo
   res.set_content(dump(out), "application/json");
 }
 
-ojson Server::Impl::chunk(Job& job, const Piece* piece, const std::string* finish_reason, bool first) {
-  const bool chat = job.api.endpoint == Endpoint::Chat;
+// One chunk: `delta` (chat) or the text (completions), with logprobs.
+ojson Server::Impl::chunk(Job& job, ojson delta, const std::vector<TokenLogprob>* lps, const std::string* finish_reason) {
+  const bool chat = job.api.is_chat();
   ojson choice = {{"index", 0}};
-  const bool lp = job.api.logprobs >= 0 && piece && !piece->logprobs.empty();
+  const bool lp = job.api.logprobs >= 0 && lps && !lps->empty();
   if (chat) {
-    ojson delta = ojson::object();
-    if (first) delta["role"] = "assistant";
-    if (piece) delta["content"] = piece->text;
-    else if (first) delta["content"] = "";
-    choice["delta"] = delta;
-    choice["logprobs"] = lp ? chat_logprobs(piece->logprobs) : ojson(nullptr);
+    choice["delta"] = std::move(delta);
+    choice["logprobs"] = lp ? chat_logprobs(*lps) : ojson(nullptr);
   } else {
-    choice["text"] = piece ? piece->text : "";
-    choice["logprobs"] = lp ? completion_logprobs(job, piece->logprobs) : ojson(nullptr);
+    choice["text"] = delta.is_string() ? std::move(delta) : ojson("");
+    choice["logprobs"] = lp ? completion_logprobs(job, *lps) : ojson(nullptr);
   }
   choice["finish_reason"] = finish_reason ? ojson(*finish_reason) : ojson(nullptr);
   return {{"id", job.id},
@@ -207,34 +243,48 @@ void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, httplib::Resp
       return sink.write(event.data(), event.size());
     };
     GenerationStream& g = *job->stream;
-    const bool chat = job->api.endpoint == Endpoint::Chat;
-    if (chat && !send(dump(chunk(*job, nullptr, nullptr, true)))) {
-      g.cancel();
-      return false;
-    }
-    Piece p;
-    while (g.next(p)) {
-      if (p.empty()) continue;
-      if (!send(dump(chunk(*job, &p, nullptr, false)))) {
-        g.cancel();  // the client is gone: free the sequence at the next step
-        return false;
+    ReplyStream replies(g, "call_");
+    const bool chat = job->api.is_chat();
+    bool ok = !chat || send(dump(chunk(*job, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
+    if (chat) {
+      std::vector<ReplyEvent> events;
+      int calls = 0;
+      while (ok && replies.next(events)) {
+        for (auto& e : events) {
+          ojson delta = ojson::object();
+          if (e.kind == ReplyEvent::Kind::Content) delta["content"] = e.text;
+          else if (e.kind == ReplyEvent::Kind::Reasoning) delta["reasoning_content"] = e.text;
+          else {
+            ojson call = {{"index", calls++}};
+            call.update(tool_call_json(e.call));
+            delta["tool_calls"] = ojson::array({std::move(call)});
+          }
+          ok = ok && send(dump(chunk(*job, std::move(delta), &e.logprobs, nullptr)));
+        }
+        events.clear();
       }
+    } else {
+      Piece p;
+      while (ok && g.next(p))
+        if (!p.empty()) ok = send(dump(chunk(*job, p.text, &p.logprobs, nullptr)));
+    }
+    if (!ok) {
+      g.cancel();  // the client is gone: free the sequence at the next step
+      return false;
     }
     job->record();
     remember_reply(*job);
     if (!g.error().empty() || g.finish_reason() == "cancelled") {
-      if (g.error().empty() && !draining) return false;  // cancelled because the client left
-      ApiError e = g.error().empty()
-                       ? ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down")
-                       : ApiError(500, "generation failed: " + g.error(), "server_error");
-      send(dump(e.body()));
+      auto e = stream_failure(g);
+      if (!e) return false;  // cancelled because the client left
+      send(dump(e->body()));
     } else {
-      ojson last = chunk(*job, nullptr, &g.finish_reason(), false);
-      if (chat) last["choices"][0]["delta"] = ojson::object();
+      const std::string reason = chat ? replies.finish_reason() : g.finish_reason();
+      ojson last = chunk(*job, chat ? ojson::object() : ojson(""), nullptr, &reason);
       last["usage"] = usage(g);
       send(dump(last));
       if (job->api.include_usage) {
-        ojson u = chunk(*job, nullptr, nullptr, false);
+        ojson u = chunk(*job, ojson::object(), nullptr, nullptr);
         u["choices"] = ojson::array();
         u["usage"] = usage(g);
         send(dump(u));

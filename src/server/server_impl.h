@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,7 +25,9 @@
 #include "server/generated_history.h"
 #include "server/generation.h"
 #include "server/metrics.h"
+#include "server/json_fields.h"
 #include "server/openai_request.h"
+#include "server/response_store.h"
 #include "server/server.h"
 
 namespace hearth::server {
@@ -58,6 +61,7 @@ struct Job {
   int watch_id = -1;
   Clock::time_point t0 = Clock::now();
   size_t text_offset = 0;  // completions logprobs: code points emitted so far
+  int64_t prompt_tokens = 0;
 
   Job(Server::Impl& server, ApiRequest request, std::shared_ptr<RequestHandle> h);
   ~Job();
@@ -76,6 +80,7 @@ struct Server::Impl {
   ConnectionWatch watch;
   ServerMetrics metrics;
   GeneratedHistory history;  // the ids behind assistant replies this server generated
+  mutable ResponseStore responses;  // the Responses API's stored responses (stats() expires old ones)
   Clock::time_point started = Clock::now();
   std::time_t started_unix = unix_now();
   int port = 0;
@@ -88,7 +93,12 @@ struct Server::Impl {
   std::set<std::shared_ptr<RequestHandle>> in_flight;
 
   Impl(Engine& e, const text::Tokenizer& t, const PromptBuilder& p, ServedModel m, ServerOptions o)
-      : engine(e), tok(t), prompts(p), model(std::move(m)), opt(std::move(o)) {
+      : engine(e),
+        tok(t),
+        prompts(p),
+        model(std::move(m)),
+        opt(std::move(o)),
+        responses(opt.response_store_bytes, std::chrono::milliseconds(int64_t(opt.response_ttl_seconds * 1000))) {
     if (auto ids = tok.encode("a", false); !ids.empty()) {
       anchor = ids.back();
       anchor_text = tok.decode(std::span<const int32_t>(&anchor, 1));
@@ -100,10 +110,18 @@ struct Server::Impl {
   }
 
   void setup();
-  void send_error(httplib::Response& res, const ApiError& e) const;
+  void send_error(httplib::Response& res, const ApiError& e, Protocol protocol = Protocol::OpenAI) const;
   void check_auth(const httplib::Request& req) const;
-  httplib::Server::Handler guarded(bool auth, std::function<void(const httplib::Request&, httplib::Response&)> f);
+  httplib::Server::Handler guarded(bool auth, std::function<void(const httplib::Request&, httplib::Response&)> f,
+                                   Protocol protocol = Protocol::OpenAI);
 
+  // Validates, builds the prompt and queues a generation (throws ApiError).
+  std::shared_ptr<Job> start(const httplib::Request& req, ApiRequest api);
+  std::vector<int32_t> prompt_ids(const ApiRequest& api);  // within the context, else a 400
+  void check_finished(const GenerationStream& g) const;    // a failed or cancelled generation as an ApiError
+  std::optional<ApiError> stream_failure(const GenerationStream& g) const;  // what to tell a stream, if anything
+
+  // OpenAI chat and completions (server_generation.cpp).
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep);
   // The tokenizer's vocabulary for output grammars, built on first use.
   const std::shared_ptr<const grammar::Vocabulary>& grammar_vocabulary();
@@ -112,7 +130,29 @@ struct Server::Impl {
   void respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res);
   void respond_stream(const std::shared_ptr<Job>& job, httplib::Response& res);
   void remember_reply(const Job& job);
-  ojson chunk(Job& job, const Piece* piece, const std::string* finish_reason, bool first);
+  ojson chunk(Job& job, ojson delta, const std::vector<TokenLogprob>* lps, const std::string* finish_reason);
+
+  // Anthropic Messages (server_anthropic.cpp).
+  void anthropic_messages(const httplib::Request& req, httplib::Response& res);
+  void anthropic_count_tokens(const httplib::Request& req, httplib::Response& res);
+  ojson message_object(const Job& job) const;
+
+  // OpenAI Responses (server_responses.cpp).
+  struct ResponseContext {
+    std::string previous;  // previous_response_id
+    bool store = true;
+    ojson echo;            // request fields the response object repeats
+    ojson conversation;    // input messages so far, the reply appended once done
+  };
+  void responses_create(const httplib::Request& req, httplib::Response& res);
+  void responses_get(const httplib::Request& req, httplib::Response& res);
+  void responses_delete(const httplib::Request& req, httplib::Response& res);
+  ojson response_object(const Job& job, const ResponseContext& ctx, const char* status) const;
+
+  // Ollama (server_ollama.cpp).
+  void ollama_generate(const httplib::Request& req, httplib::Response& res, bool chat);
+  void ollama_show(const httplib::Request& req, httplib::Response& res);
+  ojson ollama_model() const;
   ojson usage(const GenerationStream& g) const;
   ojson chat_logprobs(const std::vector<TokenLogprob>& lps) const;
   ojson completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const;

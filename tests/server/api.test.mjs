@@ -415,9 +415,18 @@ describe('API', () => {
 
     r = await getJSON(srv.url + '/v1');
     assert.equal(r.status, 200);
-    const paths = r.body.data.map((e) => `${e.method} ${e.path}`);
+    assert.equal(r.body.name, 'hearth');
+    assert.equal(r.body.model, MODEL);
+    assert.match(r.body.version, /^\d+\.\d+\.\d+$/);
+    const paths = r.body.endpoints;
     for (const p of ['POST /v1/chat/completions', 'POST /v1/completions', 'GET /v1/models', 'GET /v1/models/{id}',
-      'GET /health', 'GET /stats', 'GET /metrics']) assert.ok(paths.includes(p), p);
+      'POST /v1/messages', 'POST /v1/messages/count_tokens', 'GET /health', 'GET /stats', 'GET /metrics']) assert.ok(paths.includes(p), p);
+    // Exactly the routes that exist: each listed GET answers something other than 404.
+    for (const p of paths.filter((e) => e.startsWith('GET ') && !e.includes('{'))) {
+      const g = await fetch(srv.url + p.slice(4));
+      await g.arrayBuffer();
+      assert.notEqual(g.status, 404, p);
+    }
 
     const s = await stats(srv);
     for (const k of ['server', 'model', 'queue', 'memory', 'generation']) assert.ok(s[k], k);

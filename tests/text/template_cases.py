@@ -215,6 +215,99 @@ def conversations():
         TOOLS,
         {"enable_thinking": False},
     )
+    # Multi-turn tool use ending with a new user turn: what a client sends
+    # back after running the calls, so the model's own calls are re-rendered.
+    add(
+        "parallel_tool_calls_then_user",
+        [
+            SYSTEM,
+            USER2,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    call("get_weather", {"city": "Tokyo", "unit": "celsius"}, "call00011"),
+                    call("calculate", {"expression": "6 * 7"}, "call00012"),
+                ],
+            },
+            tool_result('{"temperature": 18}', "call00011", "get_weather"),
+            tool_result("42", "call00012", "calculate"),
+            {"role": "assistant", "content": "18°C in Tokyo. Joke: 6 * 7 = 42."},
+            USER1,
+        ],
+        TOOLS,
+    )
+    add(
+        "two_tool_rounds_then_user",
+        [
+            USER1,
+            {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"}, "call00021")]},
+            tool_result("sunny", "call00021", "get_weather"),
+            {
+                "role": "assistant",
+                "content": "Let me convert that.",
+                "tool_calls": [call("calculate", {"expression": "22 * 9 / 5 + 32", "precise": False}, "call00022")],
+            },
+            tool_result("71.6", "call00022", "calculate"),
+            {"role": "assistant", "content": "Sunny, 71.6°F."},
+            USER2,
+        ],
+        TOOLS,
+    )
+    add(
+        "tool_call_nested_args_then_user",
+        [
+            USER1,
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    call(
+                        "get_weather",
+                        {"city": "São Paulo", "options": {"days": [1, 2], "note": "quote \" and <tag>"}, "flag": False, "none": None},
+                        "call00031",
+                    )
+                ],
+            },
+            tool_result("cloudy", "call00031", "get_weather"),
+            USER2,
+        ],
+        TOOLS,
+    )
+    add(
+        "parallel_string_args_then_user",
+        [
+            USER2,
+            {
+                "role": "assistant",
+                "content": "Checking.",
+                "tool_calls": [
+                    call("get_weather", {"city": "Tokyo"}, "call00041", as_string=True),
+                    call("calculate", {"expression": "1 + 1"}, "call00042", as_string=True),
+                ],
+            },
+            tool_result("rainy", "call00041", "get_weather"),
+            tool_result("2", "call00042", "calculate"),
+            USER1,
+        ],
+        TOOLS,
+    )
+    add(
+        "tool_call_with_reasoning_then_user",
+        [
+            USER1,
+            {
+                "role": "assistant",
+                "content": "",
+                "reasoning_content": "I should call the weather tool.",
+                "tool_calls": [call("get_weather", {"city": "Paris"}, "call00051")],
+            },
+            tool_result("sunny", "call00051", "get_weather"),
+            {"role": "assistant", "content": "Sunny.", "reasoning_content": "The tool said sunny."},
+            USER2,
+        ],
+        TOOLS,
+    )
     return c
 
 

@@ -1,0 +1,56 @@
+// A chat generation seen as a reply: the generated text split into content,
+// reasoning and tool calls as it streams, protocol-neutral. The OpenAI chat,
+// Anthropic Messages and OpenAI Responses routes each turn these events into
+// their own JSON or event stream.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "server/generation.h"
+
+namespace hearth::server {
+
+struct ToolCallOut {
+  std::string id;         // this server's id for the call ("call_...", "toolu_...")
+  std::string name;
+  std::string arguments;  // compact JSON text of the arguments object
+};
+
+struct ReplyEvent {
+  enum class Kind { Content, Reasoning, ToolCall } kind = Kind::Content;
+  std::string text;                    // Content, Reasoning
+  ToolCallOut call;                    // ToolCall
+  std::vector<TokenLogprob> logprobs;  // the tokens released with this event
+};
+
+class ReplyStream {
+ public:
+  // Tool calls get ids of `id_prefix` and 24 random hex digits.
+  ReplyStream(GenerationStream& generation, std::string id_prefix);
+
+  // Blocks for the next events (appended to `out`). Returns false once the
+  // generation is over and everything has been handed out.
+  bool next(std::vector<ReplyEvent>& out);
+
+  // The generation's finish reason, except "tool_calls" when the reply made
+  // a call and ended on its own.
+  std::string finish_reason() const;
+  GenerationStream& generation() { return g_; }
+  const GenerationStream& generation() const { return g_; }
+
+ private:
+  GenerationStream& g_;
+  std::string id_prefix_;
+  size_t tool_calls_ = 0;
+};
+
+// A whole reply, gathered.
+struct Reply {
+  std::string content, reasoning;
+  std::vector<ToolCallOut> calls;
+  std::vector<TokenLogprob> logprobs;
+};
+Reply collect(ReplyStream& stream);
+
+}  // namespace hearth::server

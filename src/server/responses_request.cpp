@@ -1,0 +1,141 @@
+#include "server/responses_request.h"
+
+#include "server/api_error.h"
+#include "server/json_fields.h"
+
+namespace hearth::server {
+
+namespace {
+
+std::string at(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
+
+// Message content: a string, or input_text / output_text parts joined.
+std::string content_text(const json& content, const std::string& where) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) wrong_type(where, "a string or an array of content parts", content);
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const std::string w = at(where, i);
+    const json& part = content[i];
+    if (!part.is_object()) wrong_type(w, "an object", part);
+    const std::string& type = required_string(part, "type", w);
+    if (type == "input_text" || type == "output_text" || type == "text") text += required_string(part, "text", w);
+    else if (type == "refusal") text += required_string(part, "refusal", w);
+    else throw bad_request(w + ".type", "content parts of type " + quote(json(type)) + " are not supported by this model");
+  }
+  return text;
+}
+
+// The assistant message that function calls and reasoning attach to: the
+// last message when it is an assistant turn, else a new one.
+json& assistant_turn(json& messages) {
+  if (messages.empty() || messages.back()["role"] != "assistant")
+    messages.push_back({{"role", "assistant"}, {"content", ""}});
+  return messages.back();
+}
+
+void convert_input(const json& input, json& messages) {
+  if (input.is_string()) {
+    messages.push_back({{"role", "user"}, {"content", input}});
+    return;
+  }
+  if (!input.is_array()) wrong_type("input", "a string or an array of input items", input);
+  std::string reasoning;  // a reasoning item belongs to the assistant turn after it
+  for (size_t i = 0; i < input.size(); ++i) {
+    const std::string w = at("input", i);
+    const json& item = input[i];
+    if (!item.is_object()) wrong_type(w, "an object", item);
+    const json* type_v = field(item, "type");
+    if (type_v && !type_v->is_string()) wrong_type(w + ".type", "a string", *type_v);
+    const std::string type = type_v ? type_v->get<std::string>() : "message";
+    if (type == "message") {
+      const std::string& role = required_string(item, "role", w);
+      if (role != "user" && role != "assistant" && role != "system" && role != "developer")
+        throw bad_request(w + ".role", "'" + w + ".role' must be user, assistant, system or developer");
+      const json* content = field(item, "content");
+      if (!content) throw bad_request(w + ".content", "'" + w + ".content' is required");
+      json m = {{"role", role}, {"content", content_text(*content, w + ".content")}};
+      if (role == "assistant" && !reasoning.empty()) m["reasoning_content"] = std::exchange(reasoning, {});
+      messages.push_back(std::move(m));
+    } else if (type == "function_call") {
+      json& turn = assistant_turn(messages);
+      if (!reasoning.empty()) turn["reasoning_content"] = std::exchange(reasoning, {});
+      turn["tool_calls"].push_back(
+          {{"id", required_string(item, "call_id", w)},
+           {"type", "function"},
+           {"function", {{"name", required_string(item, "name", w)}, {"arguments", arguments_object(json(required_string(item, "arguments", w)))}}}});
+    } else if (type == "function_call_output") {
+      const json* output = field(item, "output");
+      if (!output) throw bad_request(w + ".output", "'" + w + ".output' is required");
+      messages.push_back(
+          {{"role", "tool"}, {"tool_call_id", required_string(item, "call_id", w)}, {"content", content_text(*output, w + ".output")}});
+    } else if (type == "reasoning") {
+      for (const char* key : {"content", "summary"})
+        if (const json* parts = field(item, key)) {
+          if (!parts->is_array()) wrong_type(w + "." + key, "an array", *parts);
+          for (size_t p = 0; p < parts->size(); ++p) reasoning += required_string((*parts)[p], "text", at(w + "." + key, p));
+          if (!parts->empty()) break;  // the full reasoning when present, else its summary
+        }
+    } else {
+      throw bad_request(w + ".type", "input items of type " + quote(json(type)) + " are not supported");
+    }
+  }
+}
+
+// Responses function tools ({type, name, description, parameters}) as chat tools.
+json convert_tools(const json& tools) {
+  if (!tools.is_array()) wrong_type("tools", "an array", tools);
+  json out = json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string w = at("tools", i);
+    const json& t = tools[i];
+    if (!t.is_object()) wrong_type(w, "an object", t);
+    const std::string& type = required_string(t, "type", w);
+    if (type != "function")
+      throw bad_request(w + ".type", "tools of type " + quote(json(type)) + " are not supported; only 'function'");
+    json fn = {{"name", required_string(t, "name", w)}};
+    if (const json* d = field(t, "description")) fn["description"] = *d;
+    if (const json* p = field(t, "parameters")) fn["parameters"] = *p;
+    out.push_back({{"type", "function"}, {"function", std::move(fn)}});
+  }
+  check_function_tools(out, "tools");
+  return out;
+}
+
+}  // namespace
+
+ResponsesRequest parse_responses_request(const json& body) {
+  ResponsesRequest r;
+  ApiRequest& api = r.api;
+  api.endpoint = Endpoint::Responses;
+  parse_common(body, api);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (auto v = integer(body, "max_output_tokens", 1, kMax)) api.max_tokens = *v;
+  if (auto v = string(body, "instructions")) r.instructions = *v;
+  if (auto v = string(body, "previous_response_id")) r.previous_response_id = *v;
+  r.store = boolean(body, "store").value_or(true);
+  if (boolean(body, "background").value_or(false))
+    throw bad_request("background", "background responses are not supported");
+  if (const json* v = field(body, "metadata"); v && !v->is_object()) wrong_type("metadata", "an object", *v);
+
+  const json* input = field(body, "input");
+  if (!input) throw bad_request("input", "'input' is required");
+  convert_input(*input, api.messages);
+  if (api.messages.empty()) throw bad_request("input", "'input' must not be empty");
+
+  if (const json* v = field(body, "tools")) api.tools = convert_tools(*v);
+  api.tool_choice = parse_tool_choice(body, api.tools);
+  if (const json* v = field(body, "reasoning")) {
+    if (!v->is_object()) wrong_type("reasoning", "an object", *v);
+    if (auto effort = string(*v, "effort")) set_reasoning_effort(*effort, "reasoning.effort", api);
+  }
+  if (const json* v = field(body, "text")) {
+    if (!v->is_object()) wrong_type("text", "an object", *v);
+  }
+  for (const char* key : {"tools", "tool_choice", "text", "temperature", "top_p", "max_output_tokens", "metadata",
+                          "parallel_tool_calls", "reasoning", "instructions", "user"})
+    if (const json* v = field(body, key)) r.echo[key] = *v;
+  return r;
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,195 @@
+// Tool calls written as Python calls: NAME(key=value, ..), one per line or
+// as a list [a(..), b(..)], optionally wrapped in print(..) — what Gemma 3
+// writes in a ```tool_code block when prompted as Google's function-calling
+// guide does (and vLLM's "pythonic" parser reads for Llama 3.2/4). Values
+// are Python literals: strings, numbers, True/False/None, lists, tuples, dicts.
+#include <cctype>
+
+#include <nlohmann/json.hpp>
+
+#include "text/tools/tool_syntax.h"
+
+namespace hearth::text::tools {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+class PythonReader {
+ public:
+  explicit PythonReader(std::string_view s) : s_(s) {}
+
+  // The whole text as calls; nullopt on anything else.
+  std::optional<Calls> calls() {
+    Calls out;
+    skip();
+    bool list = eat('[');
+    for (;;) {
+      skip();
+      if (pos_ == s_.size() || (list && peek() == ']')) break;
+      if (!call(out)) return std::nullopt;
+      skip();
+      bool separated = eat(',') || had_newline_;
+      if (!separated && !(list ? peek() == ']' : pos_ == s_.size())) return std::nullopt;
+    }
+    if (list && !eat(']')) return std::nullopt;
+    skip();
+    if (pos_ != s_.size() || out.empty()) return std::nullopt;
+    return out;
+  }
+
+ private:
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  bool eat(char c) {
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  void skip() {
+    had_newline_ = false;
+    while (pos_ < s_.size() && is_space(s_[pos_])) had_newline_ |= s_[pos_++] == '\n';
+  }
+  std::string identifier(bool dotted) {
+    size_t start = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
+                                (dotted && s_[pos_] == '.' && pos_ > start)))
+      ++pos_;
+    return std::string(s_.substr(start, pos_ - start));
+  }
+
+  bool call(Calls& out) {
+    std::string name = identifier(true);
+    if (name.empty() || !eat('(')) return false;
+    if (name == "print") {  // print(f(..)): the call inside
+      skip();
+      if (!call(out)) return false;
+      skip();
+      return eat(')');
+    }
+    json args = json::object();
+    for (skip(); !eat(')'); skip()) {
+      std::string key = identifier(false);
+      skip();
+      if (key.empty() || !eat('=')) return false;
+      skip();
+      auto v = value();
+      if (!v) return false;
+      args[key] = std::move(*v);
+      skip();
+      if (peek() != ')' && !eat(',')) return false;
+    }
+    out.push_back(ToolCall{"", std::move(name), args.dump()});
+    return true;
+  }
+
+  std::optional<json> value() {
+    char c = peek();
+    if (c == '"' || c == '\'') return string();
+    if (c == '[' || c == '(') return sequence(c == '[' ? ']' : ')');
+    if (c == '{') return dict();
+    if (c == '-' || c == '+' || c == '.' || std::isdigit(static_cast<unsigned char>(c))) return number();
+    std::string word = identifier(false);
+    if (word == "True") return json(true);
+    if (word == "False") return json(false);
+    if (word == "None") return json(nullptr);
+    return std::nullopt;
+  }
+
+  std::optional<json> string() {
+    char quote = s_[pos_++];
+    std::string out;
+    while (pos_ < s_.size() && s_[pos_] != quote) {
+      char c = s_[pos_++];
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ == s_.size()) return std::nullopt;
+      char e = s_[pos_++];
+      switch (e) {
+        case 'n': out += '\n'; break;
+        case 't': out += '\t'; break;
+        case 'r': out += '\r'; break;
+        case '0': out += '\0'; break;
+        default: out += e;  // \\, \', \" and anything else: the character itself
+      }
+    }
+    if (!eat(quote)) return std::nullopt;
+    return json(std::move(out));
+  }
+
+  std::optional<json> sequence(char close) {
+    ++pos_;
+    json arr = json::array();
+    for (skip(); !eat(close); skip()) {
+      auto v = value();
+      if (!v) return std::nullopt;
+      arr.push_back(std::move(*v));
+      skip();
+      if (peek() != close && !eat(',')) return std::nullopt;
+    }
+    return arr;
+  }
+
+  std::optional<json> dict() {
+    ++pos_;
+    json obj = json::object();
+    for (skip(); !eat('}'); skip()) {
+      auto key = value();
+      skip();
+      if (!key || !key->is_string() || !eat(':')) return std::nullopt;
+      skip();
+      auto v = value();
+      if (!v) return std::nullopt;
+      obj[key->get<std::string>()] = std::move(*v);
+      skip();
+      if (peek() != '}' && !eat(',')) return std::nullopt;
+    }
+    return obj;
+  }
+
+  std::optional<json> number() {
+    size_t start = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || std::string_view("+-._").find(s_[pos_]) != std::string_view::npos))
+      ++pos_;
+    std::string text(s_.substr(start, pos_ - start));
+    if (!text.empty() && text[0] == '+') text.erase(0, 1);
+    json j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_number()) return std::nullopt;
+    return j;
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+  bool had_newline_ = false;
+};
+
+// A JSON value as a Python literal.
+std::string python_literal(const json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  std::string out;
+  if (v.is_array()) {
+    for (const auto& item : v) out += (out.empty() ? "" : ", ") + python_literal(item);
+    return "[" + out + "]";
+  }
+  if (v.is_object()) {
+    for (const auto& [k, item] : v.items()) out += (out.empty() ? "" : ", ") + json(k).dump() + ": " + python_literal(item);
+    return "{" + out + "}";
+  }
+  return v.dump();  // numbers; strings (a JSON string literal is a valid Python one)
+}
+
+}  // namespace
+
+std::optional<Calls> parse_pythonic(std::string_view body) { return PythonReader(body).calls(); }
+
+std::string python_keyword_arguments(std::string_view arguments_json) {
+  json args = json::parse(arguments_json.begin(), arguments_json.end(), nullptr, false);
+  std::string out;
+  if (!args.is_object()) return out;
+  for (const auto& [k, v] : args.items()) out += (out.empty() ? "" : ", ") + k + "=" + python_literal(v);
+  return out;
+}
+
+}  // namespace hearth::text::tools

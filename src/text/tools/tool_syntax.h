@@ -1,0 +1,84 @@
+// The tool-call markup of each format, as data for OutputParser: the texts
+// that open a tool-call section, where the section ends, and how its body
+// becomes calls. Internal to text/tools.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "text/tools/output_parser.h"
+
+namespace hearth::text::tools {
+
+using Calls = std::vector<ToolCall>;
+// A section's body (between its opener and its closer) → its calls;
+// nullopt when it is not valid markup (the section is then content).
+using BodyParser = std::optional<Calls> (*)(std::string_view body);
+
+struct Section {
+  std::string open{};
+  // Where the body ends: at this text (consumed with the section); empty: at
+  // the end of the first complete JSON value in the body (formats with no
+  // closing marker, whose calls end with the JSON).
+  std::string close{};
+  // At the end of output the close may be missing, if the body parses (its
+  // calls have their own ends: DeepSeek's, whose distills' template omits
+  // <｜tool▁calls▁end｜> after the last turn's calls).
+  bool close_optional_at_end = false;
+  BodyParser parse = nullptr;
+  // Opens only where nothing but whitespace precedes it since the output
+  // began or the last markup (Llama 3's bare "{", which is otherwise prose).
+  bool start_only = false;
+  // The opener is the body's first text, not markup around it ("{").
+  bool open_in_body = false;
+  // Characters besides whitespace dropped after the section (the ";" that
+  // separates Llama 3's calls).
+  std::string separators{};
+  // The body parser gives every argument value as the text the model wrote
+  // (a JSON string); type_text_arguments gives them their JSON types.
+  bool text_arguments = false;
+  // Markup around content that carries nothing (Command R7B's
+  // <|START_RESPONSE|>): dropped where it stands, no body.
+  bool drop = false;
+};
+
+// The sections that open a tool call in this format's output (empty for None).
+const std::vector<Section>& sections_of(ToolCallFormat format);
+
+// Where a body with no closing marker ends: after the first complete JSON
+// value (or bracketed Python list), which starts at the first non-space
+// character if that is '{' or '[', else at the first '{' (Mistral's
+// NAME[ARGS]{..}). npos: not complete yet.
+size_t json_body_end(std::string_view text);
+
+// Body parsers (tool_call_bodies.cpp, pythonic_calls.cpp).
+// A JSON object or array of objects: name in "name" or "tool_name" (or an
+// OpenAI-shaped "function" object), arguments in "arguments" or
+// "parameters" (an object, or a string holding one), id in "id" or "tool_call_id".
+std::optional<Calls> parse_json_calls(std::string_view body);
+std::optional<Calls> parse_qwen3_coder(std::string_view body);
+std::optional<Calls> parse_mistral(std::string_view body);
+std::optional<Calls> parse_deepseek(std::string_view body);
+std::optional<Calls> parse_functionary(std::string_view body);
+std::optional<Calls> parse_pythonic(std::string_view body);
+
+// Arguments whose values are all strings (Qwen3-Coder's XML) → typed by
+// the parameter schema of the tool `name` in tools (OpenAI shape): "string"
+// stays text; integer/number/boolean/object/array become JSON where the
+// text parses as that type; a "null" type takes null; a parameter the
+// schema does not declare stays text (all as vLLM's qwen3_coder parser).
+// With no schema for the tool, a value that parses as JSON becomes it.
+std::string type_text_arguments(const std::string& arguments, const nlohmann::ordered_json* tools,
+                                const std::string& name);
+
+// A JSON arguments object in Python call syntax (for rendering Gemma calls).
+std::string python_keyword_arguments(std::string_view arguments_json);
+
+std::string_view trim(std::string_view s);
+bool is_space(char c);
+
+}  // namespace hearth::text::tools
