@@ -103,6 +103,10 @@ TEST(GrammarSchema, ObjectsInSchemaOrderWithRequiredAndOptional) {
   EXPECT_EQ(refused_at(s, R"({ "a":"x"})"), 1);
   EXPECT_EQ(refused_at(s, R"({"a":"x"},)"), 9);
   EXPECT_EQ(refused_at(R"({"type": "object", "properties": {"a": {}}})", "{}"), -1);
+  // Without a type, the one the keywords are about.
+  EXPECT_EQ(refused_at(R"({"maxLength": 2})", "\"abc\""), 3);
+  EXPECT_EQ(refused_at(R"({"maxItems": 1})", "[1,2]"), 2);
+  EXPECT_EQ(refused_at(R"({"enum": ["a", "b"], "type": "string", "title": "T"})", "\"b\""), -1);
 }
 
 TEST(GrammarSchema, ObjectsWithoutPropertiesAndMaps) {
@@ -187,6 +191,9 @@ TEST(GrammarSchema, UnsupportedFeaturesNameTheirPath) {
   expect_error(R"({"anyOf":[{"type":"string"},{"not":{}}]})", "not", "/anyOf/1/not");
   expect_error(R"({"type":"string","minLength":3,"maxLength":2})", "maxLength", "/maxLength");
   expect_error(R"(false)", "false", "/");
+  expect_error(R"({"type":"string","anyOf":[{"maxLength":3},{"minLength":9}]})", "type", "/type");
+  expect_error(R"({"$ref":"#/$defs/a","maxLength":2,"$defs":{"a":{}}})", "maxLength", "/maxLength");
+  expect_error(R"({"type":"object","required":["a"]})", "required", "/required");
 }
 
 TEST(GrammarCompose, ToolCallsAsAChoiceOfLiteralsAndSchemas) {

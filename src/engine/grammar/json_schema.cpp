@@ -52,6 +52,7 @@ class SchemaCompiler {
     if (s.contains("uniqueItems") && s["uniqueItems"] != false)
       fail(path + "/uniqueItems", "unsupported keyword \"uniqueItems\": true");
 
+    alone_with_annotations(s, path);
     if (auto it = s.find("$ref"); it != s.end()) return reference(*it, path + "/$ref");
     if (auto it = s.find("const"); it != s.end()) return b_.literal(it->dump());
     if (auto it = s.find("enum"); it != s.end()) {
@@ -75,9 +76,14 @@ class SchemaCompiler {
 
     auto type = s.find("type");
     if (type == s.end()) {
-      // No type: what the other keywords imply, else any value.
-      if (s.contains("properties") || s.contains("additionalProperties")) return typed(s, "object", path);
-      if (s.contains("items")) return typed(s, "array", path);
+      // No type: the type the other keywords are about (a subset of what
+      // the schema allows, where it would allow other types too), else any.
+      for (const char* key : {"properties", "additionalProperties", "required"})
+        if (s.contains(key)) return typed(s, "object", path);
+      for (const char* key : {"items", "minItems", "maxItems"})
+        if (s.contains(key)) return typed(s, "array", path);
+      for (const char* key : {"minLength", "maxLength"})
+        if (s.contains(key)) return typed(s, "string", path);
       return json_rules::any_value(b_);
     }
     if (type->is_string()) return typed(s, type->get<std::string>(), path);
@@ -91,6 +97,21 @@ class SchemaCompiler {
   }
 
  private:
+  // $ref, const, enum, anyOf, oneOf and allOf decide the value alone: a
+  // sibling that would narrow it further is refused rather than dropped
+  // (const and enum may name their type).
+  static void alone_with_annotations(const json& s, const std::string& path) {
+    static constexpr const char* kDeciders[] = {"$ref", "const", "enum", "anyOf", "oneOf", "allOf"};
+    for (const char* decider : kDeciders) {
+      if (!s.contains(decider)) continue;
+      const bool typed_literal = std::string_view(decider) == "const" || std::string_view(decider) == "enum";
+      for (const auto& [key, value] : s.items())
+        if (key != decider && !is_annotation(key) && !(typed_literal && key == "type"))
+          fail(path + "/" + pointer_token(key), "\"" + key + "\" together with \"" + decider + "\" is not supported");
+      return;
+    }
+  }
+
   [[noreturn]] static void fail(const std::string& path, const std::string& what) {
     throw GrammarError(what + " at " + (path.empty() ? "/" : path));
   }
@@ -151,6 +172,8 @@ class SchemaCompiler {
     auto props = s.find("properties");
     auto additional = s.find("additionalProperties");
     if (props == s.end()) {
+      if (s.contains("required") && !s["required"].empty())
+        fail(path + "/required", "required without properties is not supported");
       if (additional == s.end() || *additional == true) return json_rules::any_object(b_);
       if (*additional == false) return b_.literal("{}");
       return json_rules::map_of(b_, compile(*additional, path + "/additionalProperties"));

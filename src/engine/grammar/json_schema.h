@@ -4,7 +4,11 @@
 //   of them; enum; const; anyOf and oneOf (both as "any of": the grammar
 //   cannot check that exactly one matches); allOf of a single schema;
 //   $ref to any JSON pointer in the root ("#/$defs/x", "#/definitions/x"),
-//   recursive ones included; true (any value).
+//   recursive ones included; true (any value). These decide the value on
+//   their own: another validation keyword beside them is refused (const and
+//   enum may name their type). Without a type, the schema is taken as the
+//   type its keywords are about (properties: object, items: array,
+//   maxLength: string), else any value.
 // - object: properties are emitted in schema order; `required` ones always,
 //   the others optionally. additionalProperties defaults to false (closed
 //   objects, as OpenAI's strict mode requires); true or a schema is
