@@ -165,6 +165,17 @@ TEST(GrammarSchema, AcceptBytesIsAllOrNothingAndSplitsCharacters) {
   EXPECT_TRUE(m.must_end());
 }
 
+TEST(GrammarSchema, LongOutputsSurviveArenaCompaction) {
+  // Each byte adds frames; the arena is compacted many times over 100 kB.
+  std::string doc = "{\"items\": [";
+  for (int i = 0; i < 3000; ++i) doc += (i ? ", " : "") + std::string(R"({"k": "value \u00e9", "n": [1, 2.5]})");
+  Matcher m(compile_json_object());
+  for (size_t i = 0; i < doc.size(); ++i) ASSERT_TRUE(m.accept_bytes(doc.substr(i, 1))) << i;
+  EXPECT_FALSE(m.accept_bytes("}"));  // the array is still open
+  EXPECT_TRUE(m.accept_bytes("]}"));
+  EXPECT_TRUE(m.must_end());
+}
+
 void expect_error(const char* schema, const std::string& feature, const std::string& path) {
   try {
     compile_json_schema(ojson::parse(schema));
