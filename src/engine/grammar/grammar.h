@@ -1,6 +1,6 @@
 // A byte-level context-free grammar for constrained decoding, and the
-// builder that composes one: literals, JSON Schema values, sequences and
-// choices (grammar_builder.h adds the JSON pieces).
+// builder that composes one from literals, sequences, choices and
+// repetitions (json_schema.h adds JSON Schema values and tool-call objects).
 //
 // A grammar is a list of rules; a rule is a choice of alternatives; an
 // alternative is a sequence of elements. An element is either a byte set
