@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 n=0
-for f in src/core/*.cpp src/io/*.cpp src/model/*.cpp src/engine/*.cpp; do
+shopt -s globstar
+for f in src/core/*.cpp src/io/*.cpp src/model/*.cpp src/engine/**/*.cpp; do
   aarch64-linux-gnu-g++ -std=c++20 -O1 -Wall -Wextra -Wno-unused-parameter -Werror=return-type -Isrc \
     -c "$f" -o "$out/$n.o"
   n=$((n + 1))

@@ -1,7 +1,8 @@
 // One sequence's decoding state, shared by the batching engine and the
 // single-sequence generator: the sampler, the history (prompt, then the
 // generated tokens) that its penalties look at, and the rules that end
-// generation (a stop token, the token limit, a full context).
+// generation (a stop token, the token limit, a full context), and the
+// grammar that constrains the output, if there is one.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "engine/grammar/constraint.h"
+#include "engine/grammar/matcher.h"
 #include "engine/sampler.h"
 
 namespace hearth {
@@ -24,10 +27,16 @@ struct StopRules {
 
 class Decoding {
  public:
-  Decoding(std::vector<int32_t> prompt, const SamplingParams& sampling, StopRules rules);
+  Decoding(std::vector<int32_t> prompt, const SamplingParams& sampling, StopRules rules,
+           const std::optional<grammar::Constraint>& constraint = std::nullopt);
 
   // Samples the next token from one row of logits (left untouched) and
   // appends it to the history; finished() then says whether it was the last.
+  // With a grammar, the logits of tokens it refuses are -inf before the
+  // sampler runs (so penalties, temperature and the filters work over the
+  // allowed set); the stop ids are allowed only once the grammar is
+  // complete, and are the only choice once it must end. Throws
+  // std::runtime_error if the grammar allows no token at all.
   int32_t next(std::span<const float> logits);
   std::optional<FinishReason> finished() const { return finished_; }
 
@@ -42,6 +51,11 @@ class Decoding {
   int64_t prompt_tokens_;
   std::vector<int32_t> history_;
   std::vector<float> scratch_;  // the sampler's working copy of the logits
+  std::optional<grammar::Matcher> matcher_;
+  std::vector<uint32_t> mask_;  // scratch: the grammar's allowed tokens
+
+  void constrain(std::span<const float> logits, std::span<float> out);
+  bool is_stop(int32_t token) const;
   std::optional<FinishReason> finished_;
 };
 

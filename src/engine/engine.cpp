@@ -84,7 +84,7 @@ struct Engine::Active {
         handle(std::move(h)),
         // The prompt moves into the decoding state; request.prompt is empty after.
         decoding(std::move(request.prompt), request.sampling,
-                 {request.stop_ids, request.max_tokens, ctx_size}),
+                 {request.stop_ids, request.max_tokens, ctx_size}, request.constraint),
         submitted(Clock::now()) {}
   std::span<const int32_t> history() const { return decoding.history(); }
   int64_t behind() const { return int64_t(history().size()) - computed; }  // tokens not fed yet

@@ -40,6 +40,9 @@ struct GenerationRequest {
   std::vector<int32_t> stop_ids;  // generation ends after emitting one of these
   int top_logprobs = -1;          // -1: no logprobs; 0: the chosen token's; k: and the top k
   std::string session;            // the conversation this continues ("": none)
+  // Structured output: only tokens the grammar allows are sampled, and the
+  // stop ids only once it is complete (engine/grammar/).
+  std::optional<grammar::Constraint> constraint;
 };
 
 struct TokenEvent {

@@ -30,6 +30,9 @@ struct KeyBytes {
 std::optional<uint64_t> GenerationCheckpoints::key(const GenerationRequest& r) {
   const SamplingParams& s = r.sampling;
   if (s.temperature > 0 && !s.seed) return std::nullopt;
+  // A grammar is not part of the key (it has no cheap identity): a
+  // constrained request is never resumed from a checkpoint.
+  if (r.constraint) return std::nullopt;
   KeyBytes k;
   k.add_all(r.prompt);
   k.add(s.temperature), k.add(s.top_p), k.add(s.top_k), k.add(s.min_p);

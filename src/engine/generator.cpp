@@ -30,7 +30,7 @@ FinishReason Generator::run(std::span<const int32_t> prompt, const GenerateOptio
                                 " tokens; the context holds " + std::to_string(ctx));
   SequenceGuard seq{kv_, kv_.create_sequence()};
   Decoding decoding({prompt.begin(), prompt.end()}, options.sampling,
-                    {options.eos_ids, options.max_tokens, ctx});
+                    {options.eos_ids, options.max_tokens, ctx}, options.constraint);
   GenerateStats local;
   GenerateStats& st = stats ? *stats : local;
   st.prompt_tokens = int64_t(prompt.size());

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct GenerateOptions {
   int64_t ctx_size = 0;     // 0: the model's max_position_embeddings
   SamplingParams sampling;
   std::vector<int32_t> eos_ids;
+  std::optional<grammar::Constraint> constraint;  // structured output (see Decoding)
   std::vector<float>* prompt_logits = nullptr;  // if set, receives [n_prompt, vocab]
 };
 

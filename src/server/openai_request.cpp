@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/grammar/json_schema.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
 
@@ -61,6 +62,38 @@ void parse_sampling(const json& body, ApiRequest& r) {
       s.logit_bias.emplace_back(int32_t(id), bias.get<float>());
     }
   }
+}
+
+ResponseFormat parse_response_format(const json& v) {
+  if (!v.is_object()) wrong_type("response_format", "an object", v);
+  const json* type = field(v, "type");
+  if (!type || !type->is_string())
+    throw bad_request("response_format.type", "'response_format.type' must be one of text, json_object, json_schema");
+  ResponseFormat f;
+  if (*type == "text") return f;
+  if (*type == "json_object") {
+    f.kind = ResponseFormat::Kind::JsonObject;
+    return f;
+  }
+  if (*type != "json_schema")
+    throw bad_request("response_format.type",
+                      "'response_format.type' must be one of text, json_object, json_schema; got " + type->dump());
+  const json* spec = field(v, "json_schema");
+  if (!spec) throw bad_request("response_format.json_schema", "'response_format.json_schema' is required");
+  if (!spec->is_object()) wrong_type("response_format.json_schema", "an object", *spec);
+  const json* name = field(*spec, "name");
+  if (!name || !name->is_string() || name->get<std::string>().empty() || name->get<std::string>().size() > 64)
+    throw bad_request("response_format.json_schema.name",
+                      "'response_format.json_schema.name' must be a string of 1 to 64 characters");
+  if (const json* strict = field(*spec, "strict"); strict && !strict->is_boolean())
+    wrong_type("response_format.json_schema.strict", "a boolean", *strict);
+  // strict or not, the output follows the schema: the grammar has no lax mode.
+  const json* schema = field(*spec, "schema");
+  if (!schema) throw bad_request("response_format.json_schema.schema", "'response_format.json_schema.schema' is required");
+  if (!schema->is_object()) wrong_type("response_format.json_schema.schema", "an object", *schema);
+  f.kind = ResponseFormat::Kind::JsonSchema;
+  f.schema = *schema;
+  return f;
 }
 
 }  // namespace
@@ -318,11 +351,30 @@ ApiRequest parse_chat_request(const json& body) {
     set_reasoning_effort(v->get<std::string>(), "reasoning_effort", r);
   }
 
+  if (const json* v = field(body, "response_format")) r.response_format = parse_response_format(*v);
+
   const bool logprobs = boolean(body, "logprobs").value_or(false);
   auto top = integer(body, "top_logprobs", 0, kMaxTopLogprobs);
   if (top && !logprobs) throw bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   if (logprobs) r.logprobs = int(top.value_or(0));
   return r;
+}
+
+std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format) {
+  switch (format.kind) {
+    case ResponseFormat::Kind::Text:
+      return nullptr;
+    case ResponseFormat::Kind::JsonObject:
+      return grammar::compile_json_object();
+    case ResponseFormat::Kind::JsonSchema:
+      break;
+  }
+  const std::string at = "response_format.json_schema.schema";
+  try {
+    return grammar::compile_json_schema(format.schema);
+  } catch (const grammar::GrammarError& e) {
+    throw bad_request(at, "'" + at + "' is not supported: " + e.what());
+  }
 }
 
 ApiRequest parse_completion_request(const json& body) {

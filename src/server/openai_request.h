@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/grammar/grammar.h"
 #include "engine/sampler.h"
 
 namespace hearth::server {
@@ -41,6 +43,13 @@ struct ToolChoice {
   bool parallel = true;  // more than one call per reply
 };
 
+// Chat's response_format: free text, any JSON object, or a JSON Schema.
+struct ResponseFormat {
+  enum class Kind { Text, JsonObject, JsonSchema };
+  Kind kind = Kind::Text;
+  nlohmann::ordered_json schema;  // JsonSchema: json_schema.schema, as sent (property order kept)
+};
+
 struct ApiRequest {
   Endpoint endpoint = Endpoint::Chat;
   bool is_chat() const { return endpoint != Endpoint::Completion; }
@@ -65,6 +74,7 @@ struct ApiRequest {
   std::string session;  // session_id or prompt_cache_key (the server adds the headers' when unset)
   bool stream = false, include_usage = false;
   int logprobs = -1;  // -1: none; 0: the chosen token's; k: and the top k alternatives
+  ResponseFormat response_format;
 };
 
 ApiRequest parse_chat_request(const nlohmann::ordered_json& body);
@@ -83,6 +93,11 @@ void check_tool_choice(const ToolChoice& choice, const nlohmann::ordered_json& t
 // unless the request set it.
 void set_reasoning_effort(const std::string& effort, const std::string& where, ApiRequest& r);
 ApiRequest parse_completion_request(const nlohmann::ordered_json& body);
+
+// The grammar that constrains the output (null for free text). A schema
+// the compiler does not support is a 400 naming
+// response_format.json_schema.schema, with the keyword and its JSON pointer.
+std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format);
 
 // A session id from the body or a header: 1 to 256 bytes, else a 400 naming `field`.
 const std::string& check_session_id(const std::string& field, const std::string& id);

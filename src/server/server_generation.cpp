@@ -23,6 +23,11 @@ ojson token_bytes(const std::string& s) {
 
 }  // namespace
 
+const std::shared_ptr<const grammar::Vocabulary>& Server::Impl::grammar_vocabulary() {
+  std::call_once(grammar_vocab_once, [&] { grammar_vocab = grammar::Vocabulary::from_tokenizer(tok); });
+  return grammar_vocab;
+}
+
 void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
   const ojson body = parse_body(req.body);
   ApiRequest api = ep == Endpoint::Chat ? parse_chat_request(body) : parse_completion_request(body);
@@ -68,6 +73,8 @@ std::shared_ptr<Job> Server::Impl::start(const httplib::Request& req, ApiRequest
   g.stop_ids = model.eos_ids;
   g.top_logprobs = api.logprobs;
   g.session = api.session;
+  if (auto grammar = compile_response_format(api.response_format))
+    g.constraint = grammar::Constraint{std::move(grammar), grammar_vocabulary()};
   const int64_t prompt_tokens = int64_t(g.prompt.size());
 
   std::shared_ptr<RequestHandle> handle;

@@ -128,6 +128,10 @@ struct Server::Impl {
 
   // OpenAI chat and completions (server_generation.cpp).
   void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep);
+  // The tokenizer's vocabulary for output grammars, built on first use.
+  const std::shared_ptr<const grammar::Vocabulary>& grammar_vocabulary();
+  std::once_flag grammar_vocab_once;
+  std::shared_ptr<const grammar::Vocabulary> grammar_vocab;
   void respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res);
   void respond_stream(const std::shared_ptr<Job>& job, httplib::Response& res);
   void remember_reply(const Job& job);

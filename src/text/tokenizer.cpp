@@ -422,6 +422,19 @@ bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && static_cast<size_t>(id) < impl_->special.size() && impl_->special[static_cast<size_t>(id)];
 }
 
+bool Tokenizer::is_added(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_token.size()) return false;
+  const auto it = impl_->added_index.find(impl_->id_to_token[static_cast<size_t>(id)]);
+  return it != impl_->added_index.end() && impl_->added[it->second].id == id;
+}
+
+std::string Tokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_token.size()) return {};
+  std::string piece = impl_->id_to_token[static_cast<size_t>(id)];
+  if (!is_added(id) && impl_->decoder) impl_->decoder->piece_bytes(piece);
+  return piece;
+}
+
 // ------------------------------------------------------------- StreamDecoder
 
 namespace {

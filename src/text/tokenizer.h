@@ -56,6 +56,13 @@ class Tokenizer {
 
   // True for added tokens marked special (and additional_special_tokens).
   bool is_special(int32_t id) const;
+  // True for tokens of added_tokens (special or not) and tiktoken's specials.
+  bool is_added(int32_t id) const;
+  // The exact bytes a model-vocabulary token adds to a text in the middle of
+  // a sequence: a byte-level piece mapped back to its bytes, SentencePiece's
+  // "\u2581" as a space, "<0xNN>" as that byte; partial UTF-8 is kept as is.
+  // For an added token, its content. "" if out of range.
+  std::string token_bytes(int32_t id) const;
 
   struct Impl;
 

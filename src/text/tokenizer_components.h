@@ -119,6 +119,11 @@ class Decoder {
  public:
   virtual ~Decoder() = default;
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  // The exact bytes one (non-added) token stands for in the middle of a
+  // text: the per-token steps of decode_chain without the lossy UTF-8 repair
+  // and without what only applies at the start (stripping a leading space).
+  // Identity unless the decoder maps pieces to other bytes.
+  virtual void piece_bytes(std::string& piece) const { (void)piece; }
 };
 // `added_tokens` are passed through verbatim by the ByteLevel decoder.
 std::unique_ptr<Decoder> make_decoder(const json& config,

@@ -57,6 +57,14 @@ class ByteLevelDecoder final : public Decoder {
     flush();
     tokens = std::move(out);
   }
+  void piece_bytes(std::string& piece) const override {
+    std::string bytes;
+    for (size_t i = 0; i < piece.size();) {
+      const int b = unicode_to_byte(u::next(piece, i));
+      bytes.push_back(static_cast<char>(b >= 0 ? b : 0));
+    }
+    piece = std::move(bytes);
+  }
 
  private:
   AddedSet added_;
@@ -119,6 +127,7 @@ class MetaspaceDecoder final : public Decoder {
       if (i == 0 && strip_first_ && !tokens[i].empty() && tokens[i][0] == ' ') tokens[i].erase(0, 1);
     }
   }
+  void piece_bytes(std::string& piece) const override { piece = replace_all(piece, replacement_, " "); }
 
  private:
   std::string replacement_;
@@ -169,6 +178,7 @@ class ReplaceDecoder final : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (auto& t : tokens) t = pattern_.replace(t, content_);
   }
+  void piece_bytes(std::string& piece) const override { piece = pattern_.replace(piece, content_); }
 
  private:
   Pattern pattern_;
@@ -249,6 +259,11 @@ class ByteFallbackDecoder final : public Decoder {
     if (!bytes.empty()) out.push_back(decode_byte_run(bytes));
     tokens = std::move(out);
   }
+  void piece_bytes(std::string& piece) const override {
+    if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>') return;
+    const int hi = hex_value(piece[3]), lo = hex_value(piece[4]);
+    if (hi >= 0 && lo >= 0) piece.assign(1, static_cast<char>(hi * 16 + lo));
+  }
 };
 
 class SequenceDecoder final : public Decoder {
@@ -257,6 +272,10 @@ class SequenceDecoder final : public Decoder {
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& d : items_)
       if (d) d->decode_chain(tokens);
+  }
+  void piece_bytes(std::string& piece) const override {
+    for (const auto& d : items_)
+      if (d) d->piece_bytes(piece);
   }
 
  private:

@@ -1,0 +1,109 @@
+// A byte-level context-free grammar for constrained decoding, and the
+// builder that composes one from literals, sequences, choices and
+// repetitions (json_schema.h adds JSON Schema values and tool-call objects).
+//
+// A grammar is a list of rules; a rule is a choice of alternatives; an
+// alternative is a sequence of elements. An element is either a byte set
+// (one byte out of a set) or a reference to a rule, each repeated between
+// min and max times (max -1: unbounded). Working on bytes rather than
+// characters lets a token end inside a multi-byte UTF-8 character. The
+// matcher (matcher.h) runs it as a set of stacks, like llama.cpp's GBNF
+// engine, so rules may be recursive (any JSON value, recursive $ref).
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hearth::grammar {
+
+// What the server turns into a 400: an unsupported or invalid schema; the
+// message names the feature and its JSON pointer.
+struct GrammarError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+using ByteSet = std::bitset<256>;
+
+struct Element {
+  enum class Kind : uint8_t { Bytes, Rule };
+  Kind kind = Kind::Bytes;
+  int32_t index = 0;  // Bytes: into Grammar::sets; Rule: the rule id
+  int32_t min = 1, max = 1;
+};
+
+struct Rule {
+  std::vector<std::vector<Element>> alternatives;
+};
+
+class Grammar {
+ public:
+  const Rule& rule(int32_t id) const { return rules_[size_t(id)]; }
+  const ByteSet& set(int32_t id) const { return sets_[size_t(id)]; }
+  int32_t root() const { return root_; }
+  // The rule of one character inside a JSON string, the one whose
+  // unbounded repetition is the free-string state the vocabulary
+  // short-cuts (-1 if the grammar has no strings).
+  int32_t string_char_rule() const { return string_char_rule_; }
+  // The bytes a match of the rule can start with, and whether it can match
+  // the empty string (computed by GrammarBuilder::build).
+  const ByteSet& first(int32_t rule) const { return first_[size_t(rule)]; }
+  const ByteSet& first(int32_t rule, int32_t alt) const { return alt_first_[size_t(rule)][size_t(alt)]; }
+  bool nullable(int32_t rule) const { return nullable_[size_t(rule)]; }
+  // Whether an element may match nothing (zero repetitions, or an empty
+  // match of its rule).
+  bool skippable(const Element& e) const { return e.min == 0 || (e.kind == Element::Kind::Rule && nullable(e.index)); }
+
+ private:
+  friend class GrammarBuilder;
+  std::vector<Rule> rules_;
+  std::vector<ByteSet> first_;
+  std::vector<std::vector<ByteSet>> alt_first_;
+  std::vector<bool> nullable_;
+  std::vector<ByteSet> sets_;
+  int32_t root_ = -1;
+  int32_t string_char_rule_ = -1;
+};
+
+// An expression under construction is a rule id.
+using Expr = int32_t;
+
+class GrammarBuilder {
+ public:
+  Expr literal(std::string_view bytes);
+  Expr sequence(const std::vector<Expr>& parts);
+  Expr choice(const std::vector<Expr>& options);
+  // `e` repeated between min and max times (max -1: unbounded). `e` must
+  // not match the empty string when max > 1 (the matcher would loop).
+  Expr repeat(Expr e, int32_t min, int32_t max);
+  Expr bytes(const ByteSet& set, int32_t min = 1, int32_t max = 1);
+
+  // A rule to be defined later (recursion, $ref): reserve, then define.
+  Expr reserve();
+  void define(Expr rule, std::vector<std::vector<Element>> alternatives);
+  static Element ref(Expr e, int32_t min = 1, int32_t max = 1) { return {Element::Kind::Rule, e, min, max}; }
+  Element byte_element(const ByteSet& set, int32_t min = 1, int32_t max = 1);
+
+  // Memoized shared pieces (json_rules.cpp) use these slots.
+  Expr& cached(std::string_view key);
+  void set_string_char_rule(Expr e) { grammar_->string_char_rule_ = e; }
+
+  // Finishes the grammar with `root` as its start; the builder is spent.
+  std::shared_ptr<const Grammar> build(Expr root);
+
+ private:
+  int32_t set_id(const ByteSet& set);
+  void analyze();  // Grammar::first_ and nullable_
+  std::shared_ptr<Grammar> grammar_ = std::make_shared<Grammar>();
+  std::vector<std::pair<std::string, Expr>> cache_;
+};
+
+ByteSet byte_range(unsigned char lo, unsigned char hi);
+ByteSet single_byte(unsigned char c);
+
+}  // namespace hearth::grammar

@@ -1,0 +1,141 @@
+#include "engine/grammar/matcher.h"
+
+#include <algorithm>
+
+namespace hearth::grammar {
+
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocabulary)
+    : grammar_(std::move(grammar)), vocab_(std::move(vocabulary)) {
+  Stacks start;
+  const int32_t root = grammar_->root();
+  for (size_t a = 0; a < grammar_->rule(root).alternatives.size(); ++a) expand({root, int32_t(a), 0, 0, -1}, start);
+  tops_ = std::move(start.tops);
+  complete_ = start.complete;
+}
+
+bool Matcher::same_stack(int32_t a, int32_t b) const {
+  while (a != b) {
+    if (a < 0 || b < 0) return false;
+    const Frame &x = frames_[size_t(a)], &y = frames_[size_t(b)];
+    if (x.rule != y.rule || x.alt != y.alt || x.pos != y.pos || x.count != y.count) return false;
+    a = x.parent;
+    b = y.parent;
+  }
+  return true;
+}
+
+void Matcher::add_top(Frame f, Stacks& out) {
+  frames_.push_back(f);
+  const int32_t top = int32_t(frames_.size() - 1);
+  for (int32_t t : out.tops)
+    if (same_stack(t, top)) {
+      frames_.pop_back();  // a duplicate: another path reached the same stack
+      return;
+    }
+  out.tops.push_back(top);
+}
+
+void Matcher::expand(Frame f, Stacks& out) {
+  const auto& alt = grammar_->rule(f.rule).alternatives[size_t(f.alt)];
+  if (size_t(f.pos) == alt.size()) {
+    // The alternative is done: continue in the parent, one repetition more.
+    if (f.parent < 0) {
+      out.complete = true;
+      return;
+    }
+    Frame up = frames_[size_t(f.parent)];
+    ++up.count;
+    expand(up, out);
+    return;
+  }
+  const Element& e = alt[size_t(f.pos)];
+  const bool rule = e.kind == Element::Kind::Rule;
+  if (f.count >= e.min)
+    expand({f.rule, f.alt, f.pos + 1, 0, f.parent}, out);
+  else if (rule && grammar_->nullable(e.index))  // one repetition that matches nothing
+    expand({f.rule, f.alt, f.pos, f.count + 1, f.parent}, out);
+  if (e.max >= 0 && f.count >= e.max) return;
+  if (!rule || grammar_->first(e.index).any()) add_top(f, out);
+}
+
+void Matcher::take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool entering) {
+  const auto& alt = grammar_->rule(f.rule).alternatives[size_t(f.alt)];
+  if (size_t(f.pos) == alt.size()) return;  // an empty match: expand() took that path
+  const Element& e = alt[size_t(f.pos)];
+  const bool rule = e.kind == Element::Kind::Rule;
+  const bool fits = (rule ? grammar_->first(e.index) : grammar_->set(e.index)).test(byte);
+  if (fits && (e.max < 0 || f.count < e.max)) {
+    if (!rule) {
+      Frame next = f;
+      ++next.count;
+      expand(next, out);
+    } else {
+      if (self < 0) {
+        frames_.push_back(f);
+        self = int32_t(frames_.size() - 1);
+      }
+      for (size_t a = 0; a < grammar_->rule(e.index).alternatives.size(); ++a)
+        if (grammar_->first(e.index, int32_t(a)).test(byte)) take({e.index, int32_t(a), 0, 0, self}, -1, byte, out, true);
+    }
+  }
+  if (entering && grammar_->skippable(e)) take({f.rule, f.alt, f.pos + 1, 0, f.parent}, -1, byte, out, true);
+}
+
+void Matcher::advance(const std::vector<int32_t>& from, uint8_t byte, Stacks& out) {
+  out.tops.clear();
+  out.complete = false;
+  for (int32_t t : from) take(frames_[size_t(t)], t, byte, out, false);
+}
+
+bool Matcher::step(uint8_t byte) {
+  advance(tops_, byte, next_);
+  if (next_.tops.empty() && !next_.complete) return false;
+  std::swap(tops_, next_.tops);
+  complete_ = next_.complete;
+  return true;
+}
+
+bool Matcher::accept_bytes(std::string_view bytes) {
+  const size_t mark = frames_.size();
+  const std::vector<int32_t> saved = tops_;
+  const bool saved_complete = complete_;
+  for (unsigned char c : bytes) {
+    if (!step(c)) {
+      tops_ = saved;
+      complete_ = saved_complete;
+      frames_.resize(mark);
+      return false;
+    }
+  }
+  // Each byte adds a few frames; most are garbage once read past.
+  if (frames_.size() > 2 * compacted_size_ + 4096) compact();
+  return true;
+}
+
+bool Matcher::accept(int32_t token) {
+  if (!vocab_ || token < 0 || size_t(token) >= vocab_->size()) return false;
+  const std::string& bytes = vocab_->bytes(token);
+  return !bytes.empty() && accept_bytes(bytes);
+}
+
+void Matcher::compact() {
+  // Copies the frames the stacks still reach, parents first.
+  std::vector<int32_t> moved(frames_.size(), -1);
+  std::vector<Frame> kept;
+  std::vector<int32_t> chain;
+  for (int32_t& top : tops_) {
+    chain.clear();
+    for (int32_t f = top; f >= 0 && moved[size_t(f)] < 0; f = frames_[size_t(f)].parent) chain.push_back(f);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      Frame f = frames_[size_t(*it)];
+      if (f.parent >= 0) f.parent = moved[size_t(f.parent)];
+      moved[size_t(*it)] = int32_t(kept.size());
+      kept.push_back(f);
+    }
+    top = moved[size_t(top)];
+  }
+  frames_ = std::move(kept);
+  compacted_size_ = frames_.size();
+}
+
+}  // namespace hearth::grammar

@@ -1,0 +1,109 @@
+// Structured output end to end: chat completions with response_format on
+// the bundled model, which knows nothing of JSON, so everything that makes
+// the reply valid is the grammar.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { startServer, postRaw, expectErrorShape } from './lib.mjs';
+
+const MODEL = 'stories260k';
+const SCHEMA = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', maxLength: 10 },
+    age: { type: 'integer' },
+    tags: { type: 'array', items: { enum: ['red', 'blue'] }, maxItems: 2 },
+    pet: { anyOf: [{ type: 'null' }, { type: 'object', properties: { kind: { type: 'string', maxLength: 5 } }, required: ['kind'] }] },
+  },
+  required: ['name', 'age', 'tags', 'pet'],
+};
+
+// The schema's rules, checked by hand (the subset above).
+function checkPerson(v) {
+  assert.deepEqual(Object.keys(v), ['name', 'age', 'tags', 'pet'], 'the properties, in schema order');
+  assert.equal(typeof v.name, 'string');
+  assert.ok([...v.name].length <= 10, v.name);
+  assert.ok(Number.isInteger(v.age), String(v.age));
+  assert.ok(Array.isArray(v.tags) && v.tags.length <= 2);
+  for (const t of v.tags) assert.ok(['red', 'blue'].includes(t), t);
+  if (v.pet !== null) {
+    assert.deepEqual(Object.keys(v.pet), ['kind']);
+    assert.ok([...v.pet.kind].length <= 5);
+  }
+}
+
+describe('structured output', () => {
+  let srv, client;
+  before(async () => {
+    srv = await startServer();
+    client = srv.client();
+  });
+  after(async () => {
+    const r = await srv.stop('SIGTERM');
+    assert.equal(r.code, 0, 'the server exits 0 on SIGTERM:\n' + srv.stderr());
+  });
+
+  const messages = [{ role: 'user', content: 'Describe a person as JSON.' }];
+
+  test('json_schema: the content parses and follows the schema, greedy and sampled', async () => {
+    for (const [temperature, seed] of [[0, 1], [1, 1], [1, 2], [1.5, 3]]) {
+      const r = await client.chat.completions.create({
+        model: MODEL, messages, max_tokens: 400, temperature, seed,
+        response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: SCHEMA } },
+      });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'stop', c.message.content);
+      checkPerson(JSON.parse(c.message.content));
+    }
+  });
+
+  test('json_schema while streaming: the deltas join into a valid document', async () => {
+    const stream = await client.chat.completions.create({
+      model: MODEL, messages, max_tokens: 400, temperature: 1, seed: 7, stream: true,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', schema: SCHEMA } },
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    checkPerson(JSON.parse(text));
+  });
+
+  test('json_object: the content is a JSON object', async () => {
+    for (const seed of [1, 2, 3]) {
+      const r = await client.chat.completions.create({
+        model: MODEL, messages, max_tokens: 300, temperature: 0.7, seed,
+        response_format: { type: 'json_object' },
+      });
+      const c = r.choices[0];
+      if (c.finish_reason === 'length') continue;  // a free object may outgrow max_tokens
+      const v = JSON.parse(c.message.content);
+      assert.equal(typeof v, 'object');
+      assert.ok(v !== null && !Array.isArray(v));
+    }
+  });
+
+  test('an unsupported schema and bad response_format shapes are 400s in OpenAI shape', async () => {
+    await assert.rejects(client.chat.completions.create({
+      model: MODEL, messages, max_tokens: 5,
+      response_format: { type: 'json_schema', json_schema: { name: 'p', schema: { type: 'string', pattern: '^a+$' } } },
+    }), (e) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, e.constructor.name);
+      assert.equal(e.status, 400);
+      assert.equal(e.type, 'invalid_request_error');
+      assert.equal(e.param, 'response_format.json_schema.schema');
+      assert.match(e.message, /pattern/);
+      assert.match(e.message, /\/pattern/);
+      return true;
+    });
+    for (const [format, param] of [
+      [{ type: 'yaml' }, 'response_format.type'],
+      [{ type: 'json_schema' }, 'response_format.json_schema'],
+      [{ type: 'json_schema', json_schema: { name: 'p', schema: { type: 'integer', minimum: 1 } } }, 'response_format.json_schema.schema'],
+    ]) {
+      const r = await postRaw(srv.url + '/v1/chat/completions',
+        JSON.stringify({ model: MODEL, messages, response_format: format }));
+      assert.equal(r.status, 400, JSON.stringify(format));
+      expectErrorShape(assert, r.body, r.status);
+      assert.equal(r.body.error.param, param);
+    }
+  });
+});

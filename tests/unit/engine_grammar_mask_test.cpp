@@ -1,0 +1,126 @@
+// Token masks: the trie walk (with the plain-string shortcut) against a
+// brute force that tries every token on a copy of the matcher, on a
+// synthetic vocabulary and on Qwen3's; Qwen3's token bytes; and the time a
+// mask takes on Qwen3's 151k tokens (printed, not asserted).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "engine_grammar_test_support.h"
+
+namespace hearth::grammar {
+namespace {
+
+using test::ojson;
+
+std::vector<uint32_t> brute_force_mask(const Matcher& m, const Vocabulary& v) {
+  std::vector<uint32_t> mask(v.mask_words(), 0);
+  for (size_t id = 0; id < v.size(); ++id) {
+    Matcher copy = m;
+    if (copy.accept(int32_t(id))) mask[id / 32] |= 1u << (id % 32);
+  }
+  return mask;
+}
+
+std::vector<int32_t> differing_ids(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < a.size() * 32; ++i)
+    if ((a[i / 32] >> (i % 32) & 1) != (b[i / 32] >> (i % 32) & 1)) ids.push_back(int32_t(i));
+  return ids;
+}
+
+// For every prefix of `doc`, the walked mask equals the brute-force one.
+void expect_masks_match(const std::shared_ptr<const Vocabulary>& v, const char* schema, std::string_view doc,
+                        size_t stride = 1) {
+  const auto g = schema ? compile_json_schema(ojson::parse(schema)) : compile_json_object();
+  std::vector<uint32_t> walked(v->mask_words());
+  for (size_t n = 0; n <= doc.size(); n += stride) {
+    Matcher m(g, v);
+    ASSERT_TRUE(m.accept_bytes(doc.substr(0, n))) << doc.substr(0, n);
+    m.fill_mask(walked);
+    const auto diff = differing_ids(walked, brute_force_mask(m, *v));
+    EXPECT_TRUE(diff.empty()) << "after \"" << doc.substr(0, n) << "\": " << diff.size() << " tokens differ, first \""
+                              << v->bytes(diff[0]) << "\"";
+  }
+}
+
+TEST(GrammarMask, TrieWalkEqualsBruteForceOnASyntheticVocabulary) {
+  const auto v = std::make_shared<const Vocabulary>(test::synthetic_token_bytes());
+  expect_masks_match(v, R"({"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},
+      "tags":{"type":"array","items":{"type":"string","maxLength":3},"maxItems":2}},"required":["name"]})",
+                     "{\"name\": \"h\xC3\xA9llo \\u00e9 \xE6\x97\xA5\\\"\", \"age\": -12, \"tags\": [\"abc\", \"\xF0\x9F\x98\x80\"]}");
+  expect_masks_match(v, R"({"anyOf":[{"enum":["abcdef","xyz"]},{"type":"string","maxLength":2}]})", "\"abcdef\"");
+  expect_masks_match(v, R"({"type":"number"})", "-0.5e+12");
+  expect_masks_match(v, nullptr, R"({"a": [true, null, {"b": 1.5}], "c": "d"})");
+}
+
+TEST(GrammarMask, AMaskNeverAllowsTokensWithoutBytes) {
+  const auto bytes = test::synthetic_token_bytes();
+  const auto v = std::make_shared<const Vocabulary>(bytes);
+  Matcher m(compile_json_object(), v);
+  std::vector<uint32_t> mask(v->mask_words());
+  m.fill_mask(mask);
+  const size_t eos = bytes.size() - 1;
+  EXPECT_FALSE(mask[eos / 32] >> (eos % 32) & 1);
+  EXPECT_TRUE(mask[size_t('{') / 32] >> ('{' % 32) & 1);
+}
+
+TEST(GrammarMask, Qwen3TokenBytesRebuildTheText) {
+  const auto tok = test::qwen3_or_null();
+  if (!tok) GTEST_SKIP() << "no " << test::kQwen3;
+  const auto v = Vocabulary::from_tokenizer(*tok);
+  const std::string text = "{\"caf\xC3\xA9\": \"\xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80\", \"n\": [1, 2]}\n";
+  std::string rebuilt;
+  for (int32_t id : tok->encode(text, false)) rebuilt += v->bytes(id);
+  EXPECT_EQ(rebuilt, text);
+  EXPECT_TRUE(v->bytes(*tok->token_to_id("<|im_end|>")).empty());
+}
+
+TEST(GrammarMask, TrieWalkEqualsBruteForceOnQwen3) {
+  const auto tok = test::qwen3_or_null();
+  if (!tok) GTEST_SKIP() << "no " << test::kQwen3;
+  const auto v = Vocabulary::from_tokenizer(*tok);
+  expect_masks_match(v, R"({"type":"object","properties":{"city":{"type":"string","maxLength":5},
+      "temp":{"type":"number"}},"required":["city","temp"]})", "{\"city\": \"Z\xC3\xBCri\", \"temp\": -3.5}", 3);
+  expect_masks_match(v, R"({"type":"array","items":{"type":"string"}})", "[\"ab \xE6\x97\xA5", 2);
+}
+
+// Mean time of fill_mask after `prefix`, on Qwen3's vocabulary.
+double mask_microseconds(const std::shared_ptr<const Vocabulary>& v, const std::shared_ptr<const Grammar>& g,
+                         std::string_view prefix) {
+  Matcher m(g, v);
+  EXPECT_TRUE(m.accept_bytes(prefix));
+  std::vector<uint32_t> mask(v->mask_words());
+  m.fill_mask(mask);  // warm the scratch
+  const int reps = 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < reps; ++i) m.fill_mask(mask);
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+}
+
+TEST(GrammarMask, BenchmarkOnQwen3) {
+  const auto tok = test::qwen3_or_null();
+  if (!tok) GTEST_SKIP() << "no " << test::kQwen3;
+  const auto v = Vocabulary::from_tokenizer(*tok);
+  const auto schema = compile_json_schema(ojson::parse(R"({"type":"object","properties":{
+      "name":{"type":"string"},"code":{"type":"string","maxLength":8},"n":{"type":"number"},
+      "any":{}},"required":["name","code","n","any"]})"));
+  const struct {
+    const char* state;
+    std::shared_ptr<const Grammar> g;
+    const char* prefix;
+  } cases[] = {
+      {"after '{'", schema, "{"},
+      {"inside a free string", schema, "{\"name\": \"Ab"},
+      {"inside a string, maxLength 8", schema, "{\"name\": \"A\", \"code\": \"x"},
+      {"inside a number", schema, "{\"name\": \"A\", \"code\": \"x\", \"n\": 12"},
+      {"any value expected", schema, "{\"name\": \"A\", \"code\": \"x\", \"n\": 1, \"any\": "},
+      {"json_object, after '{\"k\": '", compile_json_object(), "{\"k\": "},
+  };
+  std::printf("fill_mask on %zu tokens (mean of 20):\n", v->size());
+  for (const auto& c : cases) std::printf("  %-32s %9.1f us\n", c.state, mask_microseconds(v, c.g, c.prefix));
+}
+
+}  // namespace
+}  // namespace hearth::grammar
