@@ -5,6 +5,7 @@
 
 #include "engine/grammar/json_schema.h"
 #include "server/api_error.h"
+#include "engine/grammar/tool_calls.h"
 #include "server/json_fields.h"
 
 namespace hearth::server {
@@ -369,11 +370,21 @@ std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFo
     case ResponseFormat::Kind::JsonSchema:
       break;
   }
-  const std::string at = "response_format.json_schema.schema";
+  const std::string& at = format.schema_field;
   try {
     return grammar::compile_json_schema(format.schema);
   } catch (const grammar::GrammarError& e) {
     throw bad_request(at, "'" + at + "' is not supported: " + e.what());
+  }
+}
+
+std::shared_ptr<const grammar::Grammar> compile_tool_choice(const ApiRequest& r, text::ToolCallFormat format) {
+  const ToolChoice& c = r.tool_choice;
+  if (c.mode != ToolChoice::Mode::Required && c.mode != ToolChoice::Mode::Named) return nullptr;
+  try {
+    return grammar::compile_tool_calls(format, r.tools, c.mode == ToolChoice::Mode::Named ? c.name : "", c.parallel);
+  } catch (const grammar::GrammarError& e) {
+    throw bad_request("tools", std::string("a tool's parameters are not supported for tool_choice: ") + e.what());
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/sampler.h"
+#include "text/tools/output_parser.h"
 
 namespace hearth::server {
 
@@ -48,6 +49,7 @@ struct ResponseFormat {
   enum class Kind { Text, JsonObject, JsonSchema };
   Kind kind = Kind::Text;
   nlohmann::ordered_json schema;  // JsonSchema: json_schema.schema, as sent (property order kept)
+  std::string schema_field = "response_format.json_schema.schema";  // what errors name
 };
 
 struct ApiRequest {
@@ -98,6 +100,10 @@ ApiRequest parse_completion_request(const nlohmann::ordered_json& body);
 // the compiler does not support is a 400 naming
 // response_format.json_schema.schema, with the keyword and its JSON pointer.
 std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format);
+// tool_choice "required" or a named tool as a grammar of calls in the
+// model's format (null when it asks for none, or the format is not
+// constrained); a parameter schema it cannot compile is a 400 naming tools.
+std::shared_ptr<const grammar::Grammar> compile_tool_choice(const ApiRequest& request, text::ToolCallFormat format);
 
 // A session id from the body or a header: 1 to 256 bytes, else a 400 naming `field`.
 const std::string& check_session_id(const std::string& field, const std::string& id);

@@ -102,6 +102,26 @@ json convert_tools(const json& tools) {
   return out;
 }
 
+// text.format: {"type": "text" | "json_object" | "json_schema", "name", "schema", "strict"}.
+ResponseFormat parse_text_format(const json& f) {
+  if (!f.is_object()) wrong_type("text.format", "an object", f);
+  const std::string& type = required_string(f, "type", "text.format");
+  ResponseFormat r;
+  r.schema_field = "text.format.schema";
+  if (type == "text") return r;
+  if (type == "json_object") {
+    r.kind = ResponseFormat::Kind::JsonObject;
+    return r;
+  }
+  if (type != "json_schema")
+    throw bad_request("text.format.type", "'text.format.type' must be text, json_object or json_schema");
+  const json* schema = field(f, "schema");
+  if (!schema || !schema->is_object()) throw bad_request("text.format.schema", "'text.format.schema' must be a JSON Schema object");
+  r.kind = ResponseFormat::Kind::JsonSchema;
+  r.schema = *schema;
+  return r;
+}
+
 }  // namespace
 
 ResponsesRequest parse_responses_request(const json& body) {
@@ -131,6 +151,7 @@ ResponsesRequest parse_responses_request(const json& body) {
   }
   if (const json* v = field(body, "text")) {
     if (!v->is_object()) wrong_type("text", "an object", *v);
+    if (const json* f = field(*v, "format")) api.response_format = parse_text_format(*f);
   }
   for (const char* key : {"tools", "tool_choice", "text", "temperature", "top_p", "max_output_tokens", "metadata",
                           "parallel_tool_calls", "reasoning", "instructions", "user"})

@@ -73,8 +73,10 @@ std::shared_ptr<Job> Server::Impl::start(const httplib::Request& req, ApiRequest
   g.stop_ids = model.eos_ids;
   g.top_logprobs = api.logprobs;
   g.session = api.session;
-  if (auto grammar = compile_response_format(api.response_format))
-    g.constraint = grammar::Constraint{std::move(grammar), grammar_vocabulary()};
+  // A required tool call wins over a response format: the call is the answer.
+  auto grammar = compile_tool_choice(api, prompts.output_format().tool_calls);
+  if (!grammar) grammar = compile_response_format(api.response_format);
+  if (grammar) g.constraint = grammar::Constraint{std::move(grammar), grammar_vocabulary()};
   const int64_t prompt_tokens = int64_t(g.prompt.size());
 
   std::shared_ptr<RequestHandle> handle;

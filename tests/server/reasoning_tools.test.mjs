@@ -68,3 +68,99 @@ describe('reasoning: a prompt that opens <think>', () => {
     assert.equal(o.message.thinking, want);
   });
 });
+
+describe('tool calls: tool_choice makes even a random model call a tool that validates', () => {
+  let srv;
+  before(async () => { srv = await startServer(['--model', qwen3]); });
+  after(async () => { await srv.stop(); });
+  const weather = {
+    name: 'get_weather', description: 'The weather in a city',
+    parameters: { type: 'object', properties: { city: { enum: ['Oslo', 'Paris'] }, days: { type: 'integer' } }, required: ['city', 'days'] },
+  };
+  const clock = { name: 'get_time', parameters: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'] } };
+  const tools = [{ type: 'function', function: weather }, { type: 'function', function: clock }];
+  const messages = [{ role: 'user', content: 'What is the weather in Oslo?' }];
+  const valid = (name, args) => {
+    if (name === 'get_weather') return ['Oslo', 'Paris'].includes(args.city) && Number.isInteger(args.days);
+    return name === 'get_time' && ['UTC', 'CET'].includes(args.zone);
+  };
+
+  test('OpenAI chat: required and named, whole and streamed; the call goes back with its result', async () => {
+    const client = srv.client();
+    for (const seed of [1, 2, 3]) {
+      const r = await client.chat.completions.create({ model: 'm', messages, tools, tool_choice: 'required', parallel_tool_calls: false, temperature: 1, seed, max_tokens: 200 });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c));
+      assert.equal(c.message.tool_calls.length, 1);
+      const call = c.message.tool_calls[0];
+      assert.match(call.id, /^call_/);
+      assert.equal(call.type, 'function');
+      assert.ok(valid(call.function.name, JSON.parse(call.function.arguments)), JSON.stringify(call));
+    }
+    const named = await client.chat.completions.create({ model: 'm', messages, tools, tool_choice: { type: 'function', function: { name: 'get_time' } }, parallel_tool_calls: false, max_tokens: 200 });
+    const call = named.choices[0].message.tool_calls[0];
+    assert.equal(call.function.name, 'get_time');
+    let streamed = null, finish = null;
+    for await (const chunk of await client.chat.completions.create({ model: 'm', messages, tools, tool_choice: { type: 'function', function: { name: 'get_time' } }, parallel_tool_calls: false, max_tokens: 200, stream: true })) {
+      const d = chunk.choices[0]?.delta;
+      if (d?.tool_calls) streamed = d.tool_calls[0];
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(finish, 'tool_calls');
+    assert.equal(streamed.index, 0);
+    assert.equal(streamed.function.name, call.function.name);
+    assert.equal(streamed.function.arguments, call.function.arguments);
+    // The assistant's call and the tool's result, sent back (arguments as the string the SDK keeps).
+    const next = await client.chat.completions.create({
+      model: 'm', tools, max_tokens: 5,
+      messages: [...messages, named.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '12:00' }],
+    });
+    assert.equal(next.object, 'chat.completion');
+  });
+
+  test('Anthropic: tool_choice any gives a tool_use block; the round trip renders', async () => {
+    const anthropic = new Anthropic({ baseURL: srv.url, apiKey: 'x', maxRetries: 0 });
+    const atools = [{ name: weather.name, description: weather.description, input_schema: weather.parameters }];
+    const m = await anthropic.messages.create({ model: 'm', max_tokens: 200, messages, tools: atools, tool_choice: { type: 'any', disable_parallel_tool_use: true } });
+    assert.equal(m.stop_reason, 'tool_use');
+    const use = m.content.find((b) => b.type === 'tool_use');
+    assert.match(use.id, /^toolu_/);
+    assert.ok(valid(use.name, use.input), JSON.stringify(use));
+    const stream = anthropic.messages.stream({ model: 'm', max_tokens: 200, messages, tools: atools, tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true } });
+    const final = await stream.finalMessage();
+    assert.equal(final.stop_reason, 'tool_use');
+    assert.ok(valid('get_weather', final.content.find((b) => b.type === 'tool_use').input));
+    const next = await anthropic.messages.create({
+      model: 'm', max_tokens: 5, tools: atools,
+      messages: [...messages, { role: 'assistant', content: m.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'Sunny' }] }],
+    });
+    assert.equal(next.type, 'message');
+  });
+
+  test('Responses: a function_call item, continued with function_call_output; text.format json_schema', async () => {
+    const client = srv.client();
+    const rtools = [{ type: 'function', name: weather.name, parameters: weather.parameters }];
+    const r = await client.responses.create({ model: 'm', input: messages[0].content, tools: rtools, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 200 });
+    const call = r.output.find((i) => i.type === 'function_call');
+    assert.ok(call, JSON.stringify(r.output));
+    assert.ok(valid(call.name, JSON.parse(call.arguments)));
+    const next = await client.responses.create({
+      model: 'm', previous_response_id: r.id, tools: rtools, max_output_tokens: 5,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: 'Sunny' }],
+    });
+    assert.equal(next.previous_response_id, r.id);
+    const schema = { type: 'object', properties: { answer: { enum: ['yes', 'no'] }, n: { type: 'integer' } }, required: ['answer', 'n'] };
+    const s = await client.responses.create({ model: 'm', input: 'Yes or no?', max_output_tokens: 100, text: { format: { type: 'json_schema', name: 'a', schema } } });
+    const v = JSON.parse(s.output_text);
+    assert.ok(['yes', 'no'].includes(v.answer) && Number.isInteger(v.n), s.output_text);
+    const bad = await fetch(srv.url + '/v1/responses', { method: 'POST', body: JSON.stringify({ input: 'x', text: { format: { type: 'json_schema', name: 'a', schema: { type: 'string', pattern: 'a+' } } } }) });
+    assert.equal(bad.status, 400);
+    assert.equal((await bad.json()).error.param, 'text.format.schema');
+  });
+
+  test('Ollama: format as a schema', async () => {
+    const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] };
+    const o = await new Ollama({ host: srv.url }).chat({ model: 'm', messages, format: schema, stream: false, options: { num_predict: 50 } });
+    assert.equal(typeof JSON.parse(o.message.content).ok, 'boolean');
+  });
+});

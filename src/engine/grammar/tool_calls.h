@@ -1,0 +1,27 @@
+// The grammar that makes a model call a tool, in its own format: what
+// tool_choice "required" (any of the tools) or a named tool compiles to.
+// Each call is the text the format writes around the arguments
+// (text::render_tool_call) with the tool's parameter schema in between,
+// so even a weak model emits a call that parses and validates.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/grammar/grammar.h"
+#include "text/tools/output_parser.h"
+
+namespace hearth::grammar {
+
+// tools: OpenAI function tools ({"type": "function", "function": {"name",
+// "parameters"}}); only_name: "" for any of them, else that one; parallel:
+// one call or more (else exactly one). Null when the format does not write
+// the arguments as one JSON object (Qwen3-Coder's XML parameters, Gemma's
+// Python calls, None): those requests are parsed but not constrained.
+// Throws GrammarError for a parameter schema it cannot compile.
+std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, const nlohmann::ordered_json& tools,
+                                                  std::string_view only_name, bool parallel);
+
+}  // namespace hearth::grammar
