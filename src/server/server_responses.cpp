@@ -167,7 +167,7 @@ void Server::Impl::responses_create(const httplib::Request& req, httplib::Respon
   auto job = start(req, std::move(rr.api));
 
   // Runs the generation through `out`; returns false if the client left.
-  auto finish = [this, job, ctx](ResponseOutput& out, ReplyStream& replies) {
+  auto finish = [this, job](ResponseOutput& out, ReplyStream& replies) {
     GenerationStream& g = *job->stream;
     std::vector<ReplyEvent> events;
     bool ok = true;
