@@ -9,8 +9,6 @@ namespace {
 
 constexpr size_t kMaxStopSequences = 16;
 
-std::string at(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
-
 const std::string& block_type(const json& block, const std::string& where) {
   if (!block.is_object()) wrong_type(where, "a content block object", block);
   const json* type = field(block, "type");
@@ -24,7 +22,7 @@ std::string text_content(const json& content, const std::string& where) {
   if (!content.is_array()) wrong_type(where, "a string or an array of text blocks", content);
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
-    const std::string w = at(where, i);
+    const std::string w = indexed(where, i);
     const std::string& type = block_type(content[i], w);
     if (type != "text") throw bad_request(w + ".type", "only text blocks are supported here, not " + quote(json(type)));
     text += required_string(content[i], "text", w);
@@ -36,7 +34,7 @@ std::string text_content(const json& content, const std::string& where) {
 // tool_result blocks each become a tool message (before its text), an
 // assistant message's tool_use blocks its tool_calls.
 void convert_message(const json& m, size_t index, json& out) {
-  const std::string where = at("messages", index);
+  const std::string where = indexed("messages", index);
   if (!m.is_object()) wrong_type(where, "an object", m);
   const json* role = field(m, "role");
   if (!role || !(*role == "user" || *role == "assistant"))
@@ -55,7 +53,7 @@ void convert_message(const json& m, size_t index, json& out) {
   json calls = json::array();
   for (size_t i = 0; i < content->size(); ++i) {
     const json& b = (*content)[i];
-    const std::string w = at(where + ".content", i);
+    const std::string w = indexed(where + ".content", i);
     const std::string& type = block_type(b, w);
     if (type == "text") {
       text += required_string(b, "text", w);
@@ -90,28 +88,10 @@ void convert_message(const json& m, size_t index, json& out) {
 
 // Anthropic tools ({name, description, input_schema}) as OpenAI function tools.
 json convert_tools(const json& tools) {
-  if (!tools.is_array()) wrong_type("tools", "an array", tools);
-  json out = json::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const std::string w = at("tools", i);
-    const json& t = tools[i];
-    if (!t.is_object()) wrong_type(w, "an object", t);
-    if (const json* type = field(t, "type"); type && *type != "custom")
-      throw bad_request(w + ".type", "server tools (" + quote(*type) + ") are not supported; only client tools");
-    const std::string& name = required_string(t, "name", w);
-    if (name.empty()) throw bad_request(w + ".name", "'" + w + ".name' must not be empty");
-    const json* schema = field(t, "input_schema");
-    if (!schema || !schema->is_object())
-      throw bad_request(w + ".input_schema", "'" + w + ".input_schema' must be a JSON Schema object");
-    json fn = {{"name", name}};
-    if (const json* d = field(t, "description")) {
-      if (!d->is_string()) wrong_type(w + ".description", "a string", *d);
-      fn["description"] = *d;
-    }
-    fn["parameters"] = *schema;
-    out.push_back({{"type", "function"}, {"function", std::move(fn)}});
-  }
-  return out;
+  return flat_function_tools(tools, "input_schema", true, [](const json* type, const std::string& where) {
+    if (type && *type != "custom")
+      throw bad_request(where + ".type", "server tools (" + quote(*type) + ") are not supported; only client tools");
+  });
 }
 
 ToolChoice convert_tool_choice(const json& body, const json& tools) {

@@ -84,6 +84,8 @@ const std::string& required_string(const json& obj, const char* key, const std::
   return v->get_ref<const std::string&>();
 }
 
+std::string indexed(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
+
 std::string quote(const json& v, size_t max_bytes) {
   if (v.is_structured()) return v.is_array() ? "an array" : "an object";
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -26,6 +26,9 @@ std::optional<std::string> string(const json& body, const char* name);
 // A string that must be there: obj[key], named `where.key` in the error.
 const std::string& required_string(const json& obj, const char* key, const std::string& where);
 
+// "where[i]", the name of an array element in error messages.
+std::string indexed(const std::string& where, size_t i);
+
 // A bounded, single-line rendering of a client value for error messages:
 // never a recursive dump of whatever the client sent.
 std::string quote(const json& v, size_t max_bytes = 64);

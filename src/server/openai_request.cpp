@@ -252,6 +252,32 @@ void check_function_tools(const json& tools, const std::string& where) {
   }
 }
 
+json flat_function_tools(const json& tools, const char* schema_key, bool schema_required,
+                         const std::function<void(const json* type, const std::string& where)>& check_type) {
+  if (!tools.is_array()) wrong_type("tools", "an array", tools);
+  json out = json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string w = indexed("tools", i);
+    const json& t = tools[i];
+    if (!t.is_object()) wrong_type(w, "an object", t);
+    check_type(field(t, "type"), w);
+    const std::string& name = required_string(t, "name", w);
+    if (name.empty()) throw bad_request(w + ".name", "'" + w + ".name' must not be empty");
+    json fn = {{"name", name}};
+    if (const json* d = field(t, "description")) {
+      if (!d->is_string()) wrong_type(w + ".description", "a string", *d);
+      fn["description"] = *d;
+    }
+    const json* schema = field(t, schema_key);
+    const std::string at = w + "." + schema_key;
+    if (schema_required && !schema) throw bad_request(at, "'" + at + "' must be a JSON Schema object");
+    if (schema && !schema->is_object()) wrong_type(at, "a JSON Schema object", *schema);
+    if (schema) fn["parameters"] = *schema;
+    out.push_back({{"type", "function"}, {"function", std::move(fn)}});
+  }
+  return out;
+}
+
 ToolChoice parse_tool_choice(const json& body, const json& tools) {
   ToolChoice c;
   c.parallel = boolean(body, "parallel_tool_calls").value_or(true);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,13 @@ void parse_common(const nlohmann::ordered_json& body, ApiRequest& r);
 nlohmann::ordered_json arguments_object(const nlohmann::ordered_json& arguments);
 // OpenAI function tools: [{"type": "function", "function": {"name", "parameters"?}}].
 void check_function_tools(const nlohmann::ordered_json& tools, const std::string& where);
+// Tools written flat, {type?, name, description?, <schema_key>} (Anthropic,
+// Responses), as OpenAI function tools, errors naming the flat fields.
+// check_type(type, where) refuses the "type" values the protocol does not
+// serve (type is null when absent).
+nlohmann::ordered_json flat_function_tools(
+    const nlohmann::ordered_json& tools, const char* schema_key, bool schema_required,
+    const std::function<void(const nlohmann::ordered_json* type, const std::string& where)>& check_type);
 // tool_choice and parallel_tool_calls; naming a tool that is not offered is a 400.
 ToolChoice parse_tool_choice(const nlohmann::ordered_json& body, const nlohmann::ordered_json& tools);
 // A choice that asks for a call needs tools, and a named one a tool of that name.

@@ -7,15 +7,13 @@ namespace hearth::server {
 
 namespace {
 
-std::string at(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
-
 // Message content: a string, or input_text / output_text parts joined.
 std::string content_text(const json& content, const std::string& where) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) wrong_type(where, "a string or an array of content parts", content);
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
-    const std::string w = at(where, i);
+    const std::string w = indexed(where, i);
     const json& part = content[i];
     if (!part.is_object()) wrong_type(w, "an object", part);
     const std::string& type = required_string(part, "type", w);
@@ -42,7 +40,7 @@ void convert_input(const json& input, json& messages) {
   if (!input.is_array()) wrong_type("input", "a string or an array of input items", input);
   std::string reasoning;  // a reasoning item belongs to the assistant turn after it
   for (size_t i = 0; i < input.size(); ++i) {
-    const std::string w = at("input", i);
+    const std::string w = indexed("input", i);
     const json& item = input[i];
     if (!item.is_object()) wrong_type(w, "an object", item);
     const json* type_v = field(item, "type");
@@ -73,7 +71,7 @@ void convert_input(const json& input, json& messages) {
       for (const char* key : {"content", "summary"})
         if (const json* parts = field(item, key)) {
           if (!parts->is_array()) wrong_type(w + "." + key, "an array", *parts);
-          for (size_t p = 0; p < parts->size(); ++p) reasoning += required_string((*parts)[p], "text", at(w + "." + key, p));
+          for (size_t p = 0; p < parts->size(); ++p) reasoning += required_string((*parts)[p], "text", indexed(w + "." + key, p));
           if (!parts->empty()) break;  // the full reasoning when present, else its summary
         }
     } else {
@@ -84,22 +82,11 @@ void convert_input(const json& input, json& messages) {
 
 // Responses function tools ({type, name, description, parameters}) as chat tools.
 json convert_tools(const json& tools) {
-  if (!tools.is_array()) wrong_type("tools", "an array", tools);
-  json out = json::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const std::string w = at("tools", i);
-    const json& t = tools[i];
-    if (!t.is_object()) wrong_type(w, "an object", t);
-    const std::string& type = required_string(t, "type", w);
-    if (type != "function")
-      throw bad_request(w + ".type", "tools of type " + quote(json(type)) + " are not supported; only 'function'");
-    json fn = {{"name", required_string(t, "name", w)}};
-    if (const json* d = field(t, "description")) fn["description"] = *d;
-    if (const json* p = field(t, "parameters")) fn["parameters"] = *p;
-    out.push_back({{"type", "function"}, {"function", std::move(fn)}});
-  }
-  check_function_tools(out, "tools");
-  return out;
+  return flat_function_tools(tools, "parameters", false, [](const json* type, const std::string& where) {
+    if (!type || !type->is_string()) throw bad_request(where + ".type", "'" + where + ".type' must be a string");
+    if (*type != "function")
+      throw bad_request(where + ".type", "tools of type " + quote(*type) + " are not supported; only 'function'");
+  });
 }
 
 // text.format: {"type": "text" | "json_object" | "json_schema", "name", "schema", "strict"}.
