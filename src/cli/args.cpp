@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <sstream>
 
 namespace hearth::cli {
 
@@ -55,6 +56,22 @@ void Args::allow_only(const std::vector<std::string>& known) const {
   for (const auto& [name, _] : values_)
     if (std::find(known.begin(), known.end(), name) == known.end())
       throw std::runtime_error("unknown option --" + name);
+}
+
+std::vector<int32_t> parse_ids(const std::string& list, const std::string& option) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      ids.push_back(int32_t(std::stol(item, &used)));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw std::runtime_error(option + ": '" + item + "' is not a token id");
+    }
+  }
+  return ids;
 }
 
 }  // namespace hearth::cli

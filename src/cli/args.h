@@ -2,6 +2,7 @@
 // Options are "--name value" or "--name=value"; flags are "--name".
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -28,5 +29,8 @@ class Args {
   std::map<std::string, std::string> values_;
   std::vector<std::string> positional_;
 };
+
+// "1,2,3" as token ids; option names the option in the error.
+std::vector<int32_t> parse_ids(const std::string& list, const std::string& option);
 
 }  // namespace hearth::cli

@@ -3,7 +3,6 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
@@ -32,22 +31,6 @@ const char* kHelp =
   --dump-logits FILE   write the prompt's logits, float32 [n_prompt, vocab], to FILE
   --ctx-size N         context length (default: the model's max_position_embeddings)
 )";
-
-std::vector<int32_t> parse_ids(const std::string& list) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      ids.push_back(int32_t(std::stol(item, &used)));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw std::runtime_error("--prompt-ids: '" + item + "' is not a token id");
-    }
-  }
-  return ids;
-}
 
 nlohmann::json top_logits(std::span<const float> logits, int k) {
   std::vector<int32_t> order(logits.size());
@@ -85,7 +68,7 @@ int cmd_generate(int argc, char** argv) {
 
   std::vector<int32_t> prompt;
   if (args.has("prompt-ids")) {
-    prompt = parse_ids(args.str("prompt-ids"));
+    prompt = parse_ids(args.str("prompt-ids"), "--prompt-ids");
   } else if (args.has("chat")) {
     const auto chat_template = text::ChatTemplate::load(dir);
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();

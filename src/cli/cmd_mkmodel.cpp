@@ -53,7 +53,11 @@ constexpr const char* kUsage =
     "                    bundled stories260k model); its vocab is padded with <unused_N>\n"
     "                    entries up to the preset's vocab_size (tiny grows to the tokenizer's)\n"
     "  --gguf T          also write model.gguf (llama.cpp's layout and names, the same weights):\n"
-    "                    T = f16 | q8_0 | q4_0 | bf16 | f32 for the matrices (norms stay f32)\n";
+    "                    T = f16 | q8_0 | q4_0 | bf16 | f32 for the matrices (norms stay f32)\n"
+    "  --embedding P     an embedding checkpoint as Qwen3-Embedding publishes it: the bare model's\n"
+    "                    tensor names (no \"model.\" prefix), no lm_head, Sentence Transformers'\n"
+    "                    modules.json with P = last | mean pooling and normalization, and a\n"
+    "                    tokenizer that appends <|endoftext|> where it has one\n";
 
 struct QuantConfig {
   int low_bits = 0, high_bits = 0;  // high_bits > 0: mixed recipe
@@ -84,8 +88,10 @@ QuantConfig parse_quant(const std::string& q, int group_size) {
 
 class Builder {
  public:
-  Builder(const Spec& spec, DType dtype, QuantConfig quant, uint64_t seed)
-      : spec_(spec), dtype_(dtype), quant_(quant), seed_(seed) {}
+  // embedding: the bare model's names and no lm_head; the values stay those
+  // of the causal LM with the same seed (they are drawn by the full name).
+  Builder(const Spec& spec, DType dtype, QuantConfig quant, uint64_t seed, bool embedding)
+      : spec_(spec), dtype_(dtype), quant_(quant), seed_(seed), embedding_(embedding) {}
 
   json quantization = json::object();  // per-module entries (mixed recipes)
 
@@ -93,17 +99,21 @@ class Builder {
     for_each_weight(
         spec_, [&](const std::string& name, int64_t n, float mean, float std) { vector(name, n, mean, std); },
         [&](const std::string& module, int64_t rows, int64_t cols, float std) {
-          matrix(module, rows, cols, std);
+          if (!(embedding_ && module == "lm_head")) matrix(module, rows, cols, std);
         });
   }
 
   io::SafetensorsWriter writer;
 
  private:
+  std::string stored(const std::string& name) const {
+    return embedding_ && name.starts_with("model.") ? name.substr(6) : name;
+  }
+
   void vector(const std::string& name, int64_t n, float mean, float std) {
     DType t = dtype_;
     uint64_t seed = seed_;
-    writer.add(name, t, {n}, [=](uint8_t* dst) {
+    writer.add(stored(name), t, {n}, [=](uint8_t* dst) {
       generate(seed, name, n, mean, std, [&](int64_t i, float v) { store(t, dst, i, v); });
     });
   }
@@ -126,13 +136,13 @@ class Builder {
     uint64_t seed = seed_;
     int bits = quant_.enabled() ? bits_for(module) : 0;
     if (!bits || !affine_quantizable(cols, bits, quant_.group_size)) {
-      writer.add(name, t, {rows, cols}, [=](uint8_t* dst) {
+      writer.add(stored(name), t, {rows, cols}, [=](uint8_t* dst) {
         generate(seed, name, rows * cols, 0.0f, std, [&](int64_t i, float v) { store(t, dst, i, v); });
       });
       return;
     }
     int group = quant_.group_size;
-    if (quant_.high_bits) quantization[module] = {{"group_size", group}, {"bits", bits}};
+    if (quant_.high_bits) quantization[stored(module)] = {{"group_size", group}, {"bits", bits}};
     // The three tensors of a quantized module come from one quantization, done
     // when the first of them is written and dropped after the last.
     struct Shared {
@@ -160,14 +170,14 @@ class Builder {
     auto done = [=]() {
       if (--shared->pending == 0) *shared = Shared{};
     };
-    writer.add(name, DType::U32, {rows, cols * bits / 32}, [=](uint8_t* dst) {
+    writer.add(stored(name), DType::U32, {rows, cols * bits / 32}, [=](uint8_t* dst) {
       compute();
       std::memcpy(dst, shared->packed.data(), shared->packed.size() * 4);
       done();
     });
     for (const char* part : {"scales", "biases"}) {
       bool is_scales = part[0] == 's';
-      writer.add(module + "." + part, t, {rows, cols / group}, [=](uint8_t* dst) {
+      writer.add(stored(module) + "." + part, t, {rows, cols / group}, [=](uint8_t* dst) {
         compute();
         const auto& v = is_scales ? shared->scales : shared->biases;
         for (size_t i = 0; i < v.size(); ++i) store(t, dst, int64_t(i), v[i]);
@@ -180,6 +190,7 @@ class Builder {
   DType dtype_;
   QuantConfig quant_;
   uint64_t seed_;
+  bool embedding_;
 };
 
 json make_config(const Spec& s, const std::string& dtype_name, const QuantConfig& q,
@@ -278,6 +289,46 @@ void write_tokenizer(nlohmann::ordered_json tok, const fs::path& from, const fs:
       fs::copy_file(from / f, to / f, fs::copy_options::overwrite_existing);
 }
 
+// Sentence Transformers' description of the pipeline: the transformer, then
+// pooling, then L2 normalization (as Qwen3-Embedding ships it).
+void write_sentence_transformers(const fs::path& out, const std::string& pooling, int64_t hidden) {
+  json modules = json::array();
+  modules.push_back({{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}});
+  modules.push_back({{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}});
+  modules.push_back({{"idx", 2}, {"name", "2"}, {"path", "2_Normalize"}, {"type", "sentence_transformers.models.Normalize"}});
+  write_text(out / "modules.json", modules.dump(2) + "\n");
+  json config = {{"word_embedding_dimension", hidden}};
+  for (const char* mode : {"cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens", "weightedmean_tokens", "lasttoken"})
+    config[std::string("pooling_mode_") + mode] = (pooling == "mean" && std::string(mode) == "mean_tokens") ||
+                                                  (pooling == "last" && std::string(mode) == "lasttoken");
+  config["include_prompt"] = true;
+  fs::create_directories(out / "1_Pooling");
+  fs::create_directories(out / "2_Normalize");
+  write_text(out / "1_Pooling" / "config.json", config.dump(2) + "\n");
+}
+
+// Qwen3-Embedding's tokenizer appends <|endoftext|> to every input: the
+// token whose hidden state last-token pooling reads.
+void append_end_of_text(nlohmann::ordered_json& tok) {
+  for (const auto& t : tok["added_tokens"]) {
+    if (t["content"] != "<|endoftext|>") continue;
+    const nlohmann::ordered_json end = {{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}};
+    const nlohmann::ordered_json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+    const nlohmann::ordered_json b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
+    nlohmann::ordered_json templ = {
+        {"type", "TemplateProcessing"},
+        {"single", {a, end}},
+        {"pair", {a, end, b, {{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 1}}}}}},
+        {"special_tokens",
+         {{"<|endoftext|>", {{"id", "<|endoftext|>"}, {"ids", {t["id"]}}, {"tokens", {"<|endoftext|>"}}}}}}};
+    nlohmann::ordered_json processors = nlohmann::ordered_json::array();
+    if (!tok["post_processor"].is_null()) processors.push_back(tok["post_processor"]);
+    processors.push_back(templ);
+    tok["post_processor"] = {{"type", "Sequence"}, {"processors", processors}};
+    return;
+  }
+}
+
 }  // namespace
 
 int cmd_mkmodel(int argc, char** argv) {
@@ -287,7 +338,7 @@ int cmd_mkmodel(int argc, char** argv) {
     return 0;
   }
   args.allow_only(
-      {"arch", "dtype", "quant", "group-size", "preset", "seed", "out", "tokenizer", "gguf"});
+      {"arch", "dtype", "quant", "group-size", "preset", "seed", "out", "tokenizer", "gguf", "embedding"});
   if (!args.positional().empty())
     throw std::runtime_error("unexpected argument '" + args.positional()[0] + "'");
   if (!args.has("out")) throw std::runtime_error("--out DIR is required");
@@ -310,6 +361,10 @@ int cmd_mkmodel(int argc, char** argv) {
   uint64_t seed = uint64_t(args.integer("seed", 0));
   std::optional<GgufOptions> gguf;
   if (args.has("gguf")) gguf = parse_gguf(args.str("gguf"));
+  const std::string embedding = args.str("embedding");
+  if (args.has("embedding") && embedding != "last" && embedding != "mean")
+    throw std::runtime_error("--embedding must be last or mean, not '" + embedding + "'");
+  if (args.has("embedding") && gguf) throw std::runtime_error("--embedding and --gguf do not go together");
 
 #ifdef HEARTH_DEFAULT_MODEL
   fs::path tokenizer_dir = args.str("tokenizer", HEARTH_DEFAULT_MODEL);
@@ -328,10 +383,14 @@ int cmd_mkmodel(int argc, char** argv) {
   fs::create_directories(out, ec);
   if (ec) throw std::runtime_error("cannot create " + out.string() + ": " + ec.message());
 
-  Builder builder(spec, dtype, quant, seed);
+  Builder builder(spec, dtype, quant, seed, args.has("embedding"));
   builder.build();
   builder.writer.set_metadata("format", quant.enabled() ? "mlx" : "pt");
 
+  if (args.has("embedding")) {
+    append_end_of_text(tokenizer);
+    write_sentence_transformers(out, embedding, spec.hidden);
+  }
   write_tokenizer(std::move(tokenizer), tokenizer_dir, out, spec.vocab);
   write_text(out / "config.json",
              make_config(spec, torch_dtype, quant, builder.quantization).dump(2) + "\n");

@@ -168,6 +168,12 @@ int cmd_serve(int argc, char** argv) {
   for (int32_t id : tokenizer->encode("\n", false))
     if (tokenizer->decode(std::span<const int32_t>(&id, 1)).find('\n') != std::string::npos) served.newline_ids.push_back(id);
   served.created = std::time(nullptr);
+  try {
+    served.pooling = io::read_pooling_config(dir);
+  } catch (const std::exception& e) {
+    served.pooling_error = std::string("this model cannot serve embeddings: ") + e.what();
+    std::fprintf(stderr, "hearth serve: %s\n", served.pooling_error.c_str());
+  }
 
   EngineOptions eopt;
   eopt.threads = thread_count(args);
@@ -226,6 +232,11 @@ int cmd_serve(int argc, char** argv) {
                  "hearth serve: SSD cache %s: %lld blocks (%.2f GB of %.2f GB), %lld bad files skipped and removed\n",
                  eopt.ssd_dir.c_str(), (long long)ssd->entries, double(ssd->bytes) / kGB,
                  double(ssd->max_bytes) / kGB, (long long)ssd->skipped);
+  if (served.pooling_error.empty())
+    std::fprintf(stderr, "hearth serve: embeddings pool by %s token%s (%s)%s\n", io::pooling_name(served.pooling.pooling),
+                 served.pooling.pooling == io::Pooling::Mean ? "s" : "",
+                 served.pooling.source.empty() ? "default: no Sentence Transformers config" : served.pooling.source.c_str(),
+                 engine.model().has_output_head() ? "" : "; no output head: embeddings only");
   std::printf("hearth serve: listening on http://%s:%d (model %s, context %lld, %d threads)\n", sopt.host.c_str(),
               port, served.id.c_str(), (long long)engine.ctx_size(), engine.threads());
   std::fflush(stdout);

@@ -77,6 +77,7 @@ struct Engine::Active {
   std::optional<uint64_t> checkpoint_key;  // set when it can be resumed after a cancel
   std::vector<TokenEvent> sent;             // the events sent, kept only with a checkpoint key
   Clock::time_point submitted, admitted, first_token;
+  std::vector<float> pooled;  // an embedding request's pooled hidden state so far
   FinishInfo info;
 
   Active(GenerationRequest r, std::shared_ptr<RequestHandle> h, int64_t ctx_size)
@@ -148,17 +149,23 @@ void Engine::shutdown() {
 
 std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest request) {
   const int64_t n = int64_t(request.prompt.size());
-  if (n == 0) throw std::invalid_argument("the prompt is empty");
-  if (n >= ctx_size_)
+  const bool embed = request.embed.has_value();
+  if (n == 0) throw std::invalid_argument(embed ? "the input is empty" : "the prompt is empty");
+  if (embed && n > ctx_size_)
+    throw std::invalid_argument("the input has " + std::to_string(n) + " tokens; the context holds " +
+                                std::to_string(ctx_size_));
+  if (!embed && n >= ctx_size_)
     throw std::invalid_argument("the prompt has " + std::to_string(n) +
                                 " tokens; the context holds " + std::to_string(ctx_size_) +
                                 ", leaving no room to generate");
+  if (!embed && !model_->has_output_head())
+    throw std::invalid_argument("this checkpoint has no output head (lm_head): it serves embeddings only");
   for (int32_t id : request.prompt)
     if (id < 0 || id >= model_->config().vocab_size)
       throw std::invalid_argument("token id " + std::to_string(id) + " is outside the vocabulary");
   auto handle = std::make_shared<RequestHandle>();
   std::optional<uint64_t> key;
-  if (options_.generation_checkpoint_tokens > 0) key = GenerationCheckpoints::key(request);
+  if (options_.generation_checkpoint_tokens > 0 && !embed) key = GenerationCheckpoints::key(request);
   std::optional<GenerationCheckpoint> resumed;
   if (key) resumed = checkpoints_.take(*key);
   if (resumed && !std::ranges::equal(resumed->decoding.prompt(), request.prompt)) resumed.reset();  // a hash collision
@@ -227,7 +234,10 @@ bool Engine::start(Active& a) {
   const std::span<const int32_t> tokens = a.history();
   const int64_t n = int64_t(tokens.size()), bt = kv_->shape().block_tokens;
   a.seq = kv_->create_sequence();
-  if (cache_) {
+  a.pooled.clear();
+  // Mean and first-token pooling need the hidden state of tokens a cached
+  // prefix would skip; the last token is always computed.
+  if (cache_ && (!a.request.embed || *a.request.embed == io::Pooling::Last)) {
     cache::PrefixMatch m = cache_->lookup(tokens, a.request.session);
     // The last history token is always computed, for its logits: a fully
     // cached history shares all but its last block, and takes a private copy
@@ -485,22 +495,55 @@ void Engine::run_batch(std::span<Active* const> batch) {
   int64_t prompt_fed = 0;
   for (Active* a : batch) {
     const int64_t n = a->planned;
-    rows.push_back(BatchRow{a->seq, a->history().subspan(size_t(a->computed), size_t(n)), false});
+    const bool embed = a->request.embed.has_value();
+    rows.push_back(BatchRow{a->seq, a->history().subspan(size_t(a->computed), size_t(n)),
+                            embed && *a->request.embed != io::Pooling::Last, embed});
     prompt_fed += std::max<int64_t>(0, std::min(a->computed + n, a->decoding.prompt_tokens()) - a->computed);
   }
-  std::vector<float>& logits = step_logits_;
-  model_->forward(pool_, *kv_, rows, logits);
+  std::vector<float>&logits = step_logits_, &hidden = step_hidden_;
+  model_->forward(pool_, *kv_, rows, logits, &hidden);
   {
     std::lock_guard lock(mutex_);
     stats_.prompt_tokens_total += prompt_fed;
   }
+  const size_t width = size_t(model_->config().hidden_size);
+  size_t logits_at = 0, hidden_at = 0;  // where the next row's outputs start
   for (size_t r = 0; r < rows.size(); ++r) {
+    const int64_t fed = int64_t(rows[r].tokens.size());
     try {
-      advance(*batch[r], int64_t(rows[r].tokens.size()), std::span(logits).subspan(r * size_t(vocab), size_t(vocab)));
+      if (rows[r].hidden) {
+        const size_t n = size_t(rows[r].all_positions ? fed : 1) * width;
+        advance_embedding(*batch[r], fed, std::span(hidden).subspan(hidden_at, n));
+        hidden_at += n;
+      } else {
+        advance(*batch[r], fed, std::span(logits).subspan(logits_at, size_t(vocab)));
+        logits_at += size_t(vocab);
+      }
     } catch (const std::exception& e) {  // this request's state is bad: it alone ends
       finish(*batch[r], FinishReason::Stop, std::string("engine error: ") + e.what());
     }
   }
+}
+
+void Engine::advance_embedding(Active& a, int64_t fed, std::span<const float> hidden) {
+  const size_t width = size_t(model_->config().hidden_size);
+  const io::Pooling pooling = *a.request.embed;
+  if (pooling == io::Pooling::First && a.computed == 0) a.pooled.assign(hidden.begin(), hidden.begin() + ptrdiff_t(width));
+  if (pooling == io::Pooling::Mean) {
+    a.pooled.resize(width, 0.0f);
+    for (size_t at = 0; at < hidden.size(); at += width)
+      for (size_t j = 0; j < width; ++j) a.pooled[j] += hidden[at + j];
+  }
+  a.computed += fed;
+  if (cache_)
+    cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+  if (a.computed < int64_t(a.history().size())) return;
+  if (pooling == io::Pooling::Last) a.pooled.assign(hidden.end() - ptrdiff_t(width), hidden.end());
+  if (pooling == io::Pooling::Mean)
+    for (float& v : a.pooled) v /= float(a.history().size());
+  a.info.embedding = std::move(a.pooled);
+  a.info.reason = FinishReason::Stop;
+  a.done = true;
 }
 
 void Engine::advance(Active& a, int64_t fed, std::span<const float> logits) {

@@ -29,6 +29,7 @@
 #include "engine/decoding.h"
 #include "engine/generation_checkpoints.h"
 #include "engine/sampler.h"
+#include "io/pooling_config.h"
 #include "model/llama.h"
 
 namespace hearth {
@@ -43,6 +44,9 @@ struct GenerationRequest {
   // Structured output: only tokens the grammar allows are sampled, and the
   // stop ids only once it is complete (engine/grammar/).
   std::optional<grammar::Constraint> constraint;
+  // Set: an embedding request. Nothing is generated; once the prompt is in,
+  // the pooled final hidden state comes back in FinishInfo::embedding.
+  std::optional<io::Pooling> embed;
 };
 
 struct TokenEvent {
@@ -56,6 +60,7 @@ struct FinishInfo {
   std::string error;  // set when the request failed inside the engine
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens taken from the prompt cache, not computed
+  std::vector<float> embedding;  // an embedding request's pooled hidden state (not normalized)
   int preemptions = 0;        // times it gave its KV back and resumed later
   double queue_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
 };
@@ -147,8 +152,9 @@ class Engine {
   Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options);
   ~Engine();  // cancels everything in flight and joins the thread
 
-  // Validates (prompt non-empty and shorter than the context, token ids in
-  // the vocabulary: std::invalid_argument) and queues (QueueFull).
+  // Validates (prompt non-empty and shorter than the context, or for an
+  // embedding no longer than it; token ids in the vocabulary; an output head
+  // for generation: std::invalid_argument) and queues (QueueFull).
   std::shared_ptr<RequestHandle> submit(GenerationRequest request);
 
   // Stops taking requests, cancels the queued and running ones, joins.
@@ -186,6 +192,9 @@ class Engine {
   // After the forward: publishes the row's new blocks, samples when its
   // history is all in, and sends the token.
   void advance(Active& a, int64_t fed, std::span<const float> logits);
+  // The same for an embedding request: pools the row's hidden states, and
+  // finishes once the prompt is all in.
+  void advance_embedding(Active& a, int64_t fed, std::span<const float> hidden);
   void update_kv_stats(bool count_cached);  // count_cached: the reclaimable blocks too (a scan)
   void housekeeping();  // once a second: SSD demotion, memory pressure
 
@@ -208,7 +217,7 @@ class Engine {
   std::vector<BatchRow> step_rows_;
   std::vector<Active*> step_batch_;
   std::vector<int32_t> step_order_;
-  std::vector<float> step_logits_;
+  std::vector<float> step_logits_, step_hidden_;
   std::thread thread_;
 };
 

@@ -97,12 +97,18 @@ void LlamaModel::load_weights() {
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, q_dim = int64_t(c.num_heads) * c.head_dim,
                 kv_dim = int64_t(c.num_kv_heads) * c.head_dim, inter = c.intermediate_size;
-  embed_ = load_matrix("model.embed_tokens", c.vocab_size, hidden);
-  lm_head_ = c.tie_word_embeddings ? embed_ : load_matrix("lm_head", c.vocab_size, hidden);
-  final_norm_ = load_vector("model.norm.weight", hidden);
+  prefix_ = !weights_.find("model.embed_tokens.weight") && weights_.find("embed_tokens.weight") ? "" : "model.";
+  embed_ = load_matrix(prefix_ + "embed_tokens", c.vocab_size, hidden);
+  if (c.tie_word_embeddings)
+    lm_head_ = embed_;
+  else if (prefix_.empty() && !weights_.find("lm_head.weight"))
+    lm_head_.rows = 0;  // an embedding checkpoint: hidden states only
+  else
+    lm_head_ = load_matrix("lm_head", c.vocab_size, hidden);
+  final_norm_ = load_vector(prefix_ + "norm.weight", hidden);
   layers_.resize(c.num_layers);
   for (int i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
+    const std::string p = prefix_ + "layers." + std::to_string(i) + ".";
     Layer& L = layers_[i];
     L.input_norm = load_vector(p + "input_layernorm.weight", hidden);
     L.post_norm = load_vector(p + "post_attention_layernorm.weight", hidden);
@@ -142,7 +148,7 @@ void LlamaModel::load_weights() {
     if (!m.packed && !m.packed_bf16) m.rows = 0;
     return m;
   };
-  pack(lm_head_);
+  if (has_output_head()) pack(lm_head_);
   for (Layer& L : layers_) {
     L.qkv = stack({&L.q, &L.k, &L.v});
     L.gate_up = stack({&L.gate, &L.up});
@@ -165,7 +171,7 @@ size_t LlamaModel::weight_bytes() const {
 }
 
 size_t LlamaModel::bytes_per_decode_token() const {
-  size_t n = lm_head_.bytes();
+  size_t n = has_output_head() ? lm_head_.bytes() : 0;
   for (const Layer& L : layers_) {
     for (const Matrix* m : {&L.o, &L.down}) n += m->bytes();
     if (L.qkv.rows)
@@ -181,7 +187,7 @@ size_t LlamaModel::bytes_per_decode_token() const {
 }
 
 void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow> rows,
-                         std::vector<float>& logits) {
+                         std::vector<float>& logits, std::vector<float>* hidden_out) {
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, hd = c.head_dim, q_dim = int64_t(c.num_heads) * hd,
                 kv_dim = int64_t(c.num_kv_heads) * hd, inter = c.intermediate_size;
@@ -194,6 +200,8 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
   tok_row.clear();
   tok_pos.clear();
   for (size_t r = 0; r < rows.size(); ++r) {
+    if (!rows[r].hidden && !has_output_head())
+      throw std::logic_error("this checkpoint has no output head (lm_head): it gives embeddings, not tokens");
     int64_t start = kv.length(rows[r].seq);
     if (kv.capacity(rows[r].seq) < start + int64_t(rows[r].tokens.size()))
       throw std::logic_error("forward: the caller did not reserve KV blocks for the new tokens");
@@ -324,21 +332,31 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
   for (const BatchRow& row : rows)
     kv.set_length(row.seq, kv.length(row.seq) + int64_t(row.tokens.size()));
 
-  // Final norm and output head only where logits are wanted.
+  // Final norm where an output is wanted (the rows that want logits first,
+  // then those that want hidden states); the output head only for logits.
   std::vector<int64_t>& wanted = wanted_;
   wanted.clear();
-  t = 0;
-  for (const BatchRow& row : rows) {
-    int64_t n = int64_t(row.tokens.size());
-    for (int64_t i = row.all_logits ? 0 : n - 1; i < n; ++i) wanted.push_back(t + i);
-    t += n;
+  size_t n_logits = 0;
+  for (bool hidden_rows : {false, true}) {
+    t = 0;
+    for (const BatchRow& row : rows) {
+      const int64_t n = int64_t(row.tokens.size());
+      if (row.hidden == hidden_rows)
+        for (int64_t i = row.all_positions ? 0 : n - 1; i < n; ++i) wanted.push_back(t + i);
+      t += n;
+    }
+    if (!hidden_rows) n_logits = wanted.size();
   }
+  const size_t n_hidden = wanted.size() - n_logits;
+  if (n_hidden && !hidden_out) throw std::logic_error("forward: a row wants hidden states, but there is no output for them");
   rows_for_logits_.resize(wanted.size() * hidden);
   for (size_t w = 0; w < wanted.size(); ++w)
     rmsnorm(&x_[wanted[w] * hidden], final_norm_.data(), hidden, float(c.rms_norm_eps),
             &rows_for_logits_[w * hidden]);
-  logits.resize(wanted.size() * size_t(c.vocab_size));
-  matmul(pool, lm_head_, rows_for_logits_.data(), int64_t(wanted.size()), logits.data());
+  if (n_hidden)
+    hidden_out->assign(rows_for_logits_.begin() + ptrdiff_t(n_logits * hidden), rows_for_logits_.end());
+  logits.resize(n_logits * size_t(c.vocab_size));
+  if (n_logits) matmul(pool, lm_head_, rows_for_logits_.data(), int64_t(n_logits), logits.data());
 }
 
 }  // namespace hearth

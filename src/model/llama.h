@@ -5,6 +5,11 @@
 //
 // forward() takes a ragged batch: several sequences, each with some new
 // tokens that continue its KV. All rows go through each matmul together.
+//
+// Weights are named as transformers saves the causal LM ("model.layers.0...",
+// "lm_head") or, for embedding checkpoints saved from the bare model
+// (Qwen3-Embedding), without the "model." prefix and with no output head:
+// such a model gives hidden states only.
 #pragma once
 
 #include <filesystem>
@@ -26,7 +31,8 @@ namespace hearth {
 struct BatchRow {
   int seq = 0;                      // KvCache sequence id
   std::span<const int32_t> tokens;  // new tokens, at positions kv.length(seq)...
-  bool all_logits = false;          // logits for every new token, else only the last
+  bool all_positions = false;       // an output for every new token, else only the last
+  bool hidden = false;              // output the final-normed hidden state, not logits
 };
 
 class LlamaModel {
@@ -42,10 +48,14 @@ class LlamaModel {
 
   // Runs the rows, appends their keys/values to the cache and advances each
   // sequence's length. The caller owns reservation: each sequence must
-  // already hold blocks for its new tokens (KvCache::reserve). logits receives, row after row, vocab_size floats per requested
-  // position.
+  // already hold blocks for its new tokens (KvCache::reserve). logits
+  // receives, row after row, vocab_size floats per requested position of the
+  // rows that want logits; hidden (needed when a row sets it) hidden_size
+  // floats per requested position of the others.
   void forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow> rows,
-               std::vector<float>& logits);
+               std::vector<float>& logits, std::vector<float>* hidden = nullptr);
+
+  bool has_output_head() const { return lm_head_.rows > 0; }
 
   const Matrix& output_head() const { return lm_head_; }  // the largest matrix: bench probes it
   size_t weight_bytes() const;                            // all weights as stored
@@ -65,6 +75,7 @@ class LlamaModel {
   std::vector<float> load_vector(const std::string& name, int64_t n) const;
 
   std::filesystem::path dir_;
+  std::string prefix_;  // "model." or "" (see the file comment)
   io::ModelConfig config_;
   io::Safetensors weights_;
   RopeTable rope_;

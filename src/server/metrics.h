@@ -37,6 +37,7 @@ class Histogram {
 struct ServerMetrics {
   std::atomic<int64_t> in_flight{0};  // generation requests being answered
   std::atomic<int64_t> chat_requests{0}, completion_requests{0}, messages_requests{0}, responses_requests{0};
+  std::atomic<int64_t> embedding_requests{0}, embedding_inputs{0};
   std::atomic<int64_t> streamed_requests{0};
   std::atomic<int64_t> completed{0}, client_cancelled{0}, failed{0}, rejected_queue_full{0};
   std::atomic<int64_t> prompt_tokens{0}, completion_tokens{0};

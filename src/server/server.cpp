@@ -35,9 +35,11 @@ const Route kRoutes[] = {
     {"POST", "/v1/responses", "/v1/responses", "OpenAI Responses, streaming with \"stream\": true", true},
     {"GET", "/v1/responses/([^/]+)", "/v1/responses/{id}", "a stored response", true},
     {"DELETE", "/v1/responses/([^/]+)", "/v1/responses/{id}", "delete a stored response", true},
+    {"POST", "/v1/embeddings", "/v1/embeddings", "embeddings of strings or token ids (OpenAI)", true},
     {"POST", "/v1/messages/count_tokens", "/v1/messages/count_tokens", "the prompt tokens of a Messages request", true},
     {"POST", "/api/chat", "/api/chat", "Ollama chat (NDJSON stream unless \"stream\": false)", true},
     {"POST", "/api/generate", "/api/generate", "Ollama generate", true},
+    {"POST", "/api/embed", "/api/embed", "Ollama embeddings", true},
     {"GET", "/api/tags", "/api/tags", "Ollama: the served model", true},
     {"GET", "/api/ps", "/api/ps", "Ollama: the loaded model", true},
     {"POST", "/api/show", "/api/show", "Ollama: the model's details and template", true},
@@ -228,6 +230,9 @@ void Server::Impl::setup() {
   http.Post("/v1/completions", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
               generate(req, res, Endpoint::Completion);
             }));
+  http.Post("/v1/embeddings", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+              openai_embeddings(req, res);
+            }));
   http.Post("/v1/responses", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
               responses_create(req, res);
             }));
@@ -250,6 +255,7 @@ void Server::Impl::setup() {
   http.Post("/api/chat", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_generate(req, res, true); }));
   http.Post("/api/generate",
             ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_generate(req, res, false); }));
+  http.Post("/api/embed", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_embed(req, res); }));
   http.Post("/api/show", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_show(req, res); }));
   http.Get("/api/tags", ollama([this](const httplib::Request&, httplib::Response& res) {
              res.set_content(dump(ojson{{"models", {ollama_model()}}}), "application/json");

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "io/pooling_config.h"
 #include "server/prompt.h"
 #include "text/tokenizer.h"
 
@@ -43,6 +44,10 @@ struct ServedModel {
   SamplingParams sampling;         // defaults: built-in < generation_config.json < flags
   int64_t max_tokens = -1;         // default limit; -1: until EOS or the context ends
   std::time_t created = 0;
+  // How /v1/embeddings and /api/embed pool (io/pooling_config.h), or why
+  // they cannot (a pooling mode hearth does not implement).
+  io::PoolingConfig pooling;
+  std::string pooling_error;
 };
 
 class Server {

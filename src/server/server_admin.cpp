@@ -13,7 +13,9 @@ ojson Server::Impl::model_object() const {
           {"created", model.created},
           {"owned_by", "hearth"},
           {"architecture", model.architecture},
-          {"context_length", engine.ctx_size()}};
+          {"context_length", engine.ctx_size()},
+          {"generates_text", engine.model().has_output_head()},
+          {"embedding", embedding_info()}};
 }
 
 void Server::Impl::trim_if_idle() const {
@@ -126,6 +128,8 @@ ojson Server::Impl::stats() const {
         {"completion_requests", m.completion_requests.load()},
         {"messages_requests", m.messages_requests.load()},
         {"responses_requests", m.responses_requests.load()},
+        {"embedding_requests", m.embedding_requests.load()},
+        {"embedding_inputs", m.embedding_inputs.load()},
         {"streamed_requests", m.streamed_requests.load()},
         {"completed", m.completed.load()},
         {"cancelled", m.client_cancelled.load()},

@@ -20,7 +20,9 @@
 
 #include <httplib.h>
 
+#include "engine/embedding.h"
 #include "server/api_error.h"
+#include "server/embeddings_request.h"
 #include "server/connection_watch.h"
 #include "server/generated_history.h"
 #include "server/generation.h"
@@ -153,6 +155,13 @@ struct Server::Impl {
   void responses_get(const httplib::Request& req, httplib::Response& res);
   void responses_delete(const httplib::Request& req, httplib::Response& res);
   ojson response_object(const Job& job, const ResponseContext& ctx, const char* status) const;
+
+  // Embeddings, OpenAI and Ollama (server_embeddings.cpp): the vectors in
+  // input order and the tokens they took.
+  EmbeddingBatch embed(const httplib::Request& req, const EmbeddingsRequest& r);
+  void openai_embeddings(const httplib::Request& req, httplib::Response& res);
+  void ollama_embed(const httplib::Request& req, httplib::Response& res);
+  ojson embedding_info() const;  // what /v1/models says of the embeddings it serves
 
   // Ollama (server_ollama.cpp).
   void ollama_generate(const httplib::Request& req, httplib::Response& res, bool chat);

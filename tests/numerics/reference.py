@@ -253,16 +253,22 @@ class Model:
         self.tensors = tensors
         self.used = set()
         self.quantized = {}  # module path -> (bits, group_size)
-        self.embed = self._matrix("model.embed_tokens", (self.vocab, self.hidden))
+        # Embedding checkpoints saved from the bare model (Qwen3-Embedding) drop
+        # the "model." prefix and, untied, have no lm_head: hidden states only.
+        bare = "model.embed_tokens.weight" not in tensors and "embed_tokens.weight" in tensors
+        prefix = "" if bare else "model."
+        self.embed = self._matrix(prefix + "embed_tokens", (self.vocab, self.hidden))
         if self.tied:
             self.lm_head = self.embed
+        elif bare and "lm_head.weight" not in tensors:
+            self.lm_head = None
         else:
             self.lm_head = self._matrix("lm_head", (self.vocab, self.hidden))
-        self.norm = self._vector("model.norm.weight", self.hidden)
+        self.norm = self._vector(prefix + "norm.weight", self.hidden)
         H, K, D, I = self.n_heads, self.n_kv, self.head_dim, cfg["intermediate_size"]
         self.layers = []
         for i in range(self.n_layers):
-            p = f"model.layers.{i}."
+            p = f"{prefix}layers.{i}."
             L = {
                 "in_norm": self._vector(p + "input_layernorm.weight", self.hidden),
                 "post_norm": self._vector(p + "post_attention_layernorm.weight", self.hidden),
@@ -359,6 +365,10 @@ class Model:
 
     def forward(self, ids, cache, start):
         """Logits [len(ids), vocab] for tokens at positions start.. (cache extended in place)."""
+        return self.hidden_states(ids, cache, start) @ self.lm_head.T
+
+    def hidden_states(self, ids, cache, start):
+        """The final-normed hidden states [len(ids), hidden] (what embeddings pool)."""
         T = len(ids)
         H, K, D = self.n_heads, self.n_kv, self.head_dim
         x = self.embed[np.asarray(ids)]
@@ -405,8 +415,7 @@ class Model:
             g = lin(h, L["gate"], L["gate_b"])
             u = lin(h, L["up"], L["up_b"])
             x = x + lin(silu(g) * u, L["down"], L["down_b"])
-        x = rms_norm(x, self.norm, self.eps)
-        return x @ self.lm_head.T
+        return rms_norm(x, self.norm, self.eps)
 
     def run(self, prompt_ids, max_tokens, top_k=5):
         """Prefill the prompt, then greedy-decode up to max_tokens, stopping after an EOS id."""

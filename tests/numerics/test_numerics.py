@@ -67,6 +67,7 @@ TIMEOUT_S = 120
 # only if the reference's own logits for the two are within it.
 REL = {"f32": 1e-3, "bf16": 1e-2, "f16": 1e-2, "mlx": 2e-2}
 INT8_FLOOR = 2.0
+EMBED_REL = {"f32": 1e-4, "bf16": 1e-2, "f16": 1e-2, "mlx": 3e-2}
 
 
 # ---------------------------------------------------------------------------
@@ -228,6 +229,18 @@ class Hearth:
         return steps, raw
 
 
+    def embed(self, model, inputs, dimensions=0, extra=()):
+        """hearth embed over token-id inputs (one batch): a list of {index, tokens, embedding}."""
+        cmd = [self.path, "embed", "--model", model, "--ids", ";".join(",".join(map(str, ids)) for ids in inputs),
+               *extra]
+        if dimensions:
+            cmd += ["--dimensions", str(dimensions)]
+        p = run(cmd)
+        check(not crashed(p), f"hearth embed crashed ({p.returncode}): {p.err.strip()[-400:]}")
+        check(p.returncode == 0, f"hearth embed failed ({p.returncode}): {p.err.strip()[-400:]}")
+        return [json.loads(line) for line in p.out.splitlines() if line.strip()], p.err
+
+
 def decode_pieces(tokenizer_dir, ids):
     """SentencePiece-style decode of the stories tokenizer (for checking text)."""
     with open(os.path.join(tokenizer_dir, "tokenizer.json")) as f:
@@ -320,6 +333,40 @@ def choose_prompt(model, seed_base=1000, tries=6):
         if best is None or margin > best[0]:
             best = (margin, ids, out)
     return best
+
+
+def reference_embedding(model, ids, pooling, dimensions=0):
+    """Sentence Transformers' pipeline on the reference: pool the final-normed
+    hidden states (last token, mean, or first), truncate, L2-normalize."""
+    h = model.hidden_states(list(ids), model.new_cache(), 0)
+    v = {"last": lambda: h[-1], "mean": lambda: h.mean(axis=0), "first": lambda: h[0]}[pooling]()
+    if dimensions:
+        v = v[:dimensions]
+    return v / np.linalg.norm(v)
+
+
+def compare_embeddings(hearth, model_dir, kind, notes, inputs, pooling, dimensions=0, extra=()):
+    """hearth's embeddings of a batch of inputs against the reference's.
+
+    Tolerance: max |hearth - reference| <= EMBED_REL[kind] (the vectors have
+    unit length, so this is relative to the vector): f32 arithmetic order,
+    16-bit activations, or int8-quantized matmul inputs (mlx) move the
+    hidden states by about as much as they move logits."""
+    model = reference.Model.load(model_dir)
+    got, err = hearth.embed(model_dir, inputs, dimensions, extra)
+    check(len(got) == len(inputs), f"{len(got)} embeddings for {len(inputs)} inputs")
+    worst = 0.0
+    for i, ids in enumerate(inputs):
+        ref = reference_embedding(model, ids, pooling, dimensions)
+        g = np.asarray(got[i]["embedding"], dtype=np.float64)
+        check(got[i]["index"] == i and got[i]["tokens"] == len(ids), f"input {i}: {got[i]['index']}, {got[i]['tokens']} tokens")
+        check(g.shape == ref.shape, f"input {i}: {g.shape[0]} values, expected {ref.shape[0]}")
+        check(abs(np.linalg.norm(g) - 1) < 1e-5, f"input {i}: norm {np.linalg.norm(g)}, expected 1")
+        diff = float(np.abs(g - ref).max())
+        check(diff <= EMBED_REL[kind], f"input {i} ({len(ids)} tokens): max |hearth - reference| {diff:.3g} > {EMBED_REL[kind]}")
+        worst = max(worst, diff)
+    check(f"pooling: {pooling}" in err, f"hearth embed did not report {pooling} pooling: {err.strip()[-200:]}")
+    notes.append(f"max |diff| {worst:.3g} over {len(inputs)} inputs")
 
 
 def compare(hearth, model_dir, kind, notes, ids=None, max_tokens=GEN_TOKENS, model=None):
@@ -710,6 +757,79 @@ class Suite:
                 compare(self.hearth, d, "mlx", notes, ids=ids, max_tokens=32)
             self.test(f"numerics stories260k mlx{bits}-g{group} (NumPy-converted)", stories_q)
 
+    # -- embeddings -------------------------------------------------------------
+
+    def embedding_tests(self):
+        def embedding_model(arch, fmt, pooling):
+            key = (arch, fmt, "embedding-" + pooling)
+            if key not in self.models:
+                out = os.path.join(self.tmp, f"{arch}-{fmt}-embedding-{pooling}")
+                self.models[key] = self.hearth.mkmodel(out, "--arch", arch, "--preset", "tiny", "--seed", "7",
+                                                       "--embedding", pooling, *FORMATS[fmt][0])
+            return self.models[key]
+
+        rng = np.random.RandomState(11)
+        # Different lengths in one batch: ragged rows of hidden states.
+        inputs = [[int(t) for t in rng.randint(3, 512, n)] for n in (1, 7, 40, 19)]
+        for arch, fmt, pooling in (("qwen3", "f32", "last"), ("llama", "f32", "mean"),
+                                   ("qwen2", "bf16", "mean"), ("qwen3", "mlx4", "last"), ("mistral", "mlx8", "mean")):
+            self.test(f"embeddings {arch} {fmt} {pooling} pooling",
+                      lambda notes, arch=arch, fmt=fmt, pooling=pooling: compare_embeddings(
+                          self.hearth, embedding_model(arch, fmt, pooling), FORMATS[fmt][1], notes, inputs, pooling))
+
+        def layout(notes):
+            d = embedding_model("qwen3", "f32", "last")
+            _, header = read_header(os.path.join(d, "model.safetensors"))
+            names = set(header) - {"__metadata__"}
+            check("embed_tokens.weight" in names and "norm.weight" in names, "no bare-model names")
+            check(not any(n.startswith("model.") or n.startswith("lm_head") for n in names),
+                  f"prefixed or head tensors: {sorted(n for n in names if n.startswith(('model.', 'lm_head')))[:3]}")
+            with open(os.path.join(d, "modules.json")) as f:
+                modules = json.load(f)
+            pool = [m for m in modules if m["type"] == "sentence_transformers.models.Pooling"]
+            check(len(pool) == 1, "modules.json has no Pooling module")
+            with open(os.path.join(d, pool[0]["path"], "config.json")) as f:
+                check(json.load(f)["pooling_mode_lasttoken"] is True, "1_Pooling/config.json is not last-token")
+        self.test("embeddings mkmodel --embedding writes the Sentence Transformers layout", layout)
+
+        def chat_default(notes):  # a chat checkpoint (no pooling config) pools by last token
+            compare_embeddings(self.hearth, self.model("llama", "f32"), "f32", notes, inputs, "last")
+        self.test("embeddings of a chat checkpoint: last token by default", chat_default)
+
+        def matryoshka(notes):
+            compare_embeddings(self.hearth, embedding_model("qwen3", "f32", "last"), "f32", notes, inputs, "last",
+                               dimensions=16)
+        self.test("embeddings --dimensions 16 truncates, then normalizes", matryoshka)
+
+        def chunked(notes):
+            # 700 tokens with a 512-token prefill chunk: mean pooling sums over steps.
+            d = self.variant(embedding_model("llama", "f32", "mean"), "llama-embedding-long",
+                             lambda cfg: cfg.update(max_position_embeddings=1024))
+            for name in ("modules.json", "1_Pooling"):
+                src = os.path.join(embedding_model("llama", "f32", "mean"), name)
+                if os.path.isdir(src) and not os.path.exists(os.path.join(d, name)):
+                    shutil.copytree(src, os.path.join(d, name))
+            long = [int(t) for t in rng.randint(3, 512, 700)]
+            compare_embeddings(self.hearth, d, "f32", notes, [long, inputs[1]], "mean")
+        self.test("embeddings mean pooling over a 700-token input (two prefill chunks)", chunked)
+
+        def bad(notes):
+            d = embedding_model("qwen3", "f32", "last")
+            for ids, extra, words in (("1,2,99999", (), ["99999", "vocabulary"]),
+                                      ("1,2", ("--dimensions", "100000"), ["--dimensions"])):
+                p = run([self.hearth.path, "embed", "--model", d, "--ids", ids, *extra])
+                check(not crashed(p) and p.returncode > 0, f"{ids} {extra}: exit {p.returncode}")
+                check(all(w in p.err for w in words), f"{ids} {extra}: {p.err.strip()[-200:]!r}")
+            cfg = os.path.join(self.tmp, "max-pooling")
+            if not os.path.exists(cfg):
+                shutil.copytree(d, cfg)
+                with open(os.path.join(cfg, "1_Pooling", "config.json"), "w") as f:
+                    json.dump({"pooling_mode_max_tokens": True}, f)
+            p = run([self.hearth.path, "embed", "--model", cfg, "--ids", "1,2"])
+            check(not crashed(p) and p.returncode > 0 and "pooling_mode_max_tokens" in p.err,
+                  f"max pooling: exit {p.returncode}: {p.err.strip()[-200:]!r}")
+        self.test("embeddings bad input: ids outside the vocabulary, too many dimensions, max pooling", bad)
+
     # -- bad input ------------------------------------------------------------
 
     def bad_input_tests(self):
@@ -851,6 +971,7 @@ def main():
         s.reference_tests()
         s.mkmodel_tests()
         s.numerics_tests()
+        s.embedding_tests()
         s.bad_input_tests()
     finally:
         if args.keep:
