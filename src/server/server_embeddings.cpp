@@ -41,11 +41,12 @@ struct EmbeddingFlight {
     if (watch_id >= 0) s.watch.remove(watch_id);
     for (auto& h : handles) s.end_flight(h);
   }
+  // Throws once the client is gone, so embed() queues no more of its inputs.
   void add(const std::shared_ptr<RequestHandle>& h) {
     s.begin_flight(h);
     std::lock_guard lock(mutex);
     handles.push_back(h);
-    if (client_gone) h->cancel();
+    if (client_gone) throw std::runtime_error("the client went away");
   }
   void cancel_all() {
     std::lock_guard lock(mutex);
