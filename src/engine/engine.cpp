@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <utility>
 
 namespace hearth {
 
@@ -510,15 +511,14 @@ void Engine::run_batch(std::span<Active* const> batch) {
   size_t logits_at = 0, hidden_at = 0;  // where the next row's outputs start
   for (size_t r = 0; r < rows.size(); ++r) {
     const int64_t fed = int64_t(rows[r].tokens.size());
+    const size_t n = rows[r].hidden ? size_t(rows[r].all_positions ? fed : 1) * width : size_t(vocab);
+    size_t& at = rows[r].hidden ? hidden_at : logits_at;
+    const size_t from = std::exchange(at, at + n);  // advanced first: a throwing row must not shift the next
     try {
-      if (rows[r].hidden) {
-        const size_t n = size_t(rows[r].all_positions ? fed : 1) * width;
-        advance_embedding(*batch[r], fed, std::span(hidden).subspan(hidden_at, n));
-        hidden_at += n;
-      } else {
-        advance(*batch[r], fed, std::span(logits).subspan(logits_at, size_t(vocab)));
-        logits_at += size_t(vocab);
-      }
+      if (rows[r].hidden)
+        advance_embedding(*batch[r], fed, std::span(hidden).subspan(from, n));
+      else
+        advance(*batch[r], fed, std::span(logits).subspan(from, n));
     } catch (const std::exception& e) {  // this request's state is bad: it alone ends
       finish(*batch[r], FinishReason::Stop, std::string("engine error: ") + e.what());
     }
