@@ -1,9 +1,14 @@
-// tool_choice as a grammar: the calls each JSON-argument format writes are
-// accepted whole, and nothing else is.
+// tool_choice as a grammar: the calls each format writes are accepted
+// whole, and nothing else is; sampled Qwen3-Coder calls parse back into
+// arguments that validate.
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include "engine/decoding.h"
 #include "engine/grammar/matcher.h"
 #include "engine/grammar/tool_calls.h"
+#include "engine_grammar_test_support.h"
 
 namespace hearth::grammar {
 namespace {
@@ -43,9 +48,69 @@ TEST(ToolCallGrammar, EachJsonFormatAcceptsItsOwnCallsOnly) {
   }
 }
 
-TEST(ToolCallGrammar, FormatsWithoutJsonArgumentsAreNotConstrained) {
-  for (auto format : {ToolCallFormat::None, ToolCallFormat::Qwen3Coder, ToolCallFormat::Gemma})
+TEST(ToolCallGrammar, GemmaAndNoneAreNotConstrained) {
+  for (auto format : {ToolCallFormat::None, ToolCallFormat::Gemma})
     EXPECT_FALSE(compile_tool_calls(format, kTools, "", false)) << int(format);
+}
+
+const ojson kCoderTools = ojson::parse(R"([
+  {"type": "function", "function": {"name": "weather", "parameters": {"type": "object",
+     "properties": {"city": {"type": "string"}, "days": {"type": "integer"},
+                    "unit": {"type": "string", "enum": ["C", "F"]},
+                    "where": {"type": "object", "properties": {"lat": {"type": "number"}}, "required": ["lat"]}},
+     "required": ["city", "unit"]}}},
+  {"type": "function", "function": {"name": "time"}}
+])");
+
+TEST(ToolCallGrammar, Qwen3CoderParametersInSchemaOrderTypedAsTheParserReadsThem) {
+  const auto any = compile_tool_calls(ToolCallFormat::Qwen3Coder, kCoderTools, "", false);
+  ASSERT_TRUE(any);
+  auto call = [](const char* name, const char* args) { return text::render_tool_call(ToolCallFormat::Qwen3Coder, name, args); };
+  EXPECT_TRUE(accepts_whole(any, call("weather", R"({"city":"New York","unit":"C"})")));
+  EXPECT_TRUE(accepts_whole(any, call("weather", R"({"city":"Oslo\nwest","days":3,"unit":"F","where":{"lat":1.5}})")));
+  EXPECT_TRUE(accepts_whole(any, call("time", "{}")));
+  EXPECT_FALSE(accepts_whole(any, call("weather", R"({"city":"Oslo"})")));               // unit is required
+  EXPECT_FALSE(accepts_whole(any, call("weather", R"({"city":"Oslo","unit":"K"})")));    // not in the enum
+  EXPECT_FALSE(accepts_whole(any, call("weather", R"({"city":"Oslo","days":"x","unit":"C"})")));
+  EXPECT_FALSE(accepts_whole(any, call("weather", R"({"unit":"C","city":"Oslo"})")));    // out of order
+  EXPECT_FALSE(accepts_whole(any, call("weather", R"({"city":"a<b","unit":"C"})")));     // '<' ends a value
+  // What it cannot constrain soundly: a string with length limits, a $ref.
+  const ojson limited = ojson::parse(R"([{"type":"function","function":{"name":"f","parameters":{"type":"object",
+      "properties":{"s":{"type":"string","maxLength":3}}}}}])");
+  EXPECT_FALSE(compile_tool_calls(ToolCallFormat::Qwen3Coder, limited, "", false));
+}
+
+TEST(ToolCallGrammar, HundredSampledQwen3CoderCallsParseAndValidate) {
+  const auto bytes = test::synthetic_token_bytes();
+  const auto vocab = std::make_shared<const Vocabulary>(bytes);
+  const int32_t stop = int32_t(bytes.size() - 1);
+  const Constraint constraint{compile_tool_calls(ToolCallFormat::Qwen3Coder, kCoderTools, "weather", false), vocab};
+  const text::OutputFormat format{ToolCallFormat::Qwen3Coder, "", ""};
+  const ojson& schema = kCoderTools[0]["function"]["parameters"];
+  std::minstd_rand rng(99);
+  std::vector<float> logits(bytes.size());
+  for (int run = 0; run < 100; ++run) {
+    SamplingParams sampling;
+    sampling.seed = uint64_t(run);
+    Decoding d({0}, sampling, {{stop}, 600, 100000}, constraint);
+    std::string out;
+    while (!d.finished()) {
+      for (float& l : logits) l = float(rng() % 8192) / 1024.0f;
+      logits['<'] += 5, logits['\n'] += 5;  // free text ends in a few dozen tokens, not thousands
+      const int32_t token = d.next(logits);
+      if (token != stop) out += vocab->bytes(token);
+    }
+    ASSERT_EQ(*d.finished(), FinishReason::Stop) << out;
+    text::OutputParser parser(format, true, false, &kCoderTools);
+    std::vector<text::OutputEvent> events;
+    parser.feed(out, events);
+    parser.finish(events);
+    ASSERT_EQ(events.size(), 1u) << out;
+    ASSERT_EQ(events[0].kind, text::OutputEvent::Kind::ToolCall) << out;
+    EXPECT_EQ(events[0].call.name, "weather");
+    const ojson args = ojson::parse(events[0].call.arguments);
+    EXPECT_TRUE(test::validates(args, schema, schema)) << out << "\n" << args.dump();
+  }
 }
 
 }  // namespace

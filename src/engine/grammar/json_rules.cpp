@@ -27,6 +27,20 @@ Expr memo(GrammarBuilder& b, std::string_view key, Make make) {
 
 }  // namespace
 
+std::vector<std::vector<Element>> utf8_multibyte(GrammarBuilder& b) {
+  auto e = [&](const ByteSet& s, int32_t n = 1) { return b.byte_element(s, n, n); };
+  // RFC 3629 table 3-7: no overlong forms, no surrogates.
+  return {
+      {e(byte_range(0xC2, 0xDF)), e(kTail)},
+      {e(single_byte(0xE0)), e(byte_range(0xA0, 0xBF)), e(kTail)},
+      {e(byte_range(0xE1, 0xEC) | byte_range(0xEE, 0xEF)), e(kTail, 2)},
+      {e(single_byte(0xED)), e(byte_range(0x80, 0x9F)), e(kTail)},
+      {e(single_byte(0xF0)), e(byte_range(0x90, 0xBF)), e(kTail, 2)},
+      {e(byte_range(0xF1, 0xF3)), e(kTail, 3)},
+      {e(single_byte(0xF4)), e(byte_range(0x80, 0x8F)), e(kTail, 2)},
+  };
+}
+
 Expr string_char(GrammarBuilder& b) {
   return memo(b, "string_char", [&] {
     auto e = [&](const ByteSet& s, int32_t n = 1) { return b.byte_element(s, n, n); };
@@ -34,22 +48,16 @@ Expr string_char(GrammarBuilder& b) {
     plain.reset('"');
     plain.reset('\\');
     const ByteSet bs = single_byte('\\'), u = single_byte('u');
+    std::vector<std::vector<Element>> alternatives = {
+        {e(plain)},
+        {e(bs), e(bytes_of("\"\\/bfnrt"))},
+        // \uXXXX outside the surrogates D800-DFFF
+        {e(bs), e(u), e(kHex & ~bytes_of("Dd")), e(kHex, 3)},
+        {e(bs), e(u), e(bytes_of("Dd")), e(byte_range('0', '7')), e(kHex, 2)},
+    };
+    for (auto& alt : utf8_multibyte(b)) alternatives.push_back(std::move(alt));
     const Expr r = b.reserve();
-    b.define(r, {
-                    {e(plain)},
-                    {e(bs), e(bytes_of("\"\\/bfnrt"))},
-                    // \uXXXX outside the surrogates D800-DFFF
-                    {e(bs), e(u), e(kHex & ~bytes_of("Dd")), e(kHex, 3)},
-                    {e(bs), e(u), e(bytes_of("Dd")), e(byte_range('0', '7')), e(kHex, 2)},
-                    // UTF-8 (RFC 3629 table 3-7: no overlong forms, no surrogates)
-                    {e(byte_range(0xC2, 0xDF)), e(kTail)},
-                    {e(single_byte(0xE0)), e(byte_range(0xA0, 0xBF)), e(kTail)},
-                    {e(byte_range(0xE1, 0xEC) | byte_range(0xEE, 0xEF)), e(kTail, 2)},
-                    {e(single_byte(0xED)), e(byte_range(0x80, 0x9F)), e(kTail)},
-                    {e(single_byte(0xF0)), e(byte_range(0x90, 0xBF)), e(kTail, 2)},
-                    {e(byte_range(0xF1, 0xF3)), e(kTail, 3)},
-                    {e(single_byte(0xF4)), e(byte_range(0x80, 0x8F)), e(kTail, 2)},
-                });
+    b.define(r, std::move(alternatives));
     b.set_string_char_rule(r);
     return r;
   });

@@ -14,11 +14,16 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "engine/grammar/grammar.h"
 
 namespace hearth::grammar::json_rules {
 
+// The alternatives of one UTF-8 character of two to four bytes, for rules
+// that define their own characters (RFC 3629: no overlong forms, no
+// surrogates).
+std::vector<std::vector<Element>> utf8_multibyte(GrammarBuilder& b);
 // One character inside a JSON string (a literal byte run or an escape).
 Expr string_char(GrammarBuilder& b);
 // A JSON string of between min_chars and max_chars characters (-1: no

@@ -1,8 +1,81 @@
 #include "engine/grammar/tool_calls.h"
 
+#include <algorithm>
+#include <optional>
+
+#include "engine/grammar/json_rules.h"
 #include "engine/grammar/json_schema.h"
 
 namespace hearth::grammar {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// Whether a schema holds only `keys` and annotations.
+bool only_keys(const ojson& schema, std::initializer_list<std::string_view> keys) {
+  for (const auto& [k, v] : schema.items()) {
+    if (k == "title" || k == "description" || k == "default" || k == "examples") continue;
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) return false;
+  }
+  return true;
+}
+
+// One Qwen3-Coder parameter value, as the parser types it back
+// (text/tools: a string parameter is the raw text, others are JSON): raw
+// text without '<' (every terminator the parser looks for starts with it)
+// for a plain string, the literal choices of a string enum, JSON for one
+// non-string type. Anything else: nullopt, and the request is not
+// constrained (it is still parsed).
+std::optional<Expr> coder_value(GrammarBuilder& b, const ojson& schema) {
+  if (!schema.is_object() || !schema.contains("type") || !schema["type"].is_string()) return std::nullopt;
+  const std::string& type = schema["type"].get_ref<const std::string&>();
+  if (type == "string") {
+    if (only_keys(schema, {"type"})) {
+      ByteSet ascii = byte_range(0, 0x7F);
+      ascii.reset('<');
+      std::vector<std::vector<Element>> alternatives = {{b.byte_element(ascii)}};
+      for (auto& alt : json_rules::utf8_multibyte(b)) alternatives.push_back(std::move(alt));
+      const Expr text_char = b.reserve();
+      b.define(text_char, std::move(alternatives));
+      return b.repeat(text_char, 0, -1);
+    }
+    if (!only_keys(schema, {"type", "enum"}) || !schema["enum"].is_array() || schema["enum"].empty()) return std::nullopt;
+    std::vector<Expr> options;
+    for (const ojson& v : schema["enum"]) {
+      if (!v.is_string() || v.get_ref<const std::string&>().find('<') != std::string::npos) return std::nullopt;
+      options.push_back(b.literal(v.get_ref<const std::string&>()));
+    }
+    return b.choice(options);
+  }
+  if (type == "integer" || type == "number" || type == "boolean" || type == "object" || type == "array")
+    return json_schema(b, schema);
+  return std::nullopt;
+}
+
+// <tool_call>\n<function=NAME>\n(<parameter=KEY>\nVALUE\n</parameter>\n)*</function>\n</tool_call>,
+// the parameters in the schema's order, the required ones always there.
+std::optional<Expr> coder_call(GrammarBuilder& b, const std::string& name, const ojson* parameters) {
+  std::vector<Expr> parts = {b.literal("<tool_call>\n<function=" + name + ">\n")};
+  if (parameters && parameters->is_object() && !parameters->empty()) {
+    if (parameters->dump().find("\"$ref\"") != std::string::npos) return std::nullopt;
+    const ojson& props = parameters->value("properties", ojson::object());
+    const ojson& required = parameters->value("required", ojson::array());
+    if (!props.is_object() || !required.is_array()) return std::nullopt;
+    for (const auto& [key, schema] : props.items()) {
+      if (key.find('>') != std::string::npos || key.find('<') != std::string::npos) return std::nullopt;
+      auto value = coder_value(b, schema);
+      if (!value) return std::nullopt;
+      const Expr param = b.sequence({b.literal("<parameter=" + key + ">\n"), *value, b.literal("\n</parameter>\n")});
+      const bool must = std::find(required.begin(), required.end(), ojson(key)) != required.end();
+      parts.push_back(must ? param : b.repeat(param, 0, 1));
+    }
+  }
+  parts.push_back(b.literal("</function>\n</tool_call>"));
+  return b.sequence(parts);
+}
+
+}  // namespace
 
 std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, const nlohmann::ordered_json& tools,
                                                   std::string_view only_name, bool parallel) {
@@ -15,11 +88,17 @@ std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, c
     const auto& fn = tool["function"];
     const std::string& name = fn["name"].get_ref<const std::string&>();
     if (!only_name.empty() && name != only_name) continue;
+    const auto it = fn.find("parameters");
+    const bool any = it == fn.end() || it->is_null() || it->empty();
+    if (format == text::ToolCallFormat::Qwen3Coder) {
+      auto call = coder_call(b, name, any ? nullptr : &*it);
+      if (!call) return nullptr;
+      calls.push_back(*call);
+      continue;
+    }
     const std::string text = text::render_tool_call(format, name, kArguments);
     const size_t at = text.find(kArguments);
     if (at == std::string::npos) return nullptr;
-    const auto it = fn.find("parameters");
-    const bool any = it == fn.end() || it->is_null() || it->empty();
     const nlohmann::ordered_json object = {{"type", "object"}};
     calls.push_back(b.sequence({b.literal(text.substr(0, at)), json_schema(b, any ? object : *it),
                                 b.literal(text.substr(at + kArguments.size()))}));

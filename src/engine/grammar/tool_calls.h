@@ -17,9 +17,11 @@ namespace hearth::grammar {
 
 // tools: OpenAI function tools ({"type": "function", "function": {"name",
 // "parameters"}}); only_name: "" for any of them, else that one; parallel:
-// one call or more (else exactly one). Null when the format does not write
-// the arguments as one JSON object (Qwen3-Coder's XML parameters, Gemma's
-// Python calls, None): those requests are parsed but not constrained.
+// one call or more (else exactly one). Qwen3-Coder's XML parameters are
+// constrained when every parameter is a plain string (raw text without
+// '<'), a string enum, or JSON of one non-string type, and the schema has
+// no $ref. Null for the rest, Gemma's Python calls and None: those requests
+// are parsed but not constrained.
 // Throws GrammarError for a parameter schema it cannot compile.
 std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, const nlohmann::ordered_json& tools,
                                                   std::string_view only_name, bool parallel);
