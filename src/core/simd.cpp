@@ -179,6 +179,27 @@ float ExpShiftSum(float* x, float shift, int64_t n) {
   return s;
 }
 
+double ExpSum(const float* x, int64_t n, double shift, double scale, double* out) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;  // half as many floats, one per double lane
+  const int64_t N = hn::Lanes(dd);
+  const auto vs = hn::Set(dd, shift), vk = hn::Set(dd, scale);
+  auto acc = hn::Zero(dd);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto e = hn::Exp(dd, hn::Mul(hn::Sub(hn::PromoteTo(dd, hn::LoadU(df, x + i)), vs), vk));
+    if (out) hn::StoreU(e, dd, out + i);
+    acc = hn::Add(acc, e);
+  }
+  double s = hn::GetLane(hn::SumOfLanes(dd, acc));
+  for (; i < n; ++i) {
+    const double e = std::exp((double(x[i]) - shift) * scale);
+    if (out) out[i] = e;
+    s += e;
+  }
+  return s;
+}
+
 void Scale(float* x, float s, int64_t n) {
   const DF d;
   const int64_t N = hn::Lanes(d);
@@ -366,6 +387,7 @@ HWY_EXPORT(ScaleMul);
 HWY_EXPORT(SiluMul);
 HWY_EXPORT(MaxValue);
 HWY_EXPORT(ExpShiftSum);
+HWY_EXPORT(ExpSum);
 HWY_EXPORT(Scale);
 HWY_EXPORT(Attend);
 HWY_EXPORT(TargetName);
@@ -391,6 +413,9 @@ float max_value(const float* x, int64_t n) {
 }
 float exp_shift_sum(float* x, float shift, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(ExpShiftSum)(x, shift, n);
+}
+double exp_sum(const float* x, int64_t n, double shift, double scale, double* out) {
+  return HWY_DYNAMIC_DISPATCH(ExpSum)(x, n, shift, scale, out);
 }
 void scale(float* x, float s, int64_t n) {
   HWY_DYNAMIC_DISPATCH(Scale)(x, s, n);

@@ -36,6 +36,10 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 float max_value(const float* x, int64_t n);
 // x = exp(x - shift), returns the sum of the new x.
 float exp_shift_sum(float* x, float shift, int64_t n);
+// In double precision: out[i] = exp((x[i] - shift) * scale) where out is
+// not null; returns their sum (the sampler's probabilities: exact enough
+// that a top-p cut matches a double-precision reference).
+double exp_sum(const float* x, int64_t n, double shift, double scale, double* out = nullptr);
 void scale(float* x, float s, int64_t n);
 
 // Attention of query rows that share kv head `kv_head` (see ops.h);

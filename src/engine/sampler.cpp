@@ -1,7 +1,10 @@
 #include "engine/sampler.h"
 
+#include "core/simd.h"
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -65,9 +68,10 @@ void Sampler::sort_prefix(std::span<const float> logits, int64_t k) {
 }
 
 void Sampler::partition(std::span<const float> logits, int64_t keep) {
-  if (keep >= int64_t(order_.size()) || keep <= sorted_) return;
+  if (keep >= int64_t(order_.size()) || keep <= sorted_ || keep == partitioned_) return;
   auto by_logit = [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; };
-  std::nth_element(order_.begin() + sorted_, order_.begin() + (keep - 1), order_.end(), by_logit);
+  const auto end = partitioned_ > 0 ? order_.begin() + partitioned_ : order_.end();
+  std::nth_element(order_.begin() + sorted_, order_.begin() + (keep - 1), end, by_logit);
   partitioned_ = keep;
 }
 
@@ -79,18 +83,18 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   const int64_t n = int64_t(logits.size());
   const bool xtc = params_.xtc_probability > 0.0f;
 
-  // Candidates in order of logit, highest first, sorted only as far as the
-  // filters and the draw look (sort_prefix): the mass of a vocabulary of
-  // 150k entries is nearly always in its first few hundred. Without XTC the
-  // prefix filters commute, so top_k may cut first; XTC sits between them
-  // (after top_p and min_p, before top_k) and needs their survivors' order.
+  // Candidates are found without sorting the vocabulary: a count for min_p,
+  // a histogram of the probabilities for top_p, a selection for top_k.
+  // order_[0, keep) holds the survivors (sorted only where XTC needs their
+  // order: sort_prefix). Without XTC the prefix filters commute, so top_k
+  // may cut first; XTC sits between them (after top_p and min_p, before
+  // top_k).
   order_.resize(size_t(n));
   std::iota(order_.begin(), order_.end(), 0);
   sorted_ = partitioned_ = 0;
   int64_t keep = n;
   if (!xtc && params_.top_k > 0 && params_.top_k < n) keep = params_.top_k;
-  sort_prefix(logits, std::min<int64_t>(keep, 64));
-  const float top = logits[size_t(order_[0])];
+  const float top = simd::max_value(logits.data(), n);
 
   if (params_.min_p > 0.0f) {
     // Keep tokens with p >= min_p * p_max, i.e. logit >= top + log(min_p).
@@ -100,18 +104,11 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     keep = std::min(keep, std::max<int64_t>(1, above));
   }
   if (params_.top_p > 0.0f && params_.top_p < 1.0f) {
-    // Probabilities of the untempered distribution: the smallest prefix whose mass reaches top_p.
-    double total = 0;
-    for (float l : logits) total += std::exp(double(l) - top);
-    double mass = 0;
-    int64_t k = 0;
-    while (k < keep) {
-      if (k == sorted_) sort_prefix(logits, std::min(keep, 2 * k));
-      mass += std::exp(double(logits[size_t(order_[size_t(k)])]) - top) / total;
-      ++k;
-      if (mass >= params_.top_p) break;
-    }
-    keep = std::max<int64_t>(1, k);
+    // Probabilities of the untempered distribution: the smallest prefix (in
+    // order of logit) whose mass reaches top_p.
+    probs_.resize(size_t(n));
+    const double total = simd::exp_sum(logits.data(), n, top, 1.0, probs_.data());
+    keep = std::max<int64_t>(1, std::min(keep, top_p_by_histogram(logits, top, total)));
   }
 
   if (xtc) {
@@ -145,21 +142,67 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
 
   // Sample among the survivors (the `keep` best) at the temperature,
   // relative to the best survivor, which XTC may have made another token
-  // than `top`. Inverse-CDF draw from one uniform number in order of logit,
-  // so a seed fixes the sequence independently of the standard library's
-  // distribution classes.
+  // than `top`. Inverse-CDF draw from one uniform number over the survivors
+  // in order of token id (no sorting by logit), so a seed fixes the sequence
+  // independently of the standard library's distribution classes.
   partition(logits, keep);
-  const double best = logits[size_t(order_[0])];
-  auto weight = [&](int32_t id) { return std::exp((double(logits[size_t(id)]) - best) / params_.temperature); };
-  double sum = 0;
-  for (int64_t i = 0; i < keep; ++i) sum += weight(order_[size_t(i)]);
-  double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * sum;
-  for (int64_t i = 0; i < keep; ++i) {
-    if (i == sorted_) sort_prefix(logits, std::min(keep, 2 * i));
-    if ((u -= weight(order_[size_t(i)])) < 0) return order_[size_t(i)];
+  const std::span<int32_t> survivors(order_.data(), size_t(keep));
+  if (keep * 16 < n) {
+    std::sort(survivors.begin(), survivors.end());
+  } else {  // most of the vocabulary: one pass over a membership mask
+    member_.assign(size_t(n), 0);
+    for (int32_t id : survivors) member_[size_t(id)] = 1;
+    size_t at = 0;
+    for (int32_t id = 0; id < n; ++id)
+      if (member_[size_t(id)]) survivors[at++] = id;
   }
-  sort_prefix(logits, keep);
-  return order_[size_t(keep - 1)];
+  float best = -std::numeric_limits<float>::infinity();
+  for (int32_t id : survivors) best = std::max(best, logits[size_t(id)]);
+  gathered_.resize(size_t(keep));
+  weights_.resize(size_t(keep));
+  for (int64_t i = 0; i < keep; ++i) gathered_[size_t(i)] = logits[size_t(survivors[size_t(i)])];
+  const double sum = simd::exp_sum(gathered_.data(), keep, best, 1.0 / params_.temperature, weights_.data());
+  double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * sum;
+  for (int64_t i = 0; i < keep; ++i)
+    if ((u -= weights_[size_t(i)]) < 0) return survivors[size_t(i)];
+  return survivors.back();
+}
+
+int64_t Sampler::top_p_by_histogram(std::span<const float> logits, float top, double total) {
+  // probs_ holds exp(logit - top) for every candidate (sample() filled it).
+  // Buckets of logit distance below the top, kBucketsPerNat to a nat; the
+  // last one holds everything further down (a mass of e^-32 each at most).
+  constexpr int kBucketsPerNat = 64, kBuckets = 32 * kBucketsPerNat + 1;
+  auto bucket_of = [&](float l) {
+    const float d = (top - l) * kBucketsPerNat;
+    return d < float(kBuckets - 1) ? int(d) : kBuckets - 1;  // also for -inf (d = inf)
+  };
+  bucket_mass_.assign(kBuckets, 0.0);
+  bucket_count_.assign(kBuckets + 1, 0);
+  const int64_t n = int64_t(logits.size());
+  for (int64_t id = 0; id < n; ++id) {
+    const int b = bucket_of(logits[size_t(id)]);
+    bucket_mass_[size_t(b)] += probs_[size_t(id)];
+    ++bucket_count_[size_t(b) + 1];
+  }
+  // The bucket where the mass reaches top_p; all above it survive.
+  const double target = double(params_.top_p) * total;
+  double mass = 0;
+  int edge = 0;
+  while (edge < kBuckets - 1 && mass + bucket_mass_[size_t(edge)] < target) mass += bucket_mass_[size_t(edge++)];
+  // order_: the candidates grouped by bucket, best bucket first (a counting sort).
+  for (int b = 0; b < kBuckets; ++b) bucket_count_[size_t(b) + 1] += bucket_count_[size_t(b)];
+  for (int32_t id = 0; id < n; ++id) order_[size_t(bucket_count_[size_t(bucket_of(logits[size_t(id)]))]++)] = id;
+  // bucket_count_[b] is now the end of bucket b: sort the edge bucket and take its prefix.
+  const int64_t begin = edge > 0 ? bucket_count_[size_t(edge) - 1] : 0, end = bucket_count_[size_t(edge)];
+  auto by_logit = [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; };
+  std::sort(order_.begin() + begin, order_.begin() + end, by_logit);
+  int64_t k = begin;
+  while (k < end && mass < target) mass += probs_[size_t(order_[size_t(k++)])];
+  // order_[0, k) are the k best, not in order among themselves.
+  sorted_ = 0;
+  partitioned_ = std::max<int64_t>(k, 1);
+  return k;
 }
 
 }  // namespace hearth
