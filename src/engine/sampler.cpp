@@ -65,6 +65,7 @@ void Sampler::sort_prefix(std::span<const float> logits, int64_t k) {
   if (k < end) std::nth_element(first, order_.begin() + (k - 1), order_.begin() + end, by_logit);
   std::sort(first, order_.begin() + k, by_logit);
   sorted_ = k;
+  by_id_ = false;
 }
 
 void Sampler::partition(std::span<const float> logits, int64_t keep) {
@@ -73,6 +74,7 @@ void Sampler::partition(std::span<const float> logits, int64_t keep) {
   const auto end = partitioned_ > 0 ? order_.begin() + partitioned_ : order_.end();
   std::nth_element(order_.begin() + sorted_, order_.begin() + (keep - 1), end, by_logit);
   partitioned_ = keep;
+  by_id_ = false;
 }
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
@@ -92,6 +94,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   order_.resize(size_t(n));
   std::iota(order_.begin(), order_.end(), 0);
   sorted_ = partitioned_ = 0;
+  by_id_ = true;
   int64_t keep = n;
   if (!xtc && params_.top_k > 0 && params_.top_k < n) keep = params_.top_k;
   const float top = simd::max_value(logits.data(), n);
@@ -147,7 +150,8 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   // independently of the standard library's distribution classes.
   partition(logits, keep);
   const std::span<int32_t> survivors(order_.data(), size_t(keep));
-  if (keep * 16 < n) {
+  if (by_id_) {
+  } else if (keep * 16 < n) {
     std::sort(survivors.begin(), survivors.end());
   } else {  // most of the vocabulary: one pass over a membership mask
     member_.assign(size_t(n), 0);
@@ -173,35 +177,40 @@ int64_t Sampler::top_p_by_histogram(std::span<const float> logits, float top, do
   // Buckets of logit distance below the top, kBucketsPerNat to a nat; the
   // last one holds everything further down (a mass of e^-32 each at most).
   constexpr int kBucketsPerNat = 64, kBuckets = 32 * kBucketsPerNat + 1;
-  auto bucket_of = [&](float l) {
-    const float d = (top - l) * kBucketsPerNat;
-    return d < float(kBuckets - 1) ? int(d) : kBuckets - 1;  // also for -inf (d = inf)
-  };
-  bucket_mass_.assign(kBuckets, 0.0);
-  bucket_count_.assign(kBuckets + 1, 0);
   const int64_t n = int64_t(logits.size());
+  bucket_.resize(size_t(n));
+  bucket_mass_.assign(kBuckets, 0.0);
   for (int64_t id = 0; id < n; ++id) {
-    const int b = bucket_of(logits[size_t(id)]);
+    const float d = (top - logits[size_t(id)]) * kBucketsPerNat;
+    const int b = d < float(kBuckets - 1) ? int(d) : kBuckets - 1;  // also for -inf (d = inf)
+    bucket_[size_t(id)] = uint16_t(b);
     bucket_mass_[size_t(b)] += probs_[size_t(id)];
-    ++bucket_count_[size_t(b) + 1];
   }
   // The bucket where the mass reaches top_p; all above it survive.
   const double target = double(params_.top_p) * total;
   double mass = 0;
   int edge = 0;
   while (edge < kBuckets - 1 && mass + bucket_mass_[size_t(edge)] < target) mass += bucket_mass_[size_t(edge++)];
-  // order_: the candidates grouped by bucket, best bucket first (a counting sort).
-  for (int b = 0; b < kBuckets; ++b) bucket_count_[size_t(b) + 1] += bucket_count_[size_t(b)];
-  for (int32_t id = 0; id < n; ++id) order_[size_t(bucket_count_[size_t(bucket_of(logits[size_t(id)]))]++)] = id;
-  // bucket_count_[b] is now the end of bucket b: sort the edge bucket and take its prefix.
-  const int64_t begin = edge > 0 ? bucket_count_[size_t(edge) - 1] : 0, end = bucket_count_[size_t(edge)];
-  auto by_logit = [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; };
-  std::sort(order_.begin() + begin, order_.begin() + end, by_logit);
-  int64_t k = begin;
-  while (k < end && mass < target) mass += probs_[size_t(order_[size_t(k++)])];
-  // order_[0, k) are the k best, not in order among themselves.
+  // The survivors in token-id order: those above the edge bucket, merged
+  // with the best of the edge bucket until the mass reaches top_p.
+  int64_t k = 0;
+  edge_ids_.clear();
+  for (int32_t id = 0; id < n; ++id) {
+    if (bucket_[size_t(id)] < edge) order_[size_t(k++)] = id;
+    else if (bucket_[size_t(id)] == edge) edge_ids_.push_back(id);
+  }
+  std::sort(edge_ids_.begin(), edge_ids_.end(),
+            [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
+  size_t m = 0;
+  while (m < edge_ids_.size() && mass < target) mass += probs_[size_t(edge_ids_[m++])];
+  std::sort(edge_ids_.begin(), edge_ids_.begin() + ptrdiff_t(m));
+  std::copy(edge_ids_.begin(), edge_ids_.begin() + ptrdiff_t(m), order_.begin() + k);
+  std::inplace_merge(order_.begin(), order_.begin() + k, order_.begin() + k + ptrdiff_t(m));
+  k += int64_t(m);
+  // order_[0, k) are the k best, in order of id; what follows is stale.
   sorted_ = 0;
   partitioned_ = std::max<int64_t>(k, 1);
+  by_id_ = true;
   return k;
 }
 

@@ -69,18 +69,21 @@ class Sampler {
   void partition(std::span<const float> logits, int64_t keep);
   // The top_p cut over the whole vocabulary in linear time (a histogram of
   // logits, then a sort of the one bucket where the mass reaches top_p):
-  // leaves the survivors first in order_ and returns how many there are.
+  // leaves the survivors first in order_, in order of id, and returns how
+  // many there are.
   int64_t top_p_by_histogram(std::span<const float> logits, float top, double total);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<int32_t> order_;
   int64_t sorted_ = 0, partitioned_ = 0;
+  bool by_id_ = true;  // order_[0, partitioned_ or n) is in order of token id
   std::vector<int32_t> window_;  // scratch: distinct tokens of a penalty window
   std::vector<uint8_t> member_;  // scratch: the survivors as a mask over the vocabulary
   std::vector<float> gathered_;                    // scratch: the survivors' logits
   std::vector<double> probs_, weights_, bucket_mass_;  // scratch: exp(logit - top); draw weights
-  std::vector<int64_t> bucket_count_;
+  std::vector<uint16_t> bucket_;    // scratch: each candidate's histogram bucket
+  std::vector<int32_t> edge_ids_;   // scratch: the candidates of top_p's edge bucket
 };
 
 }  // namespace hearth
