@@ -235,6 +235,15 @@ TEST(GrammarSchema, ObjectsWithoutPropertiesAndMaps) {
   EXPECT_EQ(refused_at(R"({"type": "object", "additionalProperties": false})", "{}"), -1);
 }
 
+TEST(GrammarSchema, PropertyNamesThatEveryKeySatisfies) {
+  // zod's z.record(z.string(), z.number())
+  const char* record = R"({"type":"object","propertyNames":{"type":"string"},"additionalProperties":{"type":"number"}})";
+  EXPECT_EQ(refused_at(record, R"({"x":1,"y":2.5})"), -1);
+  EXPECT_EQ(refused_at(record, R"({"x":"1"})"), 5);
+  EXPECT_EQ(refused_at(R"({"propertyNames":true,"additionalProperties":{"type":"null"}})", R"({"a":null})"), -1);
+  EXPECT_EQ(refused_at(R"({"propertyNames":{"type":"string","description":"k"}})", R"({"a":[1]})"), -1);
+}
+
 TEST(GrammarSchema, ArraysWithItemCounts) {
   const char* s = R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2})";
   EXPECT_EQ(refused_at(s, "[1]"), -1);
@@ -317,6 +326,8 @@ TEST(GrammarSchema, UnsupportedFeaturesNameTheirPath) {
   expect_error(R"({"type":"integer","exclusiveMinimum":true})", "exclusiveMinimum", "/exclusiveMinimum");
   expect_error(R"({"type":"integer","minimum":1e17})", "minimum", "/minimum");
   expect_error(R"({"type":"integer","multipleOf":2})", "multipleOf", "/multipleOf");
+  expect_error(R"({"type":"object","propertyNames":{"enum":["a"]}})", "propertyNames", "/propertyNames");
+  expect_error(R"({"type":"object","propertyNames":{"type":"string","maxLength":3}})", "propertyNames", "/propertyNames");
   expect_error(R"({"type":"array","items":[{"type":"integer"}]})", "items", "/items");
   expect_error(R"({"type":"array","uniqueItems":true})", "uniqueItems", "/uniqueItems");
   expect_error(R"({"$ref":"#/$defs/missing"})", "does not resolve", "/$ref");

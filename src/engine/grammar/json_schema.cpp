@@ -26,7 +26,7 @@ bool is_supported(std::string_view key) {
   static constexpr std::string_view kKeywords[] = {
       "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
       "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "uniqueItems",
-      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "propertyNames"};
   return is_annotation(key) || std::find(std::begin(kKeywords), std::end(kKeywords), key) != std::end(kKeywords);
 }
 
@@ -81,7 +81,7 @@ class SchemaCompiler {
     if (type == s.end()) {
       // No type: the type the other keywords are about (a subset of what
       // the schema allows, where it would allow other types too), else any.
-      for (const char* key : {"properties", "additionalProperties", "required"})
+      for (const char* key : {"properties", "additionalProperties", "required", "propertyNames"})
         if (s.contains(key)) return typed(s, "object", path);
       for (const char* key : {"items", "minItems", "maxItems"})
         if (s.contains(key)) return typed(s, "array", path);
@@ -271,7 +271,21 @@ class SchemaCompiler {
     return json_rules::array_of(b_, item, min, max);
   }
 
+  // propertyNames that every JSON key satisfies (what zod writes for
+  // z.record(z.string(), ...)): true, or {"type": "string"}, annotations
+  // aside. Anything narrower would need the keys' grammar, and is refused.
+  static void check_property_names(const json& s, const std::string& path) {
+    auto it = s.find("propertyNames");
+    if (it == s.end() || *it == true) return;
+    if (it->is_object() && std::all_of(it->items().begin(), it->items().end(), [](const auto& kv) {
+          return is_annotation(kv.key()) || (kv.key() == "type" && kv.value() == "string");
+        }))
+      return;
+    fail(path + "/propertyNames", "unsupported keyword \"propertyNames\" other than {\"type\": \"string\"}");
+  }
+
   Expr object(const json& s, const std::string& path) {
+    check_property_names(s, path);
     auto props = s.find("properties");
     auto additional = s.find("additionalProperties");
     if (props == s.end()) {

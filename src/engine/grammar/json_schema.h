@@ -13,6 +13,8 @@
 //   the others optionally. additionalProperties defaults to false (closed
 //   objects, as OpenAI's strict mode requires); true or a schema is
 //   supported only on objects without `properties` (a map).
+//   propertyNames only as true or {"type": "string"} (every key is one;
+//   zod writes it for z.record(z.string(), ...)).
 //   No properties at all: any JSON object.
 // - array: items (one schema), minItems, maxItems.
 // - string: minLength, maxLength (in characters; an escape is one).
