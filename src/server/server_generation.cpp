@@ -194,7 +194,9 @@ void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, httplib::Respo
   check_finished(g);
   ojson choice;
   if (chat) {
-    ojson message = {{"role", "assistant"}, {"content", reply.content}};
+    // refusal: always null (hearth never refuses), present as in OpenAI's
+    // replies and its SDK's types (ChatCompletionMessage.refusal: string | null).
+    ojson message = {{"role", "assistant"}, {"content", reply.content}, {"refusal", nullptr}};
     if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
     if (!reply.calls.empty()) {
       if (reply.content.empty()) message["content"] = nullptr;

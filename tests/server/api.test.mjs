@@ -54,6 +54,7 @@ describe('API', () => {
     assert.equal(c.message.role, 'assistant');
     assert.equal(typeof c.message.content, 'string');
     assert.ok(c.message.content.length > 0);
+    assert.equal(c.message.refusal, null);  // present, as OpenAI sends it
     assert.ok(['stop', 'length'].includes(c.finish_reason));
     assert.equal(r.usage.completion_tokens, 24);
     assert.equal(c.finish_reason, 'length');

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every server end-to-end test against a hearth binary:
 #   tests/server/run.sh build/hearth
-# The tests start `hearth serve` on free loopback ports and drive it with the
-# official `openai` npm package (node's built-in test runner), a headless
+# The tests start `hearth serve` on free loopback ports and drive it with
+# client libraries (the official `openai`, Anthropic and Ollama packages, the
+# Vercel AI SDK, LangChain, LlamaIndex; node's built-in test runner), a headless
 # Debian chromium through playwright-core for the web page, and compare
 # greedy text with `hearth generate`. Ends with one summary line; exits
 # non-zero if anything failed.

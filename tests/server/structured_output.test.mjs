@@ -11,7 +11,7 @@ const SCHEMA = {
   type: 'object',
   properties: {
     name: { type: 'string', maxLength: 10 },
-    age: { type: 'integer' },
+    age: { type: 'integer', minimum: 0, maximum: 120 },
     tags: { type: 'array', items: { enum: ['red', 'blue'] }, maxItems: 2 },
     pet: { anyOf: [{ type: 'null' }, { type: 'object', properties: { kind: { type: 'string', maxLength: 5 } }, required: ['kind'] }] },
   },
@@ -23,7 +23,7 @@ function checkPerson(v) {
   assert.deepEqual(Object.keys(v), ['name', 'age', 'tags', 'pet'], 'the properties, in schema order');
   assert.equal(typeof v.name, 'string');
   assert.ok([...v.name].length <= 10, v.name);
-  assert.ok(Number.isInteger(v.age), String(v.age));
+  assert.ok(Number.isInteger(v.age) && v.age >= 0 && v.age <= 120, String(v.age));
   assert.ok(Array.isArray(v.tags) && v.tags.length <= 2);
   for (const t of v.tags) assert.ok(['red', 'blue'].includes(t), t);
   if (v.pet !== null) {
@@ -97,7 +97,7 @@ describe('structured output', () => {
     for (const [format, param] of [
       [{ type: 'yaml' }, 'response_format.type'],
       [{ type: 'json_schema' }, 'response_format.json_schema'],
-      [{ type: 'json_schema', json_schema: { name: 'p', schema: { type: 'integer', minimum: 1 } } }, 'response_format.json_schema.schema'],
+      [{ type: 'json_schema', json_schema: { name: 'p', schema: { type: 'number', minimum: 0.5 } } }, 'response_format.json_schema.schema'],
     ]) {
       const r = await postRaw(srv.url + '/v1/chat/completions',
         JSON.stringify({ model: MODEL, messages, response_format: format }));

@@ -26,6 +26,9 @@ const char* const kSchemas[] = {
         "maxItems":3},"score":{"type":["number","null"]}},"required":["tags","score"]})",
     R"({"$ref":"#/$defs/item","$defs":{"item":{"type":"object","properties":{"id":{"type":"integer"},
         "label":{"type":"string","maxLength":6}},"required":["id","label"]}}})",
+    R"({"type":"object","properties":{"n":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},
+        "k":{"type":"integer","exclusiveMinimum":0,"maximum":12},"p":{"type":"number","minimum":0,"maximum":1},
+        "t":{"type":"number","exclusiveMinimum":-3,"exclusiveMaximum":2}},"required":["n","k","p","t"]})",
 };
 
 // Samples `runs` outputs per schema from seeded random logits and checks

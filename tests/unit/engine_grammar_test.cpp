@@ -3,6 +3,9 @@
 // byte; unsupported features are GrammarErrors naming their path.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+
 #include "engine_grammar_test_support.h"
 #include "engine/grammar/json_rules.h"
 
@@ -64,6 +67,121 @@ TEST(GrammarSchema, Numbers) {
   EXPECT_EQ(refused_at(n, "1e123"), 4);
 }
 
+// Every integer in a window, against bounds that cross 0, span digit
+// counts and sit on decade edges: taken exactly when inside.
+TEST(GrammarSchema, IntegerBoundsTakeExactlyTheIntegersInside) {
+  const std::pair<int, int> ranges[] = {{0, 0},    {0, 9},     {1, 5},      {-5, -1},   {-7, 12},  {10, 99},
+                                        {5, 123},  {-1000, -99}, {37, 1042}, {-1042, -37}, {0, 1000}, {-3, 0},
+                                        {99, 101}, {-100, 100}, {200, 299},  {-9, 9}};
+  for (const auto& [lo, hi] : ranges) {
+    const std::string schema = R"({"type":"integer","minimum":)" + std::to_string(lo) + R"(,"maximum":)" + std::to_string(hi) + "}";
+    const auto g = compile_json_schema(ojson::parse(schema));
+    for (int x = -1100; x <= 1100; ++x)
+      EXPECT_EQ(refused_at(g, std::to_string(x)) == -1, lo <= x && x <= hi) << schema << " " << x;
+    EXPECT_NE(refused_at(g, "-0"), -1) << schema;
+    EXPECT_NE(refused_at(g, "01"), -1) << schema;
+    EXPECT_NE(refused_at(g, "1.0"), -1) << schema;
+  }
+}
+
+TEST(GrammarSchema, IntegerBoundsExclusiveFractionalAndOneSided) {
+  const char* positive = R"({"type":"integer","exclusiveMinimum":0,"maximum":3})";
+  EXPECT_EQ(refused_at(positive, "0"), 0);
+  EXPECT_EQ(refused_at(positive, "1"), -1);
+  EXPECT_EQ(refused_at(positive, "3"), -1);
+  EXPECT_EQ(refused_at(positive, "4"), 0);
+  EXPECT_EQ(refused_at(positive, "-1"), 0);
+  const char* fractional = R"({"type":"integer","minimum":1.5,"exclusiveMaximum":3.5})";
+  EXPECT_EQ(refused_at(fractional, "1"), 0);
+  EXPECT_EQ(refused_at(fractional, "2"), -1);
+  EXPECT_EQ(refused_at(fractional, "3"), -1);
+  EXPECT_EQ(refused_at(fractional, "4"), 0);
+  // Draft 4: a boolean exclusiveMinimum makes minimum exclusive; the
+  // tighter of minimum and a numeric exclusiveMinimum wins.
+  EXPECT_EQ(refused_at(R"({"type":"integer","minimum":0,"exclusiveMinimum":true})", "0"), 0);
+  EXPECT_EQ(refused_at(R"({"type":"integer","minimum":0,"exclusiveMinimum":false})", "0"), -1);
+  EXPECT_EQ(refused_at(R"({"type":"integer","minimum":5,"exclusiveMinimum":2,"maximum":9})", "3"), 0);
+  EXPECT_EQ(refused_at(R"({"type":"integer","minimum":2,"exclusiveMinimum":5,"maximum":9})", "5"), 0);
+  EXPECT_EQ(refused_at(R"({"type":"integer","minimum":2,"exclusiveMinimum":5,"maximum":9})", "6"), -1);
+  // What zod writes for every .int(): ±(2^53 - 1).
+  const char* safe = R"({"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991})";
+  EXPECT_EQ(refused_at(safe, "9007199254740991"), -1);
+  EXPECT_EQ(refused_at(safe, "-9007199254740991"), -1);
+  EXPECT_EQ(refused_at(safe, "9007199254740992"), 15);
+  EXPECT_EQ(refused_at(safe, "9100000000000000"), 15);  // 15 digits of it are fine
+  EXPECT_EQ(refused_at(safe, "999999999999999"), -1);  // 15 digits: any
+  EXPECT_EQ(refused_at(safe, "0"), -1);
+  EXPECT_EQ(refused_at(safe, "-12"), -1);
+  // One bound: the other side is the 16-digit limit.
+  const char* at_least = R"({"type":"integer","minimum":10})";
+  EXPECT_EQ(refused_at(at_least, "9"), -2);  // "9" could still become "90"
+  EXPECT_EQ(refused_at(at_least, "10"), -1);
+  EXPECT_EQ(refused_at(at_least, "1234567890123456"), -1);
+  EXPECT_EQ(refused_at(at_least, "12345678901234567"), 16);
+  EXPECT_EQ(refused_at(at_least, "-1"), 0);
+  EXPECT_EQ(refused_at(R"({"type":"integer","maximum":-2})", "-1"), -2);  // could become -10
+  EXPECT_EQ(refused_at(R"({"type":"integer","maximum":-2})", "-2"), -1);
+  EXPECT_EQ(refused_at(R"({"type":"integer","maximum":-2})", "0"), 0);
+  EXPECT_EQ(refused_at(R"({"type":"integer","maximum":1e300})", "5"), -1);
+  EXPECT_EQ(refused_at(R"({"type":["integer","null"],"minimum":1})", "null"), -1);
+  EXPECT_EQ(refused_at(R"({"type":["integer","null"],"minimum":1})", "0"), 0);
+  EXPECT_EQ(refused_at(R"({"type":"string","minimum":1})", "\"a\""), -1);  // numeric keywords are about numbers
+}
+
+// Numbers between integer bounds, each inclusive or exclusive or absent:
+// integer parts with fractions, around each bound, against the bounds
+// compared as doubles.
+TEST(GrammarSchema, NumberBoundsTakeExactlyTheNumbersInside) {
+  const std::optional<int> values[] = {std::nullopt, -12, -1, 0, 3, 10};
+  const char* fractions[] = {"", ".0", ".00", ".5", ".25", ".05", ".9999"};
+  int ranges = 0;
+  for (const auto& lo : values)
+    for (const auto& hi : values)
+      for (int exclusive = 0; exclusive < 4; ++exclusive) {
+        const bool lo_x = exclusive & 1, hi_x = exclusive & 2;
+        if ((!lo && lo_x) || (!hi && hi_x) || (!lo && !hi)) continue;
+        if (lo && hi && (*lo > *hi || (*lo == *hi && (lo_x || hi_x)))) continue;
+        ojson schema = {{"type", "number"}};
+        if (lo) schema[lo_x ? "exclusiveMinimum" : "minimum"] = *lo;
+        if (hi) schema[hi_x ? "exclusiveMaximum" : "maximum"] = *hi;
+        const auto g = compile_json_schema(schema);
+        ++ranges;
+        for (int whole = 0; whole <= 25; ++whole)
+          for (const char* f : fractions)
+            for (const char* sign : {"", "-"}) {
+              const std::string text = sign + std::to_string(whole) + f;
+              const double v = std::stod(text);
+              if (whole == 0 && *sign && v == 0) {  // "-0" and "-0.0": never written
+                EXPECT_NE(refused_at(g, text), -1) << schema.dump() << " " << text;
+                continue;
+              }
+              const bool inside = (!lo || (lo_x ? v > *lo : v >= *lo)) && (!hi || (hi_x ? v < *hi : v <= *hi));
+              EXPECT_EQ(refused_at(g, text) == -1, inside) << schema.dump() << " " << text;
+            }
+        EXPECT_NE(refused_at(g, "1e1"), -1) << schema.dump();  // no exponent with bounds
+      }
+  EXPECT_EQ(ranges, 65);
+}
+
+TEST(GrammarSchema, NumberBoundsStayInsideAfterParsingAsADouble) {
+  // 4.999999999999999 is below 5 but parses to 5.0: beside an exclusive
+  // bound, 15 significant digits at most.
+  const char* below5 = R"({"type":"number","exclusiveMaximum":5})";
+  EXPECT_EQ(refused_at(below5, "4.99999999999999"), -1);
+  EXPECT_EQ(refused_at(below5, "4.999999999999999"), 16);
+  EXPECT_EQ(refused_at(below5, "3.999999999999999"), -1);  // not next to the bound
+  const char* above3 = R"({"type":"number","exclusiveMinimum":3})";
+  EXPECT_EQ(refused_at(above3, "3.00000000000001"), -1);
+  EXPECT_EQ(refused_at(above3, "3.000000000000001"), 15);
+  EXPECT_EQ(refused_at(above3, "3.10"), -2);  // at the bound, the fraction ends in a digit other than 0
+  EXPECT_EQ(refused_at(above3, "4.10"), -1);
+  const char* positive = R"({"type":"number","exclusiveMinimum":0})";  // zod's .positive()
+  EXPECT_EQ(refused_at(positive, "0.00000000000001"), -1);
+  EXPECT_EQ(refused_at(positive, "0"), -2);
+  EXPECT_EQ(refused_at(R"({"minimum":0})", "0.5"), -1);  // no type: a number
+  EXPECT_EQ(refused_at(R"({"minimum":0})", "-0.5"), 0);
+}
+
 TEST(GrammarSchema, LiteralsEnumConstAndTypeLists) {
   EXPECT_EQ(refused_at(R"({"type": "boolean"})", "false"), -1);
   EXPECT_EQ(refused_at(R"({"type": "boolean"})", "tru"), -2);
@@ -115,6 +233,15 @@ TEST(GrammarSchema, ObjectsWithoutPropertiesAndMaps) {
   EXPECT_EQ(refused_at(m, R"({"x":1,"y":2})"), -1);
   EXPECT_EQ(refused_at(m, R"({"x":"1"})"), 5);
   EXPECT_EQ(refused_at(R"({"type": "object", "additionalProperties": false})", "{}"), -1);
+}
+
+TEST(GrammarSchema, PropertyNamesThatEveryKeySatisfies) {
+  // zod's z.record(z.string(), z.number())
+  const char* record = R"({"type":"object","propertyNames":{"type":"string"},"additionalProperties":{"type":"number"}})";
+  EXPECT_EQ(refused_at(record, R"({"x":1,"y":2.5})"), -1);
+  EXPECT_EQ(refused_at(record, R"({"x":"1"})"), 5);
+  EXPECT_EQ(refused_at(R"({"propertyNames":true,"additionalProperties":{"type":"null"}})", R"({"a":null})"), -1);
+  EXPECT_EQ(refused_at(R"({"propertyNames":{"type":"string","description":"k"}})", R"({"a":[1]})"), -1);
 }
 
 TEST(GrammarSchema, ArraysWithItemCounts) {
@@ -190,7 +317,17 @@ void expect_error(const char* schema, const std::string& feature, const std::str
 TEST(GrammarSchema, UnsupportedFeaturesNameTheirPath) {
   expect_error(R"({"type":"object","properties":{"x":{"type":"string","pattern":"^a"}}})", "pattern",
                "/properties/x/pattern");
-  expect_error(R"({"type":"integer","minimum":0})", "minimum", "/minimum");
+  expect_error(R"({"type":"number","minimum":0.5})", "minimum", "/minimum");
+  expect_error(R"({"type":"number","exclusiveMaximum":1.5})", "exclusiveMaximum", "/exclusiveMaximum");
+  expect_error(R"({"type":"integer","minimum":5,"maximum":4})", "maximum", "/maximum");
+  expect_error(R"({"type":"integer","minimum":1.2,"maximum":1.8})", "maximum", "/maximum");
+  expect_error(R"({"type":"number","exclusiveMinimum":2,"maximum":2})", "maximum", "/maximum");
+  expect_error(R"({"type":"integer","minimum":"0"})", "minimum", "/minimum");
+  expect_error(R"({"type":"integer","exclusiveMinimum":true})", "exclusiveMinimum", "/exclusiveMinimum");
+  expect_error(R"({"type":"integer","minimum":1e17})", "minimum", "/minimum");
+  expect_error(R"({"type":"integer","multipleOf":2})", "multipleOf", "/multipleOf");
+  expect_error(R"({"type":"object","propertyNames":{"enum":["a"]}})", "propertyNames", "/propertyNames");
+  expect_error(R"({"type":"object","propertyNames":{"type":"string","maxLength":3}})", "propertyNames", "/propertyNames");
   expect_error(R"({"type":"array","items":[{"type":"integer"}]})", "items", "/items");
   expect_error(R"({"type":"array","uniqueItems":true})", "uniqueItems", "/uniqueItems");
   expect_error(R"({"$ref":"#/$defs/missing"})", "does not resolve", "/$ref");

@@ -52,6 +52,15 @@ inline bool validates(const ojson& v, const ojson& s, const ojson& root) {
     };
     if (std::none_of(types.begin(), types.end(), [&](const ojson& t) { return is(t.get<std::string>()); })) return false;
   }
+  if (v.is_number()) {
+    // Compared as doubles, what a client that parses the JSON sees.
+    const double x = v.get<double>();
+    auto bound = [&](const char* key) { return s[key].get<double>(); };
+    if (s.contains("minimum") && x < bound("minimum")) return false;
+    if (s.contains("maximum") && x > bound("maximum")) return false;
+    if (s.contains("exclusiveMinimum") && x <= bound("exclusiveMinimum")) return false;
+    if (s.contains("exclusiveMaximum") && x >= bound("exclusiveMaximum")) return false;
+  }
   if (v.is_string()) {
     const size_t n = code_points(v.get<std::string>());
     if (n < s.value("minLength", size_t(0)) || n > s.value("maxLength", SIZE_MAX)) return false;

@@ -1,6 +1,8 @@
 #include "engine/grammar/json_rules.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace hearth::grammar::json_rules {
 
@@ -95,6 +97,166 @@ Expr number(GrammarBuilder& b) {
     b.define(r, {{GrammarBuilder::ref(integer(b)), GrammarBuilder::ref(fraction, 0, 1),
                   GrammarBuilder::ref(exponent, 0, 1)}});
     return r;
+  });
+}
+
+namespace {
+
+using Alternatives = std::vector<std::vector<Element>>;
+
+Expr rule_of(GrammarBuilder& b, Alternatives alternatives) {
+  const Expr r = b.reserve();
+  b.define(r, std::move(alternatives));
+  return r;
+}
+
+// The digit strings of lo.size() digits from lo to hi (equal lengths,
+// lo <= hi), leading zeros included: the common prefix, then at the first
+// digit that differs, lo's digit followed by lo's tail up to 9...9, the
+// digits strictly between followed by anything, and hi's digit followed by
+// 0...0 up to hi's tail. A tail of all 0s (lo's) or all 9s (hi's) joins
+// the middle, so a range of whole decades is one alternative.
+Alternatives digits_between(GrammarBuilder& b, const std::string& lo, const std::string& hi) {
+  std::vector<Element> prefix;
+  size_t k = 0;
+  for (; k < lo.size() && lo[k] == hi[k]; ++k) prefix.push_back(b.byte_element(single_byte(lo[k])));
+  if (k == lo.size()) return {prefix};
+  const std::string lo_tail = lo.substr(k + 1), hi_tail = hi.substr(k + 1);
+  const size_t rest = lo_tail.size();
+  const bool lo_open = lo_tail.find_first_not_of('0') == std::string::npos;
+  const bool hi_open = hi_tail.find_first_not_of('9') == std::string::npos;
+  Alternatives alts;
+  auto add = [&](std::vector<Element> tail) {
+    std::vector<Element> alt = prefix;
+    alt.insert(alt.end(), tail.begin(), tail.end());
+    alts.push_back(std::move(alt));
+  };
+  if (!lo_open)
+    add({b.byte_element(single_byte(lo[k])),
+         GrammarBuilder::ref(rule_of(b, digits_between(b, lo_tail, std::string(rest, '9'))))});
+  const unsigned char first = lo_open ? lo[k] : lo[k] + 1, last = hi_open ? hi[k] : hi[k] - 1;
+  if (first <= last) {
+    std::vector<Element> middle{b.byte_element(byte_range(first, last))};
+    if (rest > 0) middle.push_back(b.byte_element(kDigit, int32_t(rest), int32_t(rest)));
+    add(std::move(middle));
+  }
+  if (!hi_open)
+    add({b.byte_element(single_byte(hi[k])),
+         GrammarBuilder::ref(rule_of(b, digits_between(b, std::string(rest, '0'), hi_tail)))});
+  return alts;
+}
+
+// The unsigned integers from lo to hi (0 <= lo <= hi) as JSON writes them:
+// per digit count, the part of the range with that many digits (the counts
+// strictly between lo's and hi's as one alternative).
+Alternatives unsigned_between(GrammarBuilder& b, int64_t lo, int64_t hi) {
+  const std::string l = std::to_string(lo), h = std::to_string(hi);
+  if (l.size() == h.size()) return digits_between(b, l, h);
+  Alternatives alts = digits_between(b, l, std::string(l.size(), '9'));
+  if (h.size() - l.size() >= 2)
+    alts.push_back({b.byte_element(byte_range('1', '9')),
+                    b.byte_element(kDigit, int32_t(l.size()), int32_t(h.size() - 2))});
+  for (auto& alt : digits_between(b, "1" + std::string(h.size() - 1, '0'), h)) alts.push_back(std::move(alt));
+  return alts;
+}
+
+// A fraction of 1 to `digits` digits; of zeros only; with a digit other
+// than 0 (ending in one, up to `digits` digits).
+Expr fraction(GrammarBuilder& b, int32_t digits) {
+  return memo(b, "fraction:" + std::to_string(digits), [&] {
+    return rule_of(b, {{b.byte_element(single_byte('.')), b.byte_element(kDigit, 1, digits)}});
+  });
+}
+Expr zero_fraction(GrammarBuilder& b) {
+  return memo(b, "zero_fraction", [&] {
+    return rule_of(b, {{b.byte_element(single_byte('.')), b.byte_element(single_byte('0'), 1, 16)}});
+  });
+}
+Expr nonzero_fraction(GrammarBuilder& b, int32_t digits) {
+  return memo(b, "nonzero_fraction:" + std::to_string(digits), [&] {
+    return rule_of(b, {{b.byte_element(single_byte('.')), b.byte_element(kDigit, 0, digits - 1),
+                        b.byte_element(byte_range('1', '9'))}});
+  });
+}
+
+// Fraction digits a number with this integer part may have and still parse
+// (as a double) to a value on the right side of an exclusive bound next to
+// it: 15 significant digits survive the round trip through a double, so a
+// number of at most 15 digits that is below the bound stays below it.
+int32_t exact_fraction_digits(int64_t whole) { return 15 - int32_t(std::to_string(whole).size()); }
+
+// Non-negative numbers m (integer part, optional fraction) with
+// lo <= m (lo < m if exclusive) and m <= hi (m < hi), hi absent: the
+// 16-digit limit. Empty when no such number is written.
+Alternatives magnitude_between(GrammarBuilder& b, Bound lo, std::optional<Bound> hi) {
+  Alternatives alts;
+  auto add = [&](int64_t from, int64_t to, std::optional<Element> fraction) {
+    for (auto& alt : unsigned_between(b, from, to)) {
+      if (fraction) alt.push_back(*fraction);
+      alts.push_back(std::move(alt));
+    }
+  };
+  const Element any_fraction = GrammarBuilder::ref(fraction(b, 16), 0, 1);
+  const Element zeros = GrammarBuilder::ref(zero_fraction(b), 0, 1);
+  if (hi && hi->value == lo.value) {
+    if (!lo.exclusive && !hi->exclusive) add(lo.value, lo.value, zeros);
+    return alts;
+  }
+  if (hi && hi->value < lo.value) return alts;
+  // Integer parts strictly inside take any fraction; a bound's own integer
+  // part only the fractions that keep the number on the right side, and the
+  // integer part just below an exclusive upper bound only fractions short
+  // enough not to round up to it.
+  int64_t from = lo.exclusive ? lo.value + 1 : lo.value;
+  int64_t to = hi ? hi->value - 1 : kMaxMagnitude;
+  if (hi && hi->exclusive && from <= to) {
+    const int32_t digits = exact_fraction_digits(to);
+    add(to, to, digits >= 1 ? std::optional<Element>(GrammarBuilder::ref(fraction(b, digits), 0, 1)) : std::nullopt);
+    --to;
+  }
+  if (from <= to) add(from, to, any_fraction);
+  if (lo.exclusive && exact_fraction_digits(lo.value) >= 1 && (!hi || lo.value < hi->value))
+    add(lo.value, lo.value, GrammarBuilder::ref(nonzero_fraction(b, exact_fraction_digits(lo.value))));
+  if (hi && !hi->exclusive) add(hi->value, hi->value, zeros);
+  return alts;
+}
+
+std::string bound_key(const std::optional<Bound>& bound) {
+  if (!bound) return "-";
+  return std::to_string(bound->value) + (bound->exclusive ? "x" : "i");
+}
+
+}  // namespace
+
+Expr integer_in(GrammarBuilder& b, int64_t lo, int64_t hi) {
+  const std::string key = "integer:" + std::to_string(lo) + ":" + std::to_string(hi);
+  return memo(b, key, [&] {
+    Alternatives alts;
+    if (hi >= 0) alts = unsigned_between(b, std::max<int64_t>(lo, 0), hi);
+    if (lo < 0) {
+      const Expr magnitude = rule_of(b, unsigned_between(b, hi < 0 ? -hi : 1, -lo));
+      alts.push_back({b.byte_element(single_byte('-')), GrammarBuilder::ref(magnitude)});
+    }
+    return rule_of(b, std::move(alts));
+  });
+}
+
+Expr number_in(GrammarBuilder& b, std::optional<Bound> lo, std::optional<Bound> hi) {
+  const std::string key = "number:" + bound_key(lo) + ":" + bound_key(hi);
+  return memo(b, key, [&] {
+    Alternatives alts;
+    // Written without a sign: 0 and up.
+    if (!hi || hi->value > 0 || (hi->value == 0 && !hi->exclusive))
+      alts = magnitude_between(b, lo && lo->value >= 0 ? *lo : Bound{0, false}, hi);
+    // With "-": the magnitude of a number below 0 (never 0 itself).
+    if (!lo || lo->value < 0) {
+      const Bound least = hi && hi->value < 0 ? Bound{-hi->value, hi->exclusive} : Bound{0, true};
+      const std::optional<Bound> most = lo ? std::optional<Bound>(Bound{-lo->value, lo->exclusive}) : std::nullopt;
+      Alternatives negative = magnitude_between(b, least, most);
+      if (!negative.empty())
+        alts.push_back({b.byte_element(single_byte('-')), GrammarBuilder::ref(rule_of(b, std::move(negative)))});
+    }
+    return rule_of(b, std::move(alts));
   });
 }
 

@@ -8,19 +8,26 @@
 //   their own: another validation keyword beside them is refused (const and
 //   enum may name their type). Without a type, the schema is taken as the
 //   type its keywords are about (properties: object, items: array,
-//   maxLength: string), else any value.
+//   maxLength: string, minimum: number), else any value.
 // - object: properties are emitted in schema order; `required` ones always,
 //   the others optionally. additionalProperties defaults to false (closed
 //   objects, as OpenAI's strict mode requires); true or a schema is
 //   supported only on objects without `properties` (a map).
+//   propertyNames only as true or {"type": "string"} (every key is one;
+//   zod writes it for z.record(z.string(), ...)).
 //   No properties at all: any JSON object.
 // - array: items (one schema), minItems, maxItems.
 // - string: minLength, maxLength (in characters; an escape is one).
+// - integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers,
+//   or draft 4's boolean exclusive*); fractional bounds round inward.
+//   number: the same with integer bounds only; a bounded number is written
+//   without an exponent. (Zod writes every .int() as an integer between
+//   ±(2^53 - 1).)
 // - Annotations are ignored: title, description, default, examples,
 //   $schema, $id, $comment, deprecated, readOnly, writeOnly, and `format`
 //   (not enforced: any string passes).
 // - Everything else is refused with GrammarError naming the keyword and
-//   its JSON pointer: pattern, minimum/maximum, multipleOf, prefixItems,
+//   its JSON pointer: pattern, fractional bounds on a number, multipleOf, prefixItems,
 //   uniqueItems: true, patternProperties, not, if/then/else, ...
 //
 // Whitespace and number bounds: json_rules.h.
