@@ -1,6 +1,6 @@
 // tool_choice as a grammar: the calls each format writes are accepted
-// whole, and nothing else is; sampled Qwen3-Coder calls parse back into
-// arguments that validate.
+// whole, and nothing else is; sampled Qwen3-Coder and Gemma calls parse
+// back into arguments that validate.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -48,9 +48,34 @@ TEST(ToolCallGrammar, EachJsonFormatAcceptsItsOwnCallsOnly) {
   }
 }
 
-TEST(ToolCallGrammar, GemmaAndNoneAreNotConstrained) {
-  for (auto format : {ToolCallFormat::None, ToolCallFormat::Gemma})
-    EXPECT_FALSE(compile_tool_calls(format, kTools, "", false)) << int(format);
+TEST(ToolCallGrammar, NoneIsNotConstrained) { EXPECT_FALSE(compile_tool_calls(ToolCallFormat::None, kTools, "", false)); }
+
+const ojson kPythonTools = ojson::parse(R"([
+  {"type": "function", "function": {"name": "weather", "parameters": {"type": "object",
+     "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1, "maximum": 14},
+                    "unit": {"type": "string", "enum": ["C", "F"]}, "rain": {"type": "boolean"}},
+     "required": ["city"]}}},
+  {"type": "function", "function": {"name": "time"}}
+])");
+
+TEST(ToolCallGrammar, GemmaPythonCallsWithSeparatorsOnlyBetweenPresentKeywords) {
+  const auto any = compile_tool_calls(ToolCallFormat::Gemma, kPythonTools, "", false);
+  ASSERT_TRUE(any);
+  auto call = [](const char* name, const char* args) { return text::render_tool_call(ToolCallFormat::Gemma, name, args); };
+  EXPECT_TRUE(accepts_whole(any, call("weather", R"({"city":"Oslo"})")));
+  EXPECT_TRUE(accepts_whole(any, call("weather", R"({"city":"a \"b\"\n","days":3,"unit":"F","rain":true})")));
+  EXPECT_TRUE(accepts_whole(any, call("weather", R"({"city":"Oslo","rain":false})")));
+  EXPECT_TRUE(accepts_whole(any, call("time", "{}")));
+  EXPECT_FALSE(accepts_whole(any, call("weather", R"({"days":3})")));                 // city is required
+  EXPECT_FALSE(accepts_whole(any, call("weather", R"({"city":"Oslo","days":15})")));  // out of range
+  EXPECT_FALSE(accepts_whole(any, "[weather(, city=\"Oslo\")]"));
+  EXPECT_FALSE(accepts_whole(any, call("weather", R"({"city":"Oslo"})") + call("time", "{}")));
+  const auto parallel = compile_tool_calls(ToolCallFormat::Gemma, kPythonTools, "", true);
+  EXPECT_TRUE(accepts_whole(parallel, "[weather(city=\"Oslo\"), time()]"));
+  // Nested objects would need Python literals all the way down: not constrained.
+  const ojson nested = ojson::parse(R"([{"type":"function","function":{"name":"f","parameters":{"type":"object",
+      "properties":{"o":{"type":"object"}}}}}])");
+  EXPECT_FALSE(compile_tool_calls(ToolCallFormat::Gemma, nested, "", false));
 }
 
 const ojson kCoderTools = ojson::parse(R"([
@@ -80,13 +105,15 @@ TEST(ToolCallGrammar, Qwen3CoderParametersInSchemaOrderTypedAsTheParserReadsThem
   EXPECT_FALSE(compile_tool_calls(ToolCallFormat::Qwen3Coder, limited, "", false));
 }
 
-TEST(ToolCallGrammar, HundredSampledQwen3CoderCallsParseAndValidate) {
+// 100 calls sampled from random logits through the grammar; the parser
+// reads each back as one call whose arguments validate.
+void sample_calls_and_validate(ToolCallFormat tool_format, const ojson& tools) {
   const auto bytes = test::synthetic_token_bytes();
   const auto vocab = std::make_shared<const Vocabulary>(bytes);
   const int32_t stop = int32_t(bytes.size() - 1);
-  const Constraint constraint{compile_tool_calls(ToolCallFormat::Qwen3Coder, kCoderTools, "weather", false), vocab};
-  const text::OutputFormat format{ToolCallFormat::Qwen3Coder, "", ""};
-  const ojson& schema = kCoderTools[0]["function"]["parameters"];
+  const Constraint constraint{compile_tool_calls(tool_format, tools, "weather", false), vocab};
+  const text::OutputFormat format{tool_format, "", ""};
+  const ojson& schema = tools[0]["function"]["parameters"];
   std::minstd_rand rng(99);
   std::vector<float> logits(bytes.size());
   for (int run = 0; run < 100; ++run) {
@@ -96,12 +123,12 @@ TEST(ToolCallGrammar, HundredSampledQwen3CoderCallsParseAndValidate) {
     std::string out;
     while (!d.finished()) {
       for (float& l : logits) l = float(rng() % 8192) / 1024.0f;
-      logits['<'] += 5, logits['\n'] += 5;  // free text ends in a few dozen tokens, not thousands
+      logits['<'] += 5, logits['\n'] += 5, logits['"'] += 5;  // free text ends in a few dozen tokens, not thousands
       const int32_t token = d.next(logits);
       if (token != stop) out += vocab->bytes(token);
     }
     ASSERT_EQ(*d.finished(), FinishReason::Stop) << out;
-    text::OutputParser parser(format, true, false, &kCoderTools);
+    text::OutputParser parser(format, true, false, &tools);
     std::vector<text::OutputEvent> events;
     parser.feed(out, events);
     parser.finish(events);
@@ -111,6 +138,14 @@ TEST(ToolCallGrammar, HundredSampledQwen3CoderCallsParseAndValidate) {
     const ojson args = ojson::parse(events[0].call.arguments);
     EXPECT_TRUE(test::validates(args, schema, schema)) << out << "\n" << args.dump();
   }
+}
+
+TEST(ToolCallGrammar, HundredSampledQwen3CoderCallsParseAndValidate) {
+  sample_calls_and_validate(ToolCallFormat::Qwen3Coder, kCoderTools);
+}
+
+TEST(ToolCallGrammar, HundredSampledGemmaCallsParseAndValidate) {
+  sample_calls_and_validate(ToolCallFormat::Gemma, kPythonTools);
 }
 
 }  // namespace

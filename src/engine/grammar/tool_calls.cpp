@@ -1,6 +1,7 @@
 #include "engine/grammar/tool_calls.h"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 
 #include "engine/grammar/json_rules.h"
@@ -75,6 +76,71 @@ std::optional<Expr> coder_call(GrammarBuilder& b, const std::string& name, const
   return b.sequence(parts);
 }
 
+// One Gemma (Python call syntax) keyword value, as the pythonic parser
+// reads it back: a double-quoted string whose escapes are the ones it
+// knows (\" \\ \n \t \r), a string enum, a JSON number (also a Python
+// one), True/False. Anything else: nullopt (not constrained).
+std::optional<Expr> python_value(GrammarBuilder& b, const ojson& schema) {
+  if (!schema.is_object() || !schema.contains("type") || !schema["type"].is_string()) return std::nullopt;
+  const std::string& type = schema["type"].get_ref<const std::string&>();
+  if (type == "string" && only_keys(schema, {"type"})) {
+    ByteSet plain = byte_range(0x20, 0x7F);
+    plain.reset('"');
+    plain.reset('\\');
+    ByteSet escaped;
+    for (char c : std::string_view("\"\\ntr")) escaped.set(uint8_t(c));
+    std::vector<std::vector<Element>> alternatives = {
+        {b.byte_element(plain)}, {b.byte_element(single_byte('\\')), b.byte_element(escaped)}};
+    for (auto& alt : json_rules::utf8_multibyte(b)) alternatives.push_back(std::move(alt));
+    const Expr ch = b.reserve();
+    b.define(ch, std::move(alternatives));
+    return b.sequence({b.literal("\""), b.repeat(ch, 0, -1), b.literal("\"")});
+  }
+  if (type == "string" && only_keys(schema, {"type", "enum"}) && schema["enum"].is_array() && !schema["enum"].empty()) {
+    std::vector<Expr> options;
+    for (const ojson& v : schema["enum"]) {
+      if (!v.is_string()) return std::nullopt;
+      const std::string& text = v.get_ref<const std::string&>();
+      for (unsigned char c : text)
+        if (c < 0x20 || c == '"' || c == '\\') return std::nullopt;
+      options.push_back(b.literal("\"" + text + "\""));
+    }
+    return b.choice(options);
+  }
+  if (type == "integer" || type == "number") return json_schema(b, schema);
+  if (type == "boolean" && only_keys(schema, {"type"})) return b.choice({b.literal("True"), b.literal("False")});
+  return std::nullopt;
+}
+
+// NAME(key=value, ..): the parameters in the schema's order, the required
+// ones always there, ", " only between those present.
+std::optional<Expr> python_call(GrammarBuilder& b, const std::string& name, const ojson* parameters) {
+  Expr first = b.literal(""), rest = b.literal("");  // what may follow: with no parameter yet / after one
+  if (parameters && parameters->is_object() && !parameters->empty()) {
+    if (parameters->dump().find("\"$ref\"") != std::string::npos) return std::nullopt;
+    const ojson& props = parameters->value("properties", ojson::object());
+    const ojson& required = parameters->value("required", ojson::array());
+    if (!props.is_object() || !required.is_array()) return std::nullopt;
+    std::vector<std::pair<std::string, const ojson*>> items;
+    for (const auto& [key, schema] : props.items()) items.emplace_back(key, &schema);
+    for (auto it = items.rbegin(); it != items.rend(); ++it) {
+      const std::string& key = it->first;
+      if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum(uint8_t(c)) || c == '_'; }))
+        return std::nullopt;
+      auto value = python_value(b, *it->second);
+      if (!value) return std::nullopt;
+      const Expr param = b.sequence({b.literal(key + "="), *value});
+      const Expr as_first = b.sequence({param, rest}), as_next = b.sequence({b.literal(", "), param, rest});
+      if (std::find(required.begin(), required.end(), ojson(key)) != required.end()) {
+        first = as_first, rest = as_next;
+      } else {
+        first = b.choice({as_first, first}), rest = b.choice({as_next, rest});
+      }
+    }
+  }
+  return b.sequence({b.literal(name + "("), first, b.literal(")")});
+}
+
 }  // namespace
 
 std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, const nlohmann::ordered_json& tools,
@@ -90,8 +156,9 @@ std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, c
     if (!only_name.empty() && name != only_name) continue;
     const auto it = fn.find("parameters");
     const bool any = it == fn.end() || it->is_null() || it->empty();
-    if (format == text::ToolCallFormat::Qwen3Coder) {
-      auto call = coder_call(b, name, any ? nullptr : &*it);
+    if (format == text::ToolCallFormat::Qwen3Coder || format == text::ToolCallFormat::Gemma) {
+      auto call = format == text::ToolCallFormat::Gemma ? python_call(b, name, any ? nullptr : &*it)
+                                                         : coder_call(b, name, any ? nullptr : &*it);
       if (!call) return nullptr;
       calls.push_back(*call);
       continue;
@@ -105,6 +172,12 @@ std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, c
   }
   if (calls.empty()) return nullptr;
   const Expr call = calls.size() == 1 ? calls[0] : b.choice(calls);
+  if (format == text::ToolCallFormat::Gemma) {  // one Python list: [a(..)] or [a(..), b(..)]
+    std::vector<Expr> list = {b.literal("["), call};
+    if (parallel) list.push_back(b.repeat(b.sequence({b.literal(", "), call}), 0, -1));
+    list.push_back(b.literal("]"));
+    return b.build(b.sequence(list));
+  }
   return b.build(parallel ? b.repeat(call, 1, -1) : call);
 }
 

@@ -20,7 +20,8 @@ namespace hearth::grammar {
 // one call or more (else exactly one). Qwen3-Coder's XML parameters are
 // constrained when every parameter is a plain string (raw text without
 // '<'), a string enum, or JSON of one non-string type, and the schema has
-// no $ref. Null for the rest, Gemma's Python calls and None: those requests
+// no $ref; Gemma's Python calls when every parameter is a string (plain or
+// enum), a number or a boolean. Null for the rest and None: those requests
 // are parsed but not constrained.
 // Throws GrammarError for a parameter schema it cannot compile.
 std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, const nlohmann::ordered_json& tools,
