@@ -20,14 +20,24 @@ bool ReplyStream::next(std::vector<ReplyEvent>& out) {
       done_ = true;
     }
     for (auto& e : parsed) {
+      using In = text::OutputEvent::Kind;
+      using Out = ReplyEvent::Kind;
       ReplyEvent r;
-      r.kind = e.kind == text::OutputEvent::Kind::Content     ? ReplyEvent::Kind::Content
-               : e.kind == text::OutputEvent::Kind::Reasoning ? ReplyEvent::Kind::Reasoning
-                                                              : ReplyEvent::Kind::ToolCall;
+      switch (e.kind) {
+        case In::Content: r.kind = Out::Content; break;
+        case In::Reasoning: r.kind = Out::Reasoning; break;
+        case In::ToolCall: r.kind = Out::ToolCall; break;
+        case In::ToolCallStart: r.kind = Out::ToolCallStart; break;
+        case In::ToolCallArguments: r.kind = Out::ToolCallArguments; break;
+      }
       r.text = std::move(e.text);
-      if (r.kind == ReplyEvent::Kind::ToolCall) {
-        r.call = {random_id(id_prefix_.c_str()), std::move(e.call.name), std::move(e.call.arguments)};
-        ++tool_calls_;
+      if (e.kind == In::ToolCallStart) open_call_id_ = random_id(id_prefix_.c_str());
+      if (e.kind == In::ToolCallStart || e.kind == In::ToolCall) {
+        const bool ends = e.kind == In::ToolCall && e.ends_streamed;
+        r.call = {ends || e.kind == In::ToolCallStart ? open_call_id_ : random_id(id_prefix_.c_str()),
+                  std::move(e.call.name), std::move(e.call.arguments)};
+        r.ends_streamed = ends;
+        tool_calls_ += e.kind == In::ToolCall;
       }
       out.push_back(std::move(r));
     }
@@ -57,6 +67,8 @@ Reply collect(ReplyStream& stream) {
         case ReplyEvent::Kind::Content: r.content += e.text; break;
         case ReplyEvent::Kind::Reasoning: r.reasoning += e.text; break;
         case ReplyEvent::Kind::ToolCall: r.calls.push_back(std::move(e.call)); break;
+        case ReplyEvent::Kind::ToolCallStart:
+        case ReplyEvent::Kind::ToolCallArguments: break;  // the ToolCall that ends it has it all
       }
       for (auto& t : e.logprobs) r.logprobs.push_back(std::move(t));
     }

@@ -19,9 +19,12 @@ struct ToolCallOut {
 };
 
 struct ReplyEvent {
-  enum class Kind { Content, Reasoning, ToolCall } kind = Kind::Content;
-  std::string text;                    // Content, Reasoning
-  ToolCallOut call;                    // ToolCall
+  enum class Kind { Content, Reasoning, ToolCall, ToolCallStart, ToolCallArguments } kind = Kind::Content;
+  std::string text;  // Content, Reasoning; ToolCallArguments: more of the open call's arguments
+  ToolCallOut call;  // ToolCall; ToolCallStart: its id and name
+  // ToolCall: it ends the call ToolCallStart opened, whose arguments (these)
+  // have all been sent as ToolCallArguments.
+  bool ends_streamed = false;
   std::vector<TokenLogprob> logprobs;  // the tokens released with this event
 };
 
@@ -46,6 +49,7 @@ class ReplyStream {
   text::OutputParser parser_;
   std::string id_prefix_;
   size_t tool_calls_ = 0;
+  std::string open_call_id_;  // the call whose arguments are streaming
   bool done_ = false;
   std::vector<TokenLogprob> logprobs_;  // of text the parser holds back still
 };

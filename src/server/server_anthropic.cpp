@@ -78,7 +78,7 @@ void Server::Impl::anthropic_messages(const httplib::Request& req, httplib::Resp
       return sink.write(s.data(), s.size());
     };
     GenerationStream& g = *job->stream;
-    ReplyStream replies = reply_stream(*job, "toolu_");
+    ReplyStream replies = reply_stream(*job, "toolu_", true);
     // The prompt's size is known once the engine has admitted it: the
     // message_start goes out with the first event (or the end).
     bool started = false, ok = true;
@@ -116,11 +116,13 @@ void Server::Impl::anthropic_messages(const httplib::Request& req, httplib::Resp
         } else if (e.kind == ReplyEvent::Kind::Reasoning) {
           block("thinking", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
           delta({{"type", "thinking_delta"}, {"thinking", e.text}});
-        } else {
+        } else if (e.kind == ReplyEvent::Kind::ToolCallArguments) {
+          delta({{"type", "input_json_delta"}, {"partial_json", e.text}});
+        } else if (!e.ends_streamed) {  // a whole call, or the start of one (its arguments follow)
           ojson start = tool_use_block(e.call);
           start["input"] = ojson::object();
           block("tool_use", std::move(start));
-          delta({{"type", "input_json_delta"}, {"partial_json", e.call.arguments}});
+          if (e.kind == ReplyEvent::Kind::ToolCall) delta({{"type", "input_json_delta"}, {"partial_json", e.call.arguments}});
         }
       }
       events.clear();

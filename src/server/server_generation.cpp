@@ -100,9 +100,10 @@ std::shared_ptr<Job> Server::Impl::start(const httplib::Request& req, ApiRequest
   return job;
 }
 
-ReplyStream Server::Impl::reply_stream(Job& job, const char* id_prefix) const {
+ReplyStream Server::Impl::reply_stream(Job& job, const char* id_prefix, bool stream_arguments) const {
   const bool tools = job.api.tools.is_array() && !job.api.tools.empty() && job.api.tool_choice.mode != ToolChoice::Mode::None;
-  return ReplyStream(*job.stream, text::OutputParser(prompts.output_format(), tools, job.in_reasoning, &job.api.tools),
+  return ReplyStream(*job.stream,
+                     text::OutputParser(prompts.output_format(), tools, job.in_reasoning, &job.api.tools, stream_arguments),
                      id_prefix);
 }
 
@@ -255,7 +256,7 @@ void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, httplib::Resp
       return sink.write(event.data(), event.size());
     };
     GenerationStream& g = *job->stream;
-    ReplyStream replies = reply_stream(*job, "call_");
+    ReplyStream replies = reply_stream(*job, "call_", true);
     const bool chat = job->api.is_chat();
     bool ok = !chat || send(dump(chunk(*job, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
     if (chat) {
@@ -264,10 +265,17 @@ void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, httplib::Resp
       while (ok && replies.next(events)) {
         for (auto& e : events) {
           ojson delta = ojson::object();
-          if (e.kind == ReplyEvent::Kind::Content) delta["content"] = e.text;
-          else if (e.kind == ReplyEvent::Kind::Reasoning) delta["reasoning_content"] = e.text;
-          else {
-            ojson call = {{"index", calls++}};
+          if (e.kind == ReplyEvent::Kind::Content) {
+            delta["content"] = e.text;
+          } else if (e.kind == ReplyEvent::Kind::Reasoning) {
+            delta["reasoning_content"] = e.text;
+          } else if (e.kind == ReplyEvent::Kind::ToolCallArguments) {
+            delta["tool_calls"] = ojson::array({{{"index", calls}, {"function", {{"arguments", e.text}}}}});
+          } else if (e.ends_streamed) {  // its arguments are out: only logprobs, if any, remain
+            ++calls;
+            if (e.logprobs.empty()) continue;
+          } else {  // a whole call, or the start of one (its arguments follow)
+            ojson call = {{"index", e.kind == ReplyEvent::Kind::ToolCall ? calls++ : calls}};
             call.update(tool_call_json(e.call));
             delta["tool_calls"] = ojson::array({std::move(call)});
           }

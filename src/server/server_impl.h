@@ -123,8 +123,10 @@ struct Server::Impl {
   std::shared_ptr<Job> start(const httplib::Request& req, ApiRequest api);
   // Within the context, else a 400; `rendered` receives a chat prompt's text.
   std::vector<int32_t> prompt_ids(const ApiRequest& api, std::string* rendered = nullptr);
-  // The job's reply split by the model's markup (tool calls when the request offers tools).
-  ReplyStream reply_stream(Job& job, const char* id_prefix) const;
+  // The job's reply split by the model's markup (tool calls when the
+  // request offers tools); stream_arguments: a streaming writer that sends
+  // tool-call arguments as they come (ReplyEvent::Kind::ToolCallArguments).
+  ReplyStream reply_stream(Job& job, const char* id_prefix, bool stream_arguments = false) const;
   void check_finished(const GenerationStream& g) const;    // a failed or cancelled generation as an ApiError
   std::optional<ApiError> stream_failure(const GenerationStream& g) const;  // what to tell a stream, if anything
 

@@ -28,17 +28,32 @@ class ResponseOutput {
       case ReplyEvent::Kind::Reasoning:
         reply_.reasoning += e.text;
         return open("reasoning") && delta("response.reasoning_text.delta", e.text);
+      case ReplyEvent::Kind::ToolCallStart:
+        return open_call(e.call);
+      case ReplyEvent::Kind::ToolCallArguments:
+        return arguments_delta(e.text);
       case ReplyEvent::Kind::ToolCall:
+        if (e.ends_streamed) {  // its arguments are out already
+          reply_.calls.push_back(e.call);
+          return close();
+        }
+        if (!open_call(e.call)) return false;
         reply_.calls.push_back(e.call);
-        if (!close()) return false;
-        items_.push_back({{"id", random_id("fc_")}, {"type", "function_call"}, {"status", "in_progress"},
-                          {"call_id", e.call.id}, {"name", e.call.name}, {"arguments", ""}});
-        open_ = "function_call";
-        return added() &&
-               emit_("response.function_call_arguments.delta", {{"item_id", item()["id"]}, {"output_index", index()}, {"delta", e.call.arguments}}) &&
-               close();
+        return arguments_delta(e.call.arguments) && close();
     }
     return true;
+  }
+
+  // A function_call item, open for its arguments.
+  bool open_call(const ToolCallOut& call) {
+    if (!close()) return false;
+    items_.push_back({{"id", random_id("fc_")}, {"type", "function_call"}, {"status", "in_progress"},
+                      {"call_id", call.id}, {"name", call.name}, {"arguments", ""}});
+    open_ = "function_call";
+    return added();
+  }
+  bool arguments_delta(const std::string& text) {
+    return emit_("response.function_call_arguments.delta", {{"item_id", item()["id"]}, {"output_index", index()}, {"delta", text}});
   }
 
   // Ends the open item (its .done events).
@@ -225,7 +240,7 @@ void Server::Impl::responses_create(const httplib::Request& req, httplib::Respon
       return false;
     }
     ResponseOutput out(emit);
-    ReplyStream replies = reply_stream(*job, "call_");
+    ReplyStream replies = reply_stream(*job, "call_", true);
     if (!finish(out, replies)) return false;
     const GenerationStream& g = *job->stream;
     if (auto e = stream_failure(g)) {

@@ -100,16 +100,27 @@ describe('tool calls: tool_choice makes even a random model call a tool that val
     const named = await client.chat.completions.create({ model: 'm', messages, tools, tool_choice: { type: 'function', function: { name: 'get_time' } }, parallel_tool_calls: false, max_tokens: 200 });
     const call = named.choices[0].message.tool_calls[0];
     assert.equal(call.function.name, 'get_time');
-    let streamed = null, finish = null;
+    // Streamed: the first delta opens the call (id, name), the arguments follow in pieces.
+    let streamed = null, finish = null, pieces = 0;
     for await (const chunk of await client.chat.completions.create({ model: 'm', messages, tools, tool_choice: { type: 'function', function: { name: 'get_time' } }, parallel_tool_calls: false, max_tokens: 200, stream: true })) {
       const d = chunk.choices[0]?.delta;
-      if (d?.tool_calls) streamed = d.tool_calls[0];
+      for (const t of d?.tool_calls ?? []) {
+        assert.equal(t.index, 0);
+        if (t.id) {
+          assert.equal(streamed, null, 'one call opens once');
+          streamed = { id: t.id, name: t.function.name, arguments: t.function.arguments };
+        } else {
+          streamed.arguments += t.function.arguments;
+          ++pieces;
+        }
+      }
       finish = chunk.choices[0]?.finish_reason ?? finish;
     }
     assert.equal(finish, 'tool_calls');
-    assert.equal(streamed.index, 0);
-    assert.equal(streamed.function.name, call.function.name);
-    assert.equal(streamed.function.arguments, call.function.arguments);
+    assert.match(streamed.id, /^call_/);
+    assert.equal(streamed.name, call.function.name);
+    assert.ok(pieces >= 2, `arguments in ${pieces} deltas`);
+    assert.deepEqual(JSON.parse(streamed.arguments), JSON.parse(call.function.arguments));
     // The assistant's call and the tool's result, sent back (arguments as the string the SDK keeps).
     const next = await client.chat.completions.create({
       model: 'm', tools, max_tokens: 5,
@@ -127,8 +138,11 @@ describe('tool calls: tool_choice makes even a random model call a tool that val
     assert.match(use.id, /^toolu_/);
     assert.ok(valid(use.name, use.input), JSON.stringify(use));
     const stream = anthropic.messages.stream({ model: 'm', max_tokens: 200, messages, tools: atools, tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true } });
+    let jsonDeltas = 0;
+    stream.on('streamEvent', (ev) => { if (ev.type === 'content_block_delta' && ev.delta.type === 'input_json_delta') ++jsonDeltas; });
     const final = await stream.finalMessage();
     assert.equal(final.stop_reason, 'tool_use');
+    assert.ok(jsonDeltas >= 2, `input in ${jsonDeltas} input_json_delta events`);
     assert.ok(valid('get_weather', final.content.find((b) => b.type === 'tool_use').input));
     const next = await anthropic.messages.create({
       model: 'm', max_tokens: 5, tools: atools,
@@ -144,6 +158,17 @@ describe('tool calls: tool_choice makes even a random model call a tool that val
     const call = r.output.find((i) => i.type === 'function_call');
     assert.ok(call, JSON.stringify(r.output));
     assert.ok(valid(call.name, JSON.parse(call.arguments)));
+    // Streamed: the arguments in pieces that join to what .done and the item say.
+    let joined = '', pieces = 0, done = null, item = null;
+    for await (const ev of await client.responses.create({ model: 'm', input: messages[0].content, tools: rtools, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 200, stream: true })) {
+      if (ev.type === 'response.function_call_arguments.delta') joined += ev.delta, ++pieces;
+      if (ev.type === 'response.function_call_arguments.done') done = ev.arguments;
+      if (ev.type === 'response.output_item.done' && ev.item.type === 'function_call') item = ev.item;
+    }
+    assert.ok(pieces >= 2, `arguments in ${pieces} deltas`);
+    assert.equal(done, joined);
+    assert.equal(item.arguments, joined);
+    assert.ok(valid(item.name, JSON.parse(joined)), joined);
     const next = await client.responses.create({
       model: 'm', previous_response_id: r.id, tools: rtools, max_output_tokens: 5,
       input: [{ type: 'function_call_output', call_id: call.call_id, output: 'Sunny' }],

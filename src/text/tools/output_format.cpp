@@ -88,15 +88,16 @@ namespace tools {
 
 const std::vector<Section>& sections_of(ToolCallFormat format) {
   static const std::vector<Section> none;
-  static const std::vector<Section> hermes{{.open = "<tool_call>", .close = "</tool_call>", .parse = parse_json_calls}};
+  static const std::vector<Section> hermes{
+      {.open = "<tool_call>", .close = "</tool_call>", .parse = parse_json_calls, .json_call = true}};
   static const std::vector<Section> qwen3_coder{
       {.open = "<tool_call>", .close = "</tool_call>", .parse = parse_qwen3_coder, .text_arguments = true}};
   // vLLM's llama3_json and llama.cpp both take a JSON call at the start of
   // the output, or after <|python_tag|>; ";" separates several.
   static const std::vector<Section> llama3{
-      {.open = "<|python_tag|>", .parse = parse_json_calls, .separators = ";"},
-      {.open = "{", .parse = parse_json_calls, .start_only = true, .open_in_body = true, .separators = ";"}};
-  static const std::vector<Section> mistral{{.open = "[TOOL_CALLS]", .parse = parse_mistral}};
+      {.open = "<|python_tag|>", .parse = parse_json_calls, .separators = ";", .json_call = true},
+      {.open = "{", .parse = parse_json_calls, .start_only = true, .open_in_body = true, .separators = ";", .json_call = true}};
+  static const std::vector<Section> mistral{{.open = "[TOOL_CALLS]", .parse = parse_mistral, .json_call = true}};
   // The misspelt openers R1 distills write too, as llama.cpp accepts them.
   static const std::vector<Section> deepseek = [] {
     std::vector<Section> v;
@@ -106,12 +107,12 @@ const std::vector<Section>& sections_of(ToolCallFormat format) {
     return v;
   }();
   // The template prints " functools[" after content; the space is whitespace before markup.
-  static const std::vector<Section> firefunction{{.open = "functools", .parse = parse_json_calls}};
+  static const std::vector<Section> firefunction{{.open = "functools", .parse = parse_json_calls, .json_call = true}};
   static const std::vector<Section> functionary{
       {.open = "<function=", .close = "</function>", .parse = parse_functionary}};
   // llama.cpp drops the response markers around the answer too.
   static const std::vector<Section> command_r7b{
-      {.open = "<|START_ACTION|>", .close = "<|END_ACTION|>", .parse = parse_json_calls},
+      {.open = "<|START_ACTION|>", .close = "<|END_ACTION|>", .parse = parse_json_calls, .json_call = true},
       {.open = "<|START_RESPONSE|>", .drop = true},
       {.open = "<|END_RESPONSE|>", .drop = true}};
   // Google's function-calling guide for Gemma 3 asks for a bare Python list

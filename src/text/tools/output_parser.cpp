@@ -15,6 +15,8 @@
 // clients render both the same.
 #include "text/tools/output_parser.h"
 
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "text/tools/tool_syntax.h"
@@ -61,6 +63,15 @@ struct OutputParser::State {
   const Section* section = nullptr;
   std::string section_prefix;    // held whitespace + opener: content again if the section fails
   size_t close_searched = 0;     // where the search for the open section's close resumes (long calls stay linear)
+  bool stream_arguments = false;
+  // The open section's call whose arguments stream (json_call sections).
+  struct Streamed {
+    bool started = false, given_up = false;
+    std::string name;
+    size_t sent = 0;  // buf offset up to which the arguments went out
+    size_t arguments = 0;
+    tools::JsonObjectScan scan;
+  } streamed;
 
   // A marker opening something in content mode, found at pos.
   struct Opener {
@@ -177,7 +188,32 @@ struct OutputParser::State {
     return true;
   }
 
+  // Sends what is new of the open section's arguments.
+  void stream_section(std::vector<OutputEvent>& out) {
+    Streamed& st = streamed;
+    if (st.given_up || st.scan.complete() || st.scan.failed()) return;
+    if (!st.started) {
+      const tools::CallHeader h = tools::json_call_header(buf);
+      if (h.state == tools::CallHeader::State::NoMatch) st.given_up = true;
+      if (h.state != tools::CallHeader::State::Match) return;
+      st.started = true;
+      st.name = h.name;
+      st.arguments = st.sent = h.arguments;
+      out.push_back({OutputEvent::Kind::ToolCallStart, "", ToolCall{"", h.name, ""}});
+    }
+    const size_t end = st.scan.feed(buf, st.sent, buf.size() - incomplete_utf8_tail(buf));
+    if (end > st.sent) out.push_back({OutputEvent::Kind::ToolCallArguments, buf.substr(st.sent, end - st.sent), {}});
+    st.sent = end;
+  }
+
+  // Ends the streamed call: its arguments are what went out.
+  void end_streamed(std::vector<OutputEvent>& out) {
+    out.push_back({OutputEvent::Kind::ToolCall, "",
+                   ToolCall{"", streamed.name, buf.substr(streamed.arguments, streamed.sent - streamed.arguments)}, true});
+  }
+
   bool section_step(bool final, std::vector<OutputEvent>& out) {
+    if (stream_arguments && section->json_call) stream_section(out);
     size_t end = std::string::npos, body_end = std::string::npos;
     if (!section->close.empty()) {
       body_end = buf.find(section->close, close_searched);
@@ -191,6 +227,18 @@ struct OutputParser::State {
     std::optional<tools::Calls> calls;
     if (end != std::string::npos) calls = section->parse(std::string_view(buf).substr(0, body_end));
     else end = buf.size();  // never closed: all of it is content
+    // A call that streamed ends with the arguments that went out (the
+    // whole object once its scan completed); if the markup did not parse,
+    // it is content besides.
+    const bool started = streamed.started;
+    if (started) {
+      end_streamed(out);
+      if (calls && !calls->empty()) {
+        out.back().call.id_hint = calls->front().id_hint;
+        calls->erase(calls->begin());
+      }
+    }
+    streamed = Streamed{};
     if (!calls) {
       std::string text = std::move(section_prefix) + buf.substr(0, end);
       buf.erase(0, end);
@@ -224,10 +272,11 @@ struct OutputParser::State {
 };
 
 OutputParser::OutputParser(OutputFormat format, bool tools_enabled, bool in_reasoning,
-                           const nlohmann::ordered_json* tools)
+                           const nlohmann::ordered_json* tools, bool stream_arguments)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.tools = tools;
+  s.stream_arguments = stream_arguments;
   s.sections = &tools::sections_of(tools_enabled ? format.tool_calls : ToolCallFormat::None);
   bool reasoning = in_reasoning && !format.think_close.empty();
   s.format = std::move(format);

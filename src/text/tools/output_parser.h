@@ -62,16 +62,28 @@ struct ToolCall {
 };
 
 struct OutputEvent {
-  enum class Kind { Content, Reasoning, ToolCall } kind;
-  std::string text;  // Content / Reasoning: text to append (whole UTF-8 characters)
-  ToolCall call;     // ToolCall: one complete, parsed call (calls come in order)
+  enum class Kind { Content, Reasoning, ToolCall, ToolCallStart, ToolCallArguments } kind;
+  // Content / Reasoning: text to append (whole UTF-8 characters);
+  // ToolCallArguments: more of the open call's arguments text.
+  std::string text;
+  // ToolCall: one complete, parsed call (calls come in order);
+  // ToolCallStart: a call whose arguments stream next (its name only).
+  ToolCall call;
+  // ToolCall: it ends the call a ToolCallStart opened. Its arguments are
+  // the text streamed, which may be cut short: the markup did not parse
+  // (what followed is then content) or the output ended inside it.
+  bool ends_streamed = false;
 };
 
 // Streaming: content and reasoning come out as soon as they cannot be the
-// start of a marker; a tool call comes out whole once its markup has closed
-// (no argument deltas). Whitespace that only separates markup (after
-// </think>, between and after tool calls, around reasoning) is dropped, as
-// llama.cpp's parser does; other text is kept byte for byte.
+// start of a marker; a tool call comes out whole once its markup has closed.
+// With stream_arguments, a call written as a JSON object (Hermes/Qwen,
+// Llama 3, Mistral's JSON form, FireFunction, Command R7B) opens as soon as
+// its name is known and its arguments come out as they are written, as far
+// as they can be JSON (ToolCallStart, ToolCallArguments, then the ToolCall
+// that ends it). Whitespace that only separates markup (after </think>,
+// between and after tool calls, around reasoning) is dropped, as llama.cpp's
+// parser does; other text is kept byte for byte.
 class OutputParser {
  public:
   // tools_enabled: the request offered tools (otherwise tool markup is plain
@@ -83,7 +95,7 @@ class OutputParser {
   // parser does), else a value is JSON if it parses as JSON, else a string.
   // Kept by pointer: it must outlive the parser.
   OutputParser(OutputFormat format, bool tools_enabled, bool in_reasoning,
-               const nlohmann::ordered_json* tools = nullptr);
+               const nlohmann::ordered_json* tools = nullptr, bool stream_arguments = false);
   ~OutputParser();
   OutputParser(OutputParser&&) noexcept;
   OutputParser& operator=(OutputParser&&) noexcept;

@@ -44,6 +44,9 @@ struct Section {
   // Markup around content that carries nothing (Command R7B's
   // <|START_RESPONSE|>): dropped where it stands, no body.
   bool drop = false;
+  // The body is a JSON call object (or an array starting with one) whose
+  // name comes before its arguments object: the arguments can stream.
+  bool json_call = false;
 };
 
 // The sections that open a tool call in this format's output (empty for None).
@@ -54,6 +57,34 @@ const std::vector<Section>& sections_of(ToolCallFormat format);
 // character if that is '{' or '[', else at the first '{' (Mistral's
 // NAME[ARGS]{..}). npos: not complete yet.
 size_t json_body_end(std::string_view text);
+
+// Where a JSON call's arguments object begins in a body that is still
+// streaming (argument_stream.cpp): {"name": "f", "arguments": {  (also
+// "tool_name" / "parameters", other string-valued keys before them, and a
+// leading "[").
+struct CallHeader {
+  enum class State { Incomplete, NoMatch, Match } state = State::Incomplete;
+  std::string name;
+  size_t arguments = 0;  // Match: the offset of the arguments' "{"
+};
+CallHeader json_call_header(std::string_view body);
+
+// Follows a JSON object's text as it streams: how far the bytes so far can
+// be sent as part of it, and whether it has ended. Checks the bytes a JSON
+// value may hold outside strings and the nesting, not the full grammar:
+// what it passes is sent to clients as argument deltas, and a byte that
+// cannot be JSON there stops it.
+class JsonObjectScan {
+ public:
+  // Scans text[from, to); returns where what may be sent ends.
+  size_t feed(std::string_view text, size_t from, size_t to);
+  bool complete() const { return complete_; }
+  bool failed() const { return failed_; }
+
+ private:
+  int depth_ = 0;
+  bool in_string_ = false, escaped_ = false, complete_ = false, failed_ = false;
+};
 
 // Body parsers (tool_call_bodies.cpp, pythonic_calls.cpp).
 // A JSON object or array of objects: name in "name" or "tool_name" (or an
