@@ -9,9 +9,7 @@ namespace hearth::io {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-json read_json(const fs::path& path) {
+json read_json_file(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path.string() + ": cannot open");
   try {
@@ -20,6 +18,8 @@ json read_json(const fs::path& path) {
     throw std::runtime_error(path.string() + ": invalid JSON: " + e.what());
   }
 }
+
+namespace {
 
 struct Reader {
   const json& j;
@@ -86,7 +86,7 @@ QuantSpec ModelConfig::quant_for(const std::string& module_path) const {
 
 ModelConfig ModelConfig::load(const fs::path& dir) {
   const fs::path path = dir / "config.json";
-  const json j = read_json(path);
+  const json j = read_json_file(path);
   const Reader r{j, path.string()};
   ModelConfig c;
 
@@ -173,14 +173,14 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
 GenerationConfig GenerationConfig::load(const fs::path& dir) {
   GenerationConfig g;
   if (fs::exists(dir / "config.json")) {
-    json c = read_json(dir / "config.json");
+    json c = read_json_file(dir / "config.json");
     if (c.contains("eos_token_id")) g.eos_token_ids = id_list(c["eos_token_id"]);
     if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer())
       g.bos_token_id = c["bos_token_id"].get<int>();
   }
   const fs::path path = dir / "generation_config.json";
   if (!fs::exists(path)) return g;
-  json j = read_json(path);
+  json j = read_json_file(path);
   if (j.contains("eos_token_id")) g.eos_token_ids = id_list(j["eos_token_id"]);
   if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer())
     g.bos_token_id = j["bos_token_id"].get<int>();

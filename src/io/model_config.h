@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,5 +66,9 @@ struct GenerationConfig {
   // generation_config.json if present; EOS ids fall back to config.json's.
   static GenerationConfig load(const std::filesystem::path& model_dir);
 };
+
+// A checkpoint's JSON file; std::runtime_error naming the file if it cannot
+// be read or parsed.
+nlohmann::json read_json_file(const std::filesystem::path& path);
 
 }  // namespace hearth::io

@@ -1,40 +1,27 @@
 #include "io/pooling_config.h"
 
-#include <fstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "io/model_config.h"
 
 namespace hearth::io {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-json read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(path.string() + " is not valid JSON: " + e.what());
-  }
-}
-
-}  // namespace
-
 PoolingConfig read_pooling_config(const fs::path& model_dir) {
   PoolingConfig out;
   const fs::path modules = model_dir / "modules.json";
   if (!fs::exists(modules)) return out;
-  const json list = read_json(modules);
+  const json list = read_json_file(modules);
   if (!list.is_array()) throw std::runtime_error(modules.string() + " is not an array of modules");
   for (const json& m : list) {
     if (!m.is_object() || m.value("type", "") != "sentence_transformers.models.Pooling") continue;
     const std::string dir = m.value("path", "");
     const fs::path config = model_dir / dir / "config.json";
-    const json c = read_json(config);
+    const json c = read_json_file(config);
     auto on = [&](const char* key) { return c.is_object() && c.value(key, false) == true; };
     out.source = (fs::path(dir) / "config.json").string();
     for (const char* unsupported : {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",

@@ -29,20 +29,6 @@ std::vector<float> embed_alone(const std::vector<int32_t>& ids, io::Pooling pool
   return embed(engine, std::span(&ids, 1), pooling).vectors[0];
 }
 
-GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  return r;
-}
-
-std::vector<int32_t> tokens(RequestHandle& h) {
-  std::vector<int32_t> out;
-  while (auto ev = h.next()) out.push_back(ev->token);
-  return out;
-}
-
 TEST(Embedding, FinishTruncatesThenNormalizes) {
   std::vector<float> v = {3, 4, 12};
   finish_embedding(v, 2);
@@ -61,7 +47,7 @@ TEST(Embedding, BatchedAndChunkedEqualsAloneForEveryPooling) {
     Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_batch = 8, .prefill_chunk = 3});
     auto gen = engine.submit(greedy({1, 403, 407}, 24));
     const EmbeddingBatch batch = embed(engine, kInputs, pooling);
-    const std::vector<int32_t> generated = tokens(*gen);
+    const std::vector<int32_t> generated = collect(*gen);
     ASSERT_EQ(batch.vectors.size(), kInputs.size());
     int64_t n = 0;
     for (size_t i = 0; i < kInputs.size(); ++i) {
@@ -74,7 +60,7 @@ TEST(Embedding, BatchedAndChunkedEqualsAloneForEveryPooling) {
     EXPECT_EQ(batch.tokens, n);
     // The generation beside them is what it is alone.
     Engine solo(LlamaModel::load(kModel), EngineOptions{.threads = 1, .prompt_cache = 0});
-    EXPECT_EQ(generated, tokens(*solo.submit(greedy({1, 403, 407}, 24))));
+    EXPECT_EQ(generated, collect(*solo.submit(greedy({1, 403, 407}, 24))));
     expect_kv_returned(engine);
   }
 }

@@ -30,20 +30,6 @@ std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_token
   return out;
 }
 
-std::vector<int32_t> collect(RequestHandle& h) {
-  std::vector<int32_t> out;
-  while (auto ev = h.next()) out.push_back(ev->token);
-  return out;
-}
-
-GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  return r;
-}
-
 TEST(Engine, ConcurrentRequestsMatchSingleRuns) {
   Engine engine(LlamaModel::load(kModel),
                 EngineOptions{.threads = 2, .max_batch = 4, .prefill_chunk = 3});

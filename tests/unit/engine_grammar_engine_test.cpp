@@ -42,12 +42,6 @@ struct Fixture {
   }
 };
 
-std::vector<int32_t> collect(RequestHandle& h) {
-  std::vector<int32_t> out;
-  while (auto ev = h.next()) out.push_back(ev->token);
-  return out;
-}
-
 TEST(GrammarEngine, SentencePieceTokenBytesRebuildTheText) {
   Fixture f;
   const std::string text = "Lily said, \"Hi {x}!\" \xC3\xA9\n";

@@ -24,4 +24,19 @@ inline void expect_kv_returned(const Engine& engine) {
   EXPECT_EQ(s.running, 0);
 }
 
+// The tokens a request generates, until it finishes.
+inline std::vector<int32_t> collect(RequestHandle& h) {
+  std::vector<int32_t> out;
+  while (auto ev = h.next()) out.push_back(ev->token);
+  return out;
+}
+
+inline GenerationRequest greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  return r;
+}
+
 }  // namespace hearth
