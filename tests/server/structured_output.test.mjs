@@ -97,7 +97,7 @@ describe('structured output', () => {
     for (const [format, param] of [
       [{ type: 'yaml' }, 'response_format.type'],
       [{ type: 'json_schema' }, 'response_format.json_schema'],
-      [{ type: 'json_schema', json_schema: { name: 'p', schema: { type: 'integer', minimum: 1 } } }, 'response_format.json_schema.schema'],
+      [{ type: 'json_schema', json_schema: { name: 'p', schema: { type: 'integer', multipleOf: 7 } } }, 'response_format.json_schema.schema'],
     ]) {
       const r = await postRaw(srv.url + '/v1/chat/completions',
         JSON.stringify({ model: MODEL, messages, response_format: format }));

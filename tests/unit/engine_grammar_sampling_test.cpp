@@ -26,6 +26,16 @@ const char* const kSchemas[] = {
         "maxItems":3},"score":{"type":["number","null"]}},"required":["tags","score"]})",
     R"({"$ref":"#/$defs/item","$defs":{"item":{"type":"object","properties":{"id":{"type":"integer"},
         "label":{"type":"string","maxLength":6}},"required":["id","label"]}}})",
+    // Ranges: every edge kind, and the 64-bit extremes.
+    R"({"type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":10},
+        "neg":{"type":"integer","minimum":-1000,"exclusiveMaximum":-7},"big":{"type":"integer",
+        "minimum":-9223372036854775808,"maximum":9223372036854775807},"low":{"type":"integer","maximum":-100},
+        "d4":{"type":"integer","minimum":0,"exclusiveMinimum":true,"maximum":3,"exclusiveMaximum":true}},
+        "required":["n","neg","big","low","d4"]})",
+    R"({"type":"object","properties":{"r":{"type":"number","minimum":-2.5,"exclusiveMaximum":3.75},
+        "p":{"type":"number","exclusiveMinimum":0},"unit":{"type":"number","minimum":0,"maximum":1},
+        "tiny":{"type":"number","minimum":0.1,"maximum":0.30000000000000004},
+        "whole":{"type":"number","multipleOf":1,"minimum":-3.5,"maximum":3.5}},"required":["r","p","unit","tiny","whole"]})",
 };
 
 // Samples `runs` outputs per schema from seeded random logits and checks

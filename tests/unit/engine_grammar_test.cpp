@@ -3,6 +3,8 @@
 // byte; unsupported features are GrammarErrors naming their path.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "engine_grammar_test_support.h"
 #include "engine/grammar/json_rules.h"
 
@@ -176,6 +178,185 @@ TEST(GrammarSchema, LongOutputsSurviveArenaCompaction) {
   EXPECT_TRUE(m.must_end());
 }
 
+TEST(GrammarRanges, IntegerBoundsAtEveryEdge) {
+  const char* s = R"({"type": "integer", "minimum": 1, "maximum": 10})";
+  for (const char* ok : {"1", "5", "9", "10"}) EXPECT_EQ(refused_at(s, ok), -1) << ok;
+  EXPECT_EQ(refused_at(s, "0"), 0);    // min - 1
+  EXPECT_EQ(refused_at(s, "11"), 1);   // max + 1
+  EXPECT_EQ(refused_at(s, "01"), 0);   // no leading zeros
+  EXPECT_EQ(refused_at(s, "-1"), 0);
+  EXPECT_EQ(refused_at(s, "1.0"), 1);
+  EXPECT_EQ(refused_at(s, "1e1"), 1);
+  const char* ex = R"({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 100})";
+  EXPECT_EQ(refused_at(ex, "1"), -1);
+  EXPECT_EQ(refused_at(ex, "99"), -1);
+  EXPECT_EQ(refused_at(ex, "0"), 0);
+  EXPECT_EQ(refused_at(ex, "100"), 2);
+  const char* neg = R"({"type": "integer", "minimum": -15, "maximum": -3})";
+  for (const char* ok : {"-3", "-9", "-10", "-15"}) EXPECT_EQ(refused_at(neg, ok), -1) << ok;
+  EXPECT_EQ(refused_at(neg, "-2"), 1);
+  EXPECT_EQ(refused_at(neg, "-16"), 2);
+  EXPECT_EQ(refused_at(neg, "-0"), 1);
+  EXPECT_EQ(refused_at(neg, "-03"), 1);
+  EXPECT_EQ(refused_at(neg, "3"), 0);
+  const char* around = R"({"type": "integer", "minimum": -5, "maximum": 5})";
+  for (const char* ok : {"-5", "-1", "0", "5"}) EXPECT_EQ(refused_at(around, ok), -1) << ok;
+  EXPECT_EQ(refused_at(around, "-0"), 1);  // no negative zero
+  EXPECT_EQ(refused_at(around, "-6"), 1);
+  EXPECT_EQ(refused_at(around, "6"), 0);
+  EXPECT_EQ(refused_at(around, "00"), 1);
+}
+
+TEST(GrammarRanges, OneSidedLargeFractionalAndDraft4Bounds) {
+  const char* min = R"({"type": "integer", "minimum": 100})";
+  EXPECT_EQ(refused_at(min, "100"), -1);
+  EXPECT_EQ(refused_at(min, "99"), -2);  // only as the start of 990 and up
+  EXPECT_EQ(refused_at(min, "-1"), 0);
+  EXPECT_EQ(refused_at(min, "9999999999999999"), -1);  // a free side: 16 digits, as unbounded integers
+  EXPECT_EQ(refused_at(min, "10000000000000000"), 16);
+  const char* max = R"({"type": "integer", "maximum": -100})";
+  EXPECT_EQ(refused_at(max, "-100"), -1);
+  EXPECT_EQ(refused_at(max, "-99"), -2);
+  EXPECT_EQ(refused_at(max, "-9999999999999999"), -1);
+  EXPECT_EQ(refused_at(max, "0"), 0);
+  const char* i64 = R"({"type": "integer", "minimum": -9223372036854775808, "maximum": 9223372036854775807})";
+  EXPECT_EQ(refused_at(i64, "9223372036854775807"), -1);
+  EXPECT_EQ(refused_at(i64, "9223372036854775808"), 18);
+  EXPECT_EQ(refused_at(i64, "-9223372036854775808"), -1);
+  EXPECT_EQ(refused_at(i64, "-9223372036854775809"), 19);
+  EXPECT_EQ(refused_at(i64, "0"), -1);
+  const char* u64 = R"({"type": "integer", "minimum": 18446744073709551615})";
+  EXPECT_EQ(refused_at(u64, "18446744073709551615"), -1);
+  EXPECT_EQ(refused_at(u64, "18446744073709551614"), 19);
+  EXPECT_EQ(refused_at(u64, "99999999999999999999"), -1);  // the free side reaches the bound's 20 digits
+  const char* huge = R"({"type": "integer", "minimum": 0, "maximum": 1e30})";  // beyond 1e20: no bound
+  EXPECT_EQ(refused_at(huge, "9999999999999999"), -1);
+  EXPECT_EQ(refused_at(huge, "10000000000000000"), 16);
+  const char* frac = R"({"type": "integer", "minimum": 1.5, "maximum": 4.5})";
+  EXPECT_EQ(refused_at(frac, "2"), -1);
+  EXPECT_EQ(refused_at(frac, "4"), -1);
+  EXPECT_EQ(refused_at(frac, "1"), 0);
+  EXPECT_EQ(refused_at(frac, "5"), 0);
+  EXPECT_EQ(refused_at(R"({"type": "integer", "minimum": -2.5, "exclusiveMaximum": 0.5})", "-2"), -1);
+  EXPECT_EQ(refused_at(R"({"type": "integer", "minimum": -2.5, "exclusiveMaximum": 0.5})", "-3"), 1);
+  EXPECT_EQ(refused_at(R"({"type": "integer", "minimum": -2.5, "exclusiveMaximum": 0.5})", "1"), 0);
+  const char* d4 = R"({"type": "integer", "minimum": 0, "exclusiveMinimum": true, "maximum": 10, "exclusiveMaximum": true})";
+  EXPECT_EQ(refused_at(d4, "0"), 0);
+  EXPECT_EQ(refused_at(d4, "1"), -1);
+  EXPECT_EQ(refused_at(d4, "9"), -1);
+  EXPECT_EQ(refused_at(d4, "10"), 1);
+  EXPECT_EQ(refused_at(R"({"type": "integer", "minimum": 3, "exclusiveMinimum": false})", "3"), -1);
+  // Both forms of a bound: the tighter one holds.
+  EXPECT_EQ(refused_at(R"({"type": "integer", "minimum": 3, "exclusiveMinimum": 5})", "5"), -2);  // only as 50...
+  EXPECT_EQ(refused_at(R"({"type": "integer", "minimum": 3, "exclusiveMinimum": 5})", "6"), -1);
+  // multipleOf 1, and no type: a number.
+  EXPECT_EQ(refused_at(R"({"type": "integer", "multipleOf": 1, "maximum": 3})", "3"), -1);
+  EXPECT_EQ(refused_at(R"({"type": "number", "multipleOf": 1, "maximum": 3})", "2.5"), 1);
+  EXPECT_EQ(refused_at(R"({"minimum": 0})", "0.5"), -1);
+  EXPECT_EQ(refused_at(R"({"minimum": 0})", "-1"), 0);
+  EXPECT_EQ(refused_at(R"({"type": ["integer", "null"], "minimum": 2})", "null"), -1);
+  EXPECT_EQ(refused_at(R"({"type": ["integer", "null"], "minimum": 2})", "1"), -2);
+  EXPECT_EQ(refused_at(R"({"type": ["integer", "null"], "minimum": 2})", "-"), 0);
+}
+
+// Every integer in a window, for many ranges: accepted exactly when in range.
+TEST(GrammarRanges, IntegerRangesAgreeWithArithmetic) {
+  const std::vector<long> edges = {-1000, -101, -100, -99, -10, -9, -1, 0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12345};
+  for (long lo : edges)
+    for (long hi : edges) {
+      if (lo > hi) continue;
+      const auto g = compile_json_schema(ojson{{"type", "integer"}, {"minimum", lo}, {"maximum", hi}});
+      for (long x = -1100; x <= 1100; ++x)
+        ASSERT_EQ(refused_at(g, std::to_string(x)) == -1, lo <= x && x <= hi) << lo << ".." << hi << ": " << x;
+      ASSERT_EQ(refused_at(g, "12345") == -1, lo <= 12345 && 12345 <= hi);
+    }
+  for (long b : edges) {
+    const auto above = compile_json_schema(ojson{{"type", "integer"}, {"exclusiveMinimum", b}});
+    const auto below = compile_json_schema(ojson{{"type", "integer"}, {"maximum", b}});
+    for (long x = -1100; x <= 1100; ++x) {
+      ASSERT_EQ(refused_at(above, std::to_string(x)) == -1, x > b) << "> " << b << ": " << x;
+      ASSERT_EQ(refused_at(below, std::to_string(x)) == -1, x <= b) << "<= " << b << ": " << x;
+    }
+  }
+}
+
+TEST(GrammarRanges, NumberBounds) {
+  const char* unit = R"({"type": "number", "minimum": 0, "maximum": 1})";
+  for (const char* ok : {"0", "1", "0.5", "1.0", "1.000", "0.0000000000000001", "0.9999999999999999"})
+    EXPECT_EQ(refused_at(unit, ok), -1) << ok;
+  EXPECT_EQ(refused_at(unit, "-0"), 0);  // minimum 0: no minus at all
+  EXPECT_EQ(refused_at(unit, "1.5"), 2);
+  EXPECT_EQ(refused_at(unit, "1.01"), 3);
+  EXPECT_EQ(refused_at(unit, "2"), 0);
+  EXPECT_EQ(refused_at(unit, "1e0"), 1);  // no exponent in a bounded number
+  EXPECT_EQ(refused_at(unit, "0.12345678901234567"), 18);  // 16 fraction digits at most
+  // exclusiveMinimum 0 (zod's positive()): the smallest is 1e-16.
+  const char* pos = R"({"type": "number", "exclusiveMinimum": 0})";
+  EXPECT_EQ(refused_at(pos, "0"), -2);
+  EXPECT_EQ(refused_at(pos, "0.0000000000000000"), 17);
+  EXPECT_EQ(refused_at(pos, "0.0000000000000001"), -1);
+  EXPECT_EQ(refused_at(pos, "5"), -1);
+  EXPECT_EQ(refused_at(pos, "-1"), 0);
+  // An exclusive bound is the next double: 1.0000000000000001 reads as 1.
+  const char* above_one = R"({"type": "number", "exclusiveMinimum": 1})";
+  EXPECT_EQ(refused_at(above_one, "1.0000000000000001"), 17);
+  EXPECT_EQ(refused_at(above_one, "1.0000000000000002"), -1);
+  EXPECT_EQ(refused_at(above_one, "1"), -2);
+  const char* below_one = R"({"type": "number", "minimum": 0, "exclusiveMaximum": 1})";
+  EXPECT_EQ(refused_at(below_one, "0.9999999999999999"), -1);
+  EXPECT_EQ(refused_at(below_one, "1"), 0);
+  const char* mixed = R"({"type": "number", "minimum": -1.5, "maximum": 2.25})";
+  for (const char* ok : {"-1.5", "-1.50", "-0.1", "0", "2.25", "2.2", "-0.0000000000000001"})
+    EXPECT_EQ(refused_at(mixed, ok), -1) << ok;
+  EXPECT_EQ(refused_at(mixed, "-0"), -2);  // only as the start of -0.1 and the like
+  EXPECT_EQ(refused_at(mixed, "-0.0000000000000000"), 18);
+  EXPECT_EQ(refused_at(mixed, "2.26"), 3);
+  EXPECT_EQ(refused_at(mixed, "-1.51"), 4);
+  const char* negative = R"({"type": "number", "minimum": -2.5, "maximum": -0.5})";
+  EXPECT_EQ(refused_at(negative, "-0.5"), -1);
+  EXPECT_EQ(refused_at(negative, "-0.49"), 3);
+  EXPECT_EQ(refused_at(negative, "-2.6"), 3);
+  // A bound with more than 16 fraction digits is rounded inward.
+  const char* tight = R"({"type": "number", "minimum": 0.1, "maximum": 0.30000000000000004})";
+  EXPECT_EQ(refused_at(tight, "0.3"), -1);
+  EXPECT_EQ(refused_at(tight, "0.3000000000000001"), 17);
+  EXPECT_EQ(refused_at(tight, "0.1"), -1);
+  EXPECT_EQ(refused_at(tight, "0.0999"), 2);
+}
+
+// Multiples of 1/8 around many bounds: accepted exactly when in range
+// (these values are exact as doubles, so the double rules change nothing).
+TEST(GrammarRanges, NumberRangesAgreeWithArithmetic) {
+  const std::vector<double> edges = {-2.5, -1, -0.75, -0.5, 0, 0.25, 0.5, 1, 1.5, 10, 12.375};
+  auto spell = [](double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f", x);
+    std::string s = buf;  // "-0.750", then also without the trailing zeros
+    return s;
+  };
+  for (double lo : edges)
+    for (double hi : edges) {
+      if (lo > hi) continue;
+      for (const bool exclusive : {false, true}) {
+        ojson schema{{"type", "number"}};
+        schema[exclusive ? "exclusiveMinimum" : "minimum"] = lo;
+        schema[exclusive ? "exclusiveMaximum" : "maximum"] = hi;
+        if (exclusive && lo == hi) continue;
+        const auto g = compile_json_schema(schema);
+        for (int k = -40; k <= 120; ++k) {
+          const double x = k / 8.0;
+          const bool in = exclusive ? lo < x && x < hi : lo <= x && x <= hi;
+          std::string s = spell(x);
+          ASSERT_EQ(refused_at(g, s) == -1, in) << schema.dump() << ": " << s;
+          while (s.back() == '0') s.pop_back();
+          if (s.back() == '.') s.pop_back();
+          if (s == "-0") continue;  // never written, in range or not
+          ASSERT_EQ(refused_at(g, s) == -1, in) << schema.dump() << ": " << s;
+        }
+      }
+    }
+}
+
 void expect_error(const char* schema, const std::string& feature, const std::string& path) {
   try {
     compile_json_schema(ojson::parse(schema));
@@ -190,7 +371,7 @@ void expect_error(const char* schema, const std::string& feature, const std::str
 TEST(GrammarSchema, UnsupportedFeaturesNameTheirPath) {
   expect_error(R"({"type":"object","properties":{"x":{"type":"string","pattern":"^a"}}})", "pattern",
                "/properties/x/pattern");
-  expect_error(R"({"type":"integer","minimum":0})", "minimum", "/minimum");
+  expect_error(R"({"type":"integer","multipleOf":5})", "multipleOf", "/multipleOf");
   expect_error(R"({"type":"array","items":[{"type":"integer"}]})", "items", "/items");
   expect_error(R"({"type":"array","uniqueItems":true})", "uniqueItems", "/uniqueItems");
   expect_error(R"({"$ref":"#/$defs/missing"})", "does not resolve", "/$ref");
@@ -205,6 +386,18 @@ TEST(GrammarSchema, UnsupportedFeaturesNameTheirPath) {
   expect_error(R"({"type":"string","anyOf":[{"maxLength":3},{"minLength":9}]})", "type", "/type");
   expect_error(R"({"$ref":"#/$defs/a","maxLength":2,"$defs":{"a":{}}})", "maxLength", "/maxLength");
   expect_error(R"({"type":"object","required":["a"]})", "required", "/required");
+}
+
+TEST(GrammarSchema, UnsupportedRangesNameTheirPath) {
+  expect_error(R"({"type":"integer","minimum":5,"maximum":4})", "no integer", "at /");
+  expect_error(R"({"properties":{"n":{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}}})", "no integer",
+               "/properties/n");
+  expect_error(R"({"type":"number","minimum":1e-20,"maximum":2e-20})", "16 fraction digits", "at /");
+  expect_error(R"({"type":"integer","minimum":1e30})", "1e20", "/minimum");
+  expect_error(R"({"type":"integer","minimum":"1"})", "number", "/minimum");
+  expect_error(R"({"type":"integer","exclusiveMinimum":true})", "without minimum", "/exclusiveMinimum");
+  expect_error(R"({"type":"number","multipleOf":0.01})", "multipleOf", "/multipleOf");
+  expect_error(R"({"type":"number","multipleOf":0})", "above 0", "/multipleOf");
 }
 
 // a* a*: after n bytes the split point could be anywhere, but the stacks

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -55,6 +56,21 @@ inline bool validates(const ojson& v, const ojson& s, const ojson& root) {
   if (v.is_string()) {
     const size_t n = code_points(v.get<std::string>());
     if (n < s.value("minLength", size_t(0)) || n > s.value("maxLength", SIZE_MAX)) return false;
+  }
+  if (v.is_number()) {
+    // As doubles (long double: exact for 64-bit integers too).
+    auto num = [](const ojson& j) -> long double {
+      if (j.is_number_unsigned()) return (long double)j.get<uint64_t>();
+      if (j.is_number_integer()) return (long double)j.get<int64_t>();
+      return (long double)j.get<double>();
+    };
+    const long double x = num(v);
+    const bool draft4_min = s.value("exclusiveMinimum", ojson()) == true, draft4_max = s.value("exclusiveMaximum", ojson()) == true;
+    if (s.contains("minimum") && (draft4_min ? x <= num(s["minimum"]) : x < num(s["minimum"]))) return false;
+    if (s.contains("maximum") && (draft4_max ? x >= num(s["maximum"]) : x > num(s["maximum"]))) return false;
+    if (s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_number() && x <= num(s["exclusiveMinimum"])) return false;
+    if (s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_number() && x >= num(s["exclusiveMaximum"])) return false;
+    if (s.contains("multipleOf") && std::fmod(x, num(s["multipleOf"])) != 0) return false;
   }
   if (v.is_array()) {
     if (v.size() < s.value("minItems", size_t(0)) || v.size() > s.value("maxItems", SIZE_MAX)) return false;

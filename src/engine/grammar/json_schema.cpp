@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/grammar/json_ranges.h"
 #include "engine/grammar/json_rules.h"
 
 namespace hearth::grammar {
@@ -23,7 +24,8 @@ bool is_annotation(std::string_view key) {
 bool is_supported(std::string_view key) {
   static constexpr std::string_view kKeywords[] = {
       "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
-      "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "uniqueItems"};
+      "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "uniqueItems", "minimum",
+      "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
   return is_annotation(key) || std::find(std::begin(kKeywords), std::end(kKeywords), key) != std::end(kKeywords);
 }
 
@@ -84,6 +86,7 @@ class SchemaCompiler {
         if (s.contains(key)) return typed(s, "array", path);
       for (const char* key : {"minLength", "maxLength"})
         if (s.contains(key)) return typed(s, "string", path);
+      if (json_ranges::has_bounds(s)) return typed(s, "number", path);
       return json_rules::any_value(b_);
     }
     if (type->is_string()) return typed(s, type->get<std::string>(), path);
@@ -149,8 +152,8 @@ class SchemaCompiler {
       if (max >= 0 && max < min) fail(path + "/maxLength", "maxLength is below minLength");
       return json_rules::string(b_, min, max);
     }
-    if (type == "integer") return json_rules::integer(b_);
-    if (type == "number") return json_rules::number(b_);
+    if (type == "integer") return json_ranges::has_bounds(s) ? json_ranges::integer(b_, s, path) : json_rules::integer(b_);
+    if (type == "number") return json_ranges::has_bounds(s) ? json_ranges::number(b_, s, path) : json_rules::number(b_);
     if (type == "boolean") return json_rules::boolean(b_);
     if (type == "null") return json_rules::null(b_);
     if (type == "array") return array(s, path);
