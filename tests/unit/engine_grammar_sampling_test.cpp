@@ -36,6 +36,12 @@ const char* const kSchemas[] = {
         "p":{"type":"number","exclusiveMinimum":0},"unit":{"type":"number","minimum":0,"maximum":1},
         "tiny":{"type":"number","minimum":0.1,"maximum":0.30000000000000004},
         "whole":{"type":"number","multipleOf":1,"minimum":-3.5,"maximum":3.5}},"required":["r","p","unit","tiny","whole"]})",
+    // Patterns, anchored (a random model rarely ends an unanchored one's free string).
+    R"({"type":"array","items":{"type":"string","pattern":"^[A-Z]{2}-\\d{3,5}$"},"minItems":1,"maxItems":3})",
+    R"({"type":"object","properties":{"id":{"type":"string","pattern":"^(foo|ba[rz])_[a-f0-9]{4}$"},
+        "word":{"type":"string","pattern":"^\\w+$","maxLength":6},"odd":{"type":"string","pattern":"^[\"\\\\/\\n\\u00e9-\\u00ea]{1,4}$"},
+        "any":{"type":"string","pattern":"^(.|\\.\\.){0,5}$"},"other":{"type":"string","pattern":"^[^a-z]{2,3}x$"}},
+        "required":["id","word","odd","any","other"]})",
 };
 
 // Samples `runs` outputs per schema from seeded random logits and checks

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <random>
+#include <regex>
 
 #include "engine_grammar_test_support.h"
 #include "engine/grammar/json_rules.h"
@@ -357,6 +359,129 @@ TEST(GrammarRanges, NumberRangesAgreeWithArithmetic) {
     }
 }
 
+TEST(GrammarPattern, AnchoredAndUnanchored) {
+  const char* az = R"({"type": "string", "pattern": "^[a-z]+$"})";
+  EXPECT_EQ(refused_at(az, R"("abc")"), -1);
+  EXPECT_EQ(refused_at(az, R"("")"), 1);
+  EXPECT_EQ(refused_at(az, R"("aBc")"), 2);
+  // JSON Schema patterns match anywhere unless anchored.
+  const char* abc = R"({"type": "string", "pattern": "abc"})";
+  EXPECT_EQ(refused_at(abc, R"("xxabcyy")"), -1);
+  EXPECT_EQ(refused_at(abc, R"("abc")"), -1);
+  EXPECT_EQ(refused_at(abc, R"("ab")"), 3);
+  EXPECT_EQ(refused_at(abc, R"("xabx")"), 5);
+  EXPECT_EQ(refused_at(R"({"pattern": "^ab"})", R"("abzz")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^ab"})", R"("zab")"), 1);
+  EXPECT_EQ(refused_at(R"({"pattern": "c$"})", R"("abc")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "c$"})", R"("cab")"), 4);
+  EXPECT_EQ(refused_at(R"({"pattern": "^x|y$"})", R"("xa")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^x|y$"})", R"("ay")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^x|y$"})", R"("ya")"), 3);
+  EXPECT_EQ(refused_at(R"({"pattern": ""})", R"("anything")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^$"})", R"("")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^$"})", R"("a")"), 1);
+}
+
+TEST(GrammarPattern, GroupsQuantifiersAndEscapes) {
+  const char* s = R"({"pattern": "^(foo|ba[rz])(-\\d{2,3})?$"})";
+  for (const char* ok : {R"("foo")", R"("baz-12")", R"("bar-123")"}) EXPECT_EQ(refused_at(s, ok), -1) << ok;
+  EXPECT_EQ(refused_at(s, R"("bar-1")"), 6);
+  EXPECT_EQ(refused_at(s, R"("bar-1234")"), 8);
+  EXPECT_EQ(refused_at(s, R"("bax")"), 3);
+  EXPECT_EQ(refused_at(R"({"pattern": "^a\\.b$"})", R"("a.b")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^a\\.b$"})", R"("axb")"), 2);
+  EXPECT_EQ(refused_at(R"({"pattern": "^(?:ab){2}$"})", R"("abab")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^(?<x>a)+?b{0}$"})", R"("aa")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^a{2,}$"})", R"("a")"), 2);
+  EXPECT_EQ(refused_at(R"({"pattern": "^a{2,}$"})", R"("aaaa")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^a{,2}}$"})", R"("a{,2}}")"), -1);  // Annex B: a lone { } is a literal
+  EXPECT_EQ(refused_at(R"({"pattern": "^[\\w-]+@[^\\s@]+$"})", R"("a-b_1@x.y")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^[\\w-]+@[^\\s@]+$"})", R"("a@b c")"), 4);
+  // Repeated parts that can match nothing.
+  EXPECT_EQ(refused_at(R"({"pattern": "^(a?)*b$"})", R"("aab")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^(a?)*b$"})", R"("b")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^(a|)+$"})", R"("")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^(a|)+$"})", R"("aa")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^(a*b*)*c$"})", R"("abbac")"), -1);
+}
+
+TEST(GrammarPattern, CharactersAsJsonWritesThem) {
+  // " and \ escaped, control characters as \n-style or \u00XX escapes.
+  const char* quotes = R"({"pattern": "^[\"\\\\]+$"})";
+  EXPECT_EQ(refused_at(quotes, R"("\"\\")"), -1);
+  EXPECT_EQ(refused_at(quotes, R"("a")"), 1);
+  const char* controls = R"({"pattern": "^\\n\\x01$"})";
+  EXPECT_EQ(refused_at(controls, R"("\n\u0001")"), -1);
+  EXPECT_EQ(refused_at(controls, R"("\n\u0002")"), 8);
+  EXPECT_EQ(refused_at(controls, "\"\n"), 1);  // a raw control byte
+  EXPECT_EQ(refused_at(R"({"pattern": "^a\\/b$"})", R"("a/b")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^a\\/b$"})", R"("a\/b")"), -1);
+  // UTF-8, by code point.
+  EXPECT_EQ(refused_at(R"({"pattern": "^[é-ë]{2}$"})", "\"\xC3\xA9\xC3\xAB\""), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^[é-ë]{2}$"})", "\"\xC3\xA9" "e\""), 3);
+  EXPECT_EQ(refused_at(R"({"pattern": "^\\u00e9\\uD83D\\uDE00$"})", "\"\xC3\xA9\xF0\x9F\x98\x80\""), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^\\w$"})", "\"\xC3\xA9\""), 1);
+  const char* other = R"({"pattern": "^[^a]$"})";
+  for (const char* ok : {R"("b")", R"("\"")", R"("\n")", "\"\xF0\x9F\x98\x80\"", "\"\xE6\x97\xA5\""})
+    EXPECT_EQ(refused_at(other, ok), -1) << ok;
+  EXPECT_EQ(refused_at(other, R"("a")"), 1);
+  EXPECT_EQ(refused_at(other, "\"\xED\xA0\x80\""), 2);  // still no UTF-8 surrogates
+  const char* dot = R"({"pattern": "^.$"})";
+  EXPECT_EQ(refused_at(dot, R"("\n")"), 2);  // . is no line terminator
+  EXPECT_EQ(refused_at(dot, R"("\t")"), -1);
+  EXPECT_EQ(refused_at(dot, "\"\xE2\x80\xA8\""), 3);  // U+2028
+  EXPECT_EQ(refused_at(dot, "\"\xE2\x80\xA7\""), -1);
+}
+
+TEST(GrammarPattern, WithMinAndMaxLength) {
+  const char* az = R"({"pattern": "^[a-z]+$", "minLength": 2, "maxLength": 3})";
+  EXPECT_EQ(refused_at(az, R"("ab")"), -1);
+  EXPECT_EQ(refused_at(az, R"("abc")"), -1);
+  EXPECT_EQ(refused_at(az, R"("abcd")"), 4);
+  EXPECT_EQ(refused_at(az, R"("a")"), 2);
+  const char* id = R"({"pattern": "^id-\\d+$", "maxLength": 5})";
+  EXPECT_EQ(refused_at(id, R"("id-12")"), -1);
+  EXPECT_EQ(refused_at(id, R"("id-123")"), 6);
+  EXPECT_EQ(refused_at(R"({"pattern": "^(ab)*$", "maxLength": 5})", R"("abab")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^(ab)*$", "maxLength": 5})", R"("ababa")"), 5);
+  // Implied by the pattern: nothing to narrow.
+  EXPECT_EQ(refused_at(R"({"pattern": "^(a|bc){1,2}$", "maxLength": 4})", R"("bcbc")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "x+", "minLength": 1})", R"("axb")"), -1);
+  // A branch that cannot fit is dropped.
+  EXPECT_EQ(refused_at(R"({"pattern": "^a{5}$|^b$", "maxLength": 3})", R"("b")"), -1);
+  EXPECT_EQ(refused_at(R"({"pattern": "^a{5}$|^b$", "maxLength": 3})", R"("a")"), 1);
+}
+
+// An unanchored pattern is a free prefix, the pattern, a free suffix; the
+// places the match could start or end must not each keep a stack (the
+// matcher holds an unbounded repetition's count at its minimum, so they
+// are one stack): 20,000 characters stay quick.
+TEST(GrammarPattern, LongStringsAroundAnUnanchoredMatch) {
+  Matcher m(compile_json_schema(ojson::parse(R"({"pattern": "\\d+x*"})")));
+  ASSERT_TRUE(m.accept_bytes("\""));
+  for (int i = 0; i < 20000; ++i) ASSERT_TRUE(m.accept_bytes(i % 3 ? "1" : "x")) << i;
+  EXPECT_TRUE(m.accept_bytes("\""));
+  EXPECT_TRUE(m.must_end());
+}
+
+// Random strings over a small alphabet: the grammar takes exactly those
+// std::regex finds the pattern in.
+TEST(GrammarPattern, AgreesWithStdRegexOnRandomStrings) {
+  const char* patterns[] = {"^(ab|a)*c?$", "a.c", "^\\d{2,4}-[A-F]+$", "x|^y|z$", "^[^a-c]*$", "(1|0[1-9])",
+                            "^a+b*a?$", "^(?:[a-c]{2}|x)+$", "b{2}", "^.?1$", "^[\\d\\-x]{1,3}$", "^$|^a"};
+  const std::string alphabet = "abcxyz-019AF";
+  std::mt19937 rng(7);
+  for (const char* p : patterns) {
+    const auto g = compile_json_schema(ojson{{"type", "string"}, {"pattern", p}});
+    const std::regex re(p, std::regex::ECMAScript);
+    for (int i = 0; i < 3000; ++i) {
+      std::string s(rng() % 7, ' ');
+      for (char& c : s) c = alphabet[rng() % alphabet.size()];
+      ASSERT_EQ(refused_at(g, "\"" + s + "\"") == -1, std::regex_search(s, re)) << p << " on \"" << s << "\"";
+    }
+  }
+}
+
 void expect_error(const char* schema, const std::string& feature, const std::string& path) {
   try {
     compile_json_schema(ojson::parse(schema));
@@ -369,7 +494,7 @@ void expect_error(const char* schema, const std::string& feature, const std::str
 }
 
 TEST(GrammarSchema, UnsupportedFeaturesNameTheirPath) {
-  expect_error(R"({"type":"object","properties":{"x":{"type":"string","pattern":"^a"}}})", "pattern",
+  expect_error(R"({"type":"object","properties":{"x":{"type":"string","pattern":"(?=a)b"}}})", "lookahead",
                "/properties/x/pattern");
   expect_error(R"({"type":"integer","multipleOf":5})", "multipleOf", "/multipleOf");
   expect_error(R"({"type":"array","items":[{"type":"integer"}]})", "items", "/items");
@@ -388,7 +513,7 @@ TEST(GrammarSchema, UnsupportedFeaturesNameTheirPath) {
   expect_error(R"({"type":"object","required":["a"]})", "required", "/required");
 }
 
-TEST(GrammarSchema, UnsupportedRangesNameTheirPath) {
+TEST(GrammarSchema, UnsupportedRangesAndPatternsNameTheirPath) {
   expect_error(R"({"type":"integer","minimum":5,"maximum":4})", "no integer", "at /");
   expect_error(R"({"properties":{"n":{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}}})", "no integer",
                "/properties/n");
@@ -398,6 +523,20 @@ TEST(GrammarSchema, UnsupportedRangesNameTheirPath) {
   expect_error(R"({"type":"integer","exclusiveMinimum":true})", "without minimum", "/exclusiveMinimum");
   expect_error(R"({"type":"number","multipleOf":0.01})", "multipleOf", "/multipleOf");
   expect_error(R"({"type":"number","multipleOf":0})", "above 0", "/multipleOf");
+  expect_error(R"({"type":"string","pattern":3})", "string", "/pattern");
+  expect_error(R"({"items":{"pattern":"(a)\\1"}})", "backreference", "/items/pattern");
+  expect_error(R"({"pattern":"(?<!a)b"})", "lookbehind", "/pattern");
+  expect_error(R"({"pattern":"\\bword"})", "word boundar", "/pattern");
+  expect_error(R"({"pattern":"\\p{L}"})", "property", "/pattern");
+  expect_error(R"j({"pattern":"a(^b)"})j", "^ and $", "/pattern");
+  expect_error(R"({"pattern":"a**"})", "nothing to repeat", "/pattern");
+  expect_error(R"({"pattern":"(ab"})", "unterminated group", "/pattern");
+  expect_error(R"j({"pattern":"ab)"})j", "unmatched", "/pattern");
+  expect_error(R"({"pattern":"[b-a]"})", "out of order", "/pattern");
+  expect_error(R"({"pattern":"x{3,2}"})", "out of order", "/pattern");
+  expect_error(R"({"pattern":"[]"})", "matches no string", "/pattern");
+  expect_error(R"({"pattern":"abc","maxLength":5})", "anchored", "/pattern");
+  expect_error(R"({"pattern":"^a{5}$","maxLength":3})", "no string matches", "/pattern");
 }
 
 // a* a*: after n bytes the split point could be anywhere, but the stacks

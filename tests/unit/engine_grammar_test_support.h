@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,19 @@
 namespace hearth::grammar::test {
 
 using ojson = nlohmann::ordered_json;
+
+inline std::wstring utf32(const std::string& s) {
+  std::wstring out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    wchar_t cp = len == 1 ? c : c & (0x3F >> (len - 1));
+    for (int k = 1; k < len && i + size_t(k) < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + size_t(k)]) & 0x3F);
+    out.push_back(cp);
+    i += size_t(len);
+  }
+  return out;
+}
 
 inline size_t code_points(const std::string& s) {
   size_t n = 0;
@@ -56,6 +70,11 @@ inline bool validates(const ojson& v, const ojson& s, const ojson& root) {
   if (v.is_string()) {
     const size_t n = code_points(v.get<std::string>());
     if (n < s.value("minLength", size_t(0)) || n > s.value("maxLength", SIZE_MAX)) return false;
+    // ECMAScript, unanchored, by code point (std::wregex on UTF-32: \d and
+    // \w are ASCII in the C locale as in ECMAScript; \s differs beyond ASCII).
+    if (s.contains("pattern") &&
+        !std::regex_search(utf32(v.get<std::string>()), std::wregex(utf32(s["pattern"].get<std::string>()))))
+      return false;
   }
   if (v.is_number()) {
     // As doubles (long double: exact for 64-bit integers too).

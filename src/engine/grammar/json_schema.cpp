@@ -7,6 +7,7 @@
 
 #include "engine/grammar/json_ranges.h"
 #include "engine/grammar/json_rules.h"
+#include "engine/grammar/regex.h"
 
 namespace hearth::grammar {
 
@@ -24,8 +25,8 @@ bool is_annotation(std::string_view key) {
 bool is_supported(std::string_view key) {
   static constexpr std::string_view kKeywords[] = {
       "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
-      "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "uniqueItems", "minimum",
-      "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
+      "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "uniqueItems", "pattern",
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
   return is_annotation(key) || std::find(std::begin(kKeywords), std::end(kKeywords), key) != std::end(kKeywords);
 }
 
@@ -84,7 +85,7 @@ class SchemaCompiler {
         if (s.contains(key)) return typed(s, "object", path);
       for (const char* key : {"items", "minItems", "maxItems"})
         if (s.contains(key)) return typed(s, "array", path);
-      for (const char* key : {"minLength", "maxLength"})
+      for (const char* key : {"minLength", "maxLength", "pattern"})
         if (s.contains(key)) return typed(s, "string", path);
       if (json_ranges::has_bounds(s)) return typed(s, "number", path);
       return json_rules::any_value(b_);
@@ -150,6 +151,14 @@ class SchemaCompiler {
     if (type == "string") {
       const int32_t min = count(s, "minLength", 0, path), max = count(s, "maxLength", -1, path);
       if (max >= 0 && max < min) fail(path + "/maxLength", "maxLength is below minLength");
+      if (auto pattern = s.find("pattern"); pattern != s.end()) {
+        if (!pattern->is_string()) fail(path + "/pattern", "pattern must be a string");
+        try {
+          return regex::json_string(b_, pattern->get<std::string>(), min, max);
+        } catch (const regex::RegexError& e) {
+          fail(path + "/pattern", std::string("pattern ") + pattern->dump() + ": " + e.what());
+        }
+      }
       return json_rules::string(b_, min, max);
     }
     if (type == "integer") return json_ranges::has_bounds(s) ? json_ranges::integer(b_, s, path) : json_rules::integer(b_);
