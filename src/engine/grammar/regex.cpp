@@ -22,7 +22,7 @@ constexpr int64_t kHuge = int64_t(1) << 40;  // lengths saturate here (nested co
 // A set of code points as sorted, disjoint, non-adjacent ranges.
 class CharSet {
  public:
-  using Ranges = std::vector<std::pair<char32_t, char32_t>>;
+  using Ranges = CodePoints;
 
   static CharSet of(char32_t lo, char32_t hi) {
     CharSet s;
@@ -584,6 +584,7 @@ class Emitter {
       alts.push_back(std::move(alt));
     }
     const Expr r = rule(std::move(alts));
+    b_.set_char_class(r, set.ranges());
     classes_[set.ranges()] = r;
     return r;
   }
