@@ -115,6 +115,7 @@ std::u32string decode_utf8(std::string_view s) {
     if (len == 0 || i + size_t(len) > s.size()) error("the pattern is not valid UTF-8");
     char32_t cp = len == 1 ? c : c & (0x3F >> (len - 1));
     for (int k = 1; k < len; ++k) cp = (cp << 6) | (uint8_t(s[i + size_t(k)]) & 0x3F);
+    if (cp > kMaxCodePoint) error("the pattern is not valid UTF-8");
     out.push_back(cp);
     i += size_t(len);
   }
