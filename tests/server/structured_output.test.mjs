@@ -67,6 +67,39 @@ describe('structured output', () => {
     checkPerson(JSON.parse(text));
   });
 
+  test('json_schema with the bounds and patterns zod writes: every reply in range and matching', async () => {
+    // z.object({ rating: z.number().int().min(1).max(10), price: z.number().positive().max(100),
+    //   offset: z.number().int().min(-50).lt(0), code: z.string().regex(/^[A-Z]{3}-\d{2,4}$/),
+    //   tag: z.string().regex(/^[a-z]+$/).max(6) }), as zod's JSON Schema writes it
+    const schema = {
+      type: 'object',
+      properties: {
+        rating: { type: 'integer', minimum: 1, maximum: 10 },
+        price: { type: 'number', exclusiveMinimum: 0, maximum: 100 },
+        offset: { type: 'integer', minimum: -50, exclusiveMaximum: 0 },
+        code: { type: 'string', pattern: '^[A-Z]{3}-\\d{2,4}$' },
+        tag: { type: 'string', pattern: '^[a-z]+$', maxLength: 6 },
+      },
+      required: ['rating', 'price', 'offset', 'code', 'tag'],
+      additionalProperties: false,
+    };
+    for (const [temperature, seed] of [[0, 1], [1, 2], [1.5, 3], [1.5, 4]]) {
+      const r = await client.chat.completions.create({
+        model: MODEL, messages, max_tokens: 300, temperature, seed,
+        response_format: { type: 'json_schema', json_schema: { name: 'item', strict: true, schema } },
+      });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'stop', c.message.content);
+      const v = JSON.parse(c.message.content);
+      assert.ok(Number.isInteger(v.rating) && v.rating >= 1 && v.rating <= 10, c.message.content);
+      assert.ok(typeof v.price === 'number' && v.price > 0 && v.price <= 100, c.message.content);
+      assert.ok(Number.isInteger(v.offset) && v.offset >= -50 && v.offset < 0, c.message.content);
+      assert.match(v.code, /^[A-Z]{3}-\d{2,4}$/u);
+      assert.match(v.tag, /^[a-z]+$/u);
+      assert.ok(v.tag.length <= 6, v.tag);
+    }
+  });
+
   test('json_object: the content is a JSON object', async () => {
     for (const seed of [1, 2, 3]) {
       const r = await client.chat.completions.create({
@@ -84,7 +117,7 @@ describe('structured output', () => {
   test('an unsupported schema and bad response_format shapes are 400s in OpenAI shape', async () => {
     await assert.rejects(client.chat.completions.create({
       model: MODEL, messages, max_tokens: 5,
-      response_format: { type: 'json_schema', json_schema: { name: 'p', schema: { type: 'string', pattern: '^a+$' } } },
+      response_format: { type: 'json_schema', json_schema: { name: 'p', schema: { type: 'string', pattern: '^(?=a)a+$' } } },
     }), (e) => {
       assert.ok(e instanceof OpenAI.BadRequestError, e.constructor.name);
       assert.equal(e.status, 400);
@@ -97,7 +130,7 @@ describe('structured output', () => {
     for (const [format, param] of [
       [{ type: 'yaml' }, 'response_format.type'],
       [{ type: 'json_schema' }, 'response_format.json_schema'],
-      [{ type: 'json_schema', json_schema: { name: 'p', schema: { type: 'number', minimum: 0.5 } } }, 'response_format.json_schema.schema'],
+      [{ type: 'json_schema', json_schema: { name: 'p', schema: { type: 'integer', multipleOf: 7 } } }, 'response_format.json_schema.schema'],
     ]) {
       const r = await postRaw(srv.url + '/v1/chat/completions',
         JSON.stringify({ model: MODEL, messages, response_format: format }));

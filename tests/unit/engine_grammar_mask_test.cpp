@@ -53,6 +53,50 @@ TEST(GrammarMask, TrieWalkEqualsBruteForceOnASyntheticVocabulary) {
   expect_masks_match(v, R"({"anyOf":[{"enum":["abcdef","xyz"]},{"type":"string","maxLength":2}]})", "\"abcdef\"");
   expect_masks_match(v, R"({"type":"number"})", "-0.5e+12");
   expect_masks_match(v, nullptr, R"({"a": [true, null, {"b": 1.5}], "c": "d"})");
+  // Ranges, and patterns: anchored, and unanchored (a free prefix and
+  // suffix beside the pattern, where the plain-string shortcut applies
+  // only once no other stack could take a plain token).
+  expect_masks_match(v, R"({"type":"array","items":{"type":"integer","minimum":-120,"maximum":3400}})", "[-119,0,3400]");
+  expect_masks_match(v, R"({"type":"number","exclusiveMinimum":-1.25,"maximum":1000})", "-1.2499");
+  expect_masks_match(v, R"({"type":"string","pattern":"^[A-Z]{2}-\\d+(\\.\\w)?$"})", "\"AB-12.x\"");
+  expect_masks_match(v, R"({"type":"string","pattern":"ab|\\d{2}"})", "\"xy\\u00e9ab1 \xC3\xA9z\"");
+  expect_masks_match(v, R"({"type":"string","pattern":"^[^a]\\\\.\"$"})", "\"\xE6\x97\xA5\\\\\\t\\\"\"");
+  const char* long_doc = "\"h\xC3\xA9llo \xE6\x97\xA5\xE6\x9C\xAC \xF0\x9F\x98\x80 abcdefghij\\t\\\"\"";
+  expect_masks_match(v, R"({"type":"string","pattern":"^.{0,40}$"})", long_doc);
+  expect_masks_match(v, R"({"type":"string","pattern":"^[^\"]{2,30}$"})", "\"h\xC3\xA9llo \xE6\x97\xA5 \\\\ \\t\"");
+  expect_masks_match(v, R"({"type":"string","pattern":"^[^\\u00e9]{0,6}$"})", "\"h\xC3\xA8l lo\"");
+}
+
+// A pattern's class takes plain tokens in bulk when it is the only run of
+// plain characters the stacks wait on, past its minimum count; tokens that
+// cross into what follows it must still be found (the walk covers them
+// only where no bulk run is taken).
+TEST(GrammarMask, ClassRunsInBulkEqualBruteForce) {
+  auto bytes = test::synthetic_token_bytes();
+  bytes.insert(bytes.end() - 1, {"c1", "bc1", "cdefgh", "defg", "efgh", "ab c", "c\xC3\xA9" "d", "\xC3\xA9" "d e", "1\""});
+  const auto v = std::make_shared<const Vocabulary>(bytes);
+  expect_masks_match(v, R"({"type":"string","pattern":"^[a-z]{2,5}[a-z]{0,3}$"})", "\"abcdefgh\"");
+  expect_masks_match(v, R"({"type":"string","pattern":"^[a-z]{3,5}[0-9]$"})", "\"abc1\"");
+  expect_masks_match(v, R"({"type":"string","pattern":"^[a-z]{1,5}[0-9]?$"})", "\"abc1\"");
+  expect_masks_match(v, R"({"type":"string","pattern":"^\\S{1,3}( \\S{1,3})*$"})", "\"ab c\xC3\xA9" "d e\"");
+  expect_masks_match(v, R"({"type":"string","pattern":"^[^ ]{0,4}$"})", "\"c\xC3\xA9" "d\"");
+}
+
+// A broad class with no limit takes its tokens in bulk beside anything
+// else, and the walk covers the few others (a vocabulary where the class
+// takes most tokens, as [^@] does Qwen3's).
+TEST(GrammarMask, BroadClassesWalkOnlyTheOtherTokens) {
+  std::vector<std::string> bytes;
+  for (char c = ' '; c <= '~'; ++c)
+    if (c != '"' && c != '\\' && c != '@') bytes.push_back(std::string(1, c));
+  for (const char* t : {"ab", "cd ", "xyz", "hello", " world", "\xC3\xA9", "\xE6\x97\xA5", "\xE6\x97", "a1", "b c"})
+    bytes.push_back(t);
+  for (const char* t : {"@", "x@y", "b@", "@ef", "\"", "\\", "\\n", "d@e\"", "\"}", "gh\""}) bytes.push_back(t);
+  bytes.push_back("");
+  const auto v = std::make_shared<const Vocabulary>(bytes);
+  expect_masks_match(v, R"({"type":"string","pattern":"^[^@]+@[a-z]+$"})", "\"ab c\xC3\xA9" "d@efgh\"");
+  expect_masks_match(v, R"({"type":"string","pattern":"^(\\S+ )*1$"})", "\"abc1 d 1\"");
+  expect_masks_match(v, R"({"type":"string","pattern":"^.+@$|^x"})", "\"xa@b@\"");
 }
 
 TEST(GrammarMask, AMaskNeverAllowsTokensWithoutBytes) {
@@ -84,6 +128,13 @@ TEST(GrammarMask, TrieWalkEqualsBruteForceOnQwen3) {
   expect_masks_match(v, R"({"type":"object","properties":{"city":{"type":"string","maxLength":5},
       "temp":{"type":"number"}},"required":["city","temp"]})", "{\"city\": \"Z\xC3\xBCri\", \"temp\": -3.5}", 3);
   expect_masks_match(v, R"({"type":"array","items":{"type":"string"}})", "[\"ab \xE6\x97\xA5", 2);
+  expect_masks_match(v, R"({"type":"array","items":{"type":"string","pattern":"^[a-z]{1,4}-\\d+$|x"}})",
+                     "[\"ab-12\", \"yxz\"]", 3);
+  expect_masks_match(v, R"({"type":"number","minimum":-3.5,"exclusiveMaximum":250})", "-3.4999", 2);
+  expect_masks_match(v, R"({"type":"string","pattern":"^.{0,30}$"})", "\"Z\xC3\xBCrich \xE6\x97\xA5 ok\"", 3);
+  expect_masks_match(v, R"({"type":"string","pattern":"x"})", "\"ab x cd\"", 3);
+  expect_masks_match(v, R"({"type":"string","pattern":"^[^@]+@[a-z]{1,8}\\.org$"})",
+                     "\"J\xC3\xBCrg.m_1@example.org\"", 3);
 }
 
 // Mean time of fill_mask after `prefix`, on Qwen3's vocabulary.
@@ -106,6 +157,11 @@ TEST(GrammarMask, BenchmarkOnQwen3) {
   const auto schema = compile_json_schema(ojson::parse(R"({"type":"object","properties":{
       "name":{"type":"string"},"code":{"type":"string","maxLength":8},"n":{"type":"number"},
       "any":{}},"required":["name","code","n","any"]})"));
+  const auto ranged = compile_json_schema(ojson::parse(R"({"type":"object","properties":{
+      "i":{"type":"integer","minimum":-1000,"maximum":1000},"x":{"type":"number","exclusiveMinimum":0,"maximum":100},
+      "code":{"type":"string","pattern":"^[A-Z]{2}-\\d{3,5}$"},"dot":{"type":"string","pattern":"^.{0,40}$"},
+      "in":{"type":"string","pattern":"abc"},"mail":{"type":"string","pattern":"^[^@]+@[a-z]+$"}},
+      "required":["i","x","code","dot","in","mail"]})"));
   const struct {
     const char* state;
     std::shared_ptr<const Grammar> g;
@@ -117,9 +173,16 @@ TEST(GrammarMask, BenchmarkOnQwen3) {
       {"inside a number", schema, "{\"name\": \"A\", \"code\": \"x\", \"n\": 12"},
       {"any value expected", schema, "{\"name\": \"A\", \"code\": \"x\", \"n\": 1, \"any\": "},
       {"json_object, after '{\"k\": '", compile_json_object(), "{\"k\": "},
+      {"integer in [-1000, 1000], after 1", ranged, "{\"i\": 1"},
+      {"number in (0, 100], after 12.5", ranged, "{\"i\": 1, \"x\": 12.5"},
+      {"pattern ^[A-Z]{2}-\\d{3,5}$, after AB-", ranged, "{\"i\": 1, \"x\": 1, \"code\": \"AB-"},
+      {"pattern ^.{0,40}$, after ab", ranged, "{\"i\": 1, \"x\": 1, \"code\": \"AB-123\", \"dot\": \"ab"},
+      {"pattern abc (free prefix), after xy", ranged, "{\"i\": 1, \"x\": 1, \"code\": \"AB-123\", \"dot\": \"\", \"in\": \"xy"},
+      {"pattern abc (free suffix), after abcx", ranged, "{\"i\": 1, \"x\": 1, \"code\": \"AB-123\", \"dot\": \"\", \"in\": \"abcx"},
+      {"pattern ^[^@]+@, after ab", ranged, "{\"i\": 1, \"x\": 1, \"code\": \"AB-123\", \"dot\": \"\", \"in\": \"abc\", \"mail\": \"ab"},
   };
   std::printf("fill_mask on %zu tokens (mean of 20):\n", v->size());
-  for (const auto& c : cases) std::printf("  %-32s %9.1f us\n", c.state, mask_microseconds(v, c.g, c.prefix));
+  for (const auto& c : cases) std::printf("  %-42s %9.1f us\n", c.state, mask_microseconds(v, c.g, c.prefix));
 }
 
 }  // namespace

@@ -26,9 +26,22 @@ const char* const kSchemas[] = {
         "maxItems":3},"score":{"type":["number","null"]}},"required":["tags","score"]})",
     R"({"$ref":"#/$defs/item","$defs":{"item":{"type":"object","properties":{"id":{"type":"integer"},
         "label":{"type":"string","maxLength":6}},"required":["id","label"]}}})",
-    R"({"type":"object","properties":{"n":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},
-        "k":{"type":"integer","exclusiveMinimum":0,"maximum":12},"p":{"type":"number","minimum":0,"maximum":1},
-        "t":{"type":"number","exclusiveMinimum":-3,"exclusiveMaximum":2}},"required":["n","k","p","t"]})",
+    // Ranges: every edge kind, and the 64-bit extremes.
+    R"({"type":"object","properties":{"n":{"type":"integer","minimum":1,"maximum":10},
+        "neg":{"type":"integer","minimum":-1000,"exclusiveMaximum":-7},"big":{"type":"integer",
+        "minimum":-9223372036854775808,"maximum":9223372036854775807},"low":{"type":"integer","maximum":-100},
+        "d4":{"type":"integer","minimum":0,"exclusiveMinimum":true,"maximum":3,"exclusiveMaximum":true}},
+        "required":["n","neg","big","low","d4"]})",
+    R"({"type":"object","properties":{"r":{"type":"number","minimum":-2.5,"exclusiveMaximum":3.75},
+        "p":{"type":"number","exclusiveMinimum":0},"unit":{"type":"number","minimum":0,"maximum":1},
+        "tiny":{"type":"number","minimum":0.1,"maximum":0.30000000000000004},
+        "whole":{"type":"number","multipleOf":1,"minimum":-3.5,"maximum":3.5}},"required":["r","p","unit","tiny","whole"]})",
+    // Patterns, anchored (a random model rarely ends an unanchored one's free string).
+    R"({"type":"array","items":{"type":"string","pattern":"^[A-Z]{2}-\\d{3,5}$"},"minItems":1,"maxItems":3})",
+    R"({"type":"object","properties":{"id":{"type":"string","pattern":"^(foo|ba[rz])_[a-f0-9]{4}$"},
+        "word":{"type":"string","pattern":"^\\w+$","maxLength":6},"odd":{"type":"string","pattern":"^[\"\\\\/\\n\\u00e9-\\u00ea]{1,4}$"},
+        "any":{"type":"string","pattern":"^(.|\\.\\.){0,5}$"},"other":{"type":"string","pattern":"^[^a-z]{2,3}x$"}},
+        "required":["id","word","odd","any","other"]})",
 };
 
 // Samples `runs` outputs per schema from seeded random logits and checks

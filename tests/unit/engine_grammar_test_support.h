@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,19 @@
 namespace hearth::grammar::test {
 
 using ojson = nlohmann::ordered_json;
+
+inline std::wstring utf32(const std::string& s) {
+  std::wstring out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    wchar_t cp = len == 1 ? c : c & (0x3F >> (len - 1));
+    for (int k = 1; k < len && i + size_t(k) < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + size_t(k)]) & 0x3F);
+    out.push_back(cp);
+    i += size_t(len);
+  }
+  return out;
+}
 
 inline size_t code_points(const std::string& s) {
   size_t n = 0;
@@ -52,18 +67,29 @@ inline bool validates(const ojson& v, const ojson& s, const ojson& root) {
     };
     if (std::none_of(types.begin(), types.end(), [&](const ojson& t) { return is(t.get<std::string>()); })) return false;
   }
-  if (v.is_number()) {
-    // Compared as doubles, what a client that parses the JSON sees.
-    const double x = v.get<double>();
-    auto bound = [&](const char* key) { return s[key].get<double>(); };
-    if (s.contains("minimum") && x < bound("minimum")) return false;
-    if (s.contains("maximum") && x > bound("maximum")) return false;
-    if (s.contains("exclusiveMinimum") && x <= bound("exclusiveMinimum")) return false;
-    if (s.contains("exclusiveMaximum") && x >= bound("exclusiveMaximum")) return false;
-  }
   if (v.is_string()) {
     const size_t n = code_points(v.get<std::string>());
     if (n < s.value("minLength", size_t(0)) || n > s.value("maxLength", SIZE_MAX)) return false;
+    // ECMAScript, unanchored, by code point (std::wregex on UTF-32: \d and
+    // \w are ASCII in the C locale as in ECMAScript; \s differs beyond ASCII).
+    if (s.contains("pattern") &&
+        !std::regex_search(utf32(v.get<std::string>()), std::wregex(utf32(s["pattern"].get<std::string>()))))
+      return false;
+  }
+  if (v.is_number()) {
+    // As doubles (long double: exact for 64-bit integers too).
+    auto num = [](const ojson& j) -> long double {
+      if (j.is_number_unsigned()) return (long double)j.get<uint64_t>();
+      if (j.is_number_integer()) return (long double)j.get<int64_t>();
+      return (long double)j.get<double>();
+    };
+    const long double x = num(v);
+    const bool draft4_min = s.value("exclusiveMinimum", ojson()) == true, draft4_max = s.value("exclusiveMaximum", ojson()) == true;
+    if (s.contains("minimum") && (draft4_min ? x <= num(s["minimum"]) : x < num(s["minimum"]))) return false;
+    if (s.contains("maximum") && (draft4_max ? x >= num(s["maximum"]) : x > num(s["maximum"]))) return false;
+    if (s.contains("exclusiveMinimum") && s["exclusiveMinimum"].is_number() && x <= num(s["exclusiveMinimum"])) return false;
+    if (s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_number() && x >= num(s["exclusiveMaximum"])) return false;
+    if (s.contains("multipleOf") && std::fmod(x, num(s["multipleOf"])) != 0) return false;
   }
   if (v.is_array()) {
     if (v.size() < s.value("minItems", size_t(0)) || v.size() > s.value("maxItems", SIZE_MAX)) return false;

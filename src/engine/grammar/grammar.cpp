@@ -69,6 +69,13 @@ Expr GrammarBuilder::bytes(const ByteSet& set, int32_t min, int32_t max) {
   return e;
 }
 
+void GrammarBuilder::set_char_class(Expr rule, CodePoints set) {
+  Grammar& g = *grammar_;
+  if (g.class_of_.size() <= size_t(rule)) g.class_of_.resize(size_t(rule) + 1, -1);
+  g.class_of_[size_t(rule)] = int32_t(g.classes_.size());
+  g.classes_.push_back(std::move(set));
+}
+
 Expr& GrammarBuilder::cached(std::string_view key) {
   for (auto& [k, e] : cache_)
     if (k == key) return e;

@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace hearth::grammar {
@@ -29,6 +30,8 @@ struct GrammarError : std::runtime_error {
 };
 
 using ByteSet = std::bitset<256>;
+// Code points as sorted, disjoint ranges.
+using CodePoints = std::vector<std::pair<char32_t, char32_t>>;
 
 struct Element {
   enum class Kind : uint8_t { Bytes, Rule };
@@ -50,6 +53,13 @@ class Grammar {
   // unbounded repetition is the free-string state the vocabulary
   // short-cuts (-1 if the grammar has no strings).
   int32_t string_char_rule() const { return string_char_rule_; }
+  // For a rule of one JSON string character out of a set (a pattern's
+  // character class), the set: a plain character (written as itself, not
+  // escaped) is taken exactly when it is in the set. nullptr for others.
+  const CodePoints* char_class(int32_t rule) const {
+    const size_t r = size_t(rule);
+    return r < class_of_.size() && class_of_[r] >= 0 ? &classes_[size_t(class_of_[r])] : nullptr;
+  }
   // The bytes a match of the rule can start with, and whether it can match
   // the empty string (computed by GrammarBuilder::build).
   const ByteSet& first(int32_t rule) const { return first_[size_t(rule)]; }
@@ -68,6 +78,8 @@ class Grammar {
   std::vector<ByteSet> sets_;
   int32_t root_ = -1;
   int32_t string_char_rule_ = -1;
+  std::vector<int32_t> class_of_;  // per rule: index into classes_, or -1
+  std::vector<CodePoints> classes_;
 };
 
 // An expression under construction is a rule id.
@@ -92,6 +104,7 @@ class GrammarBuilder {
   // Memoized shared pieces (json_rules.cpp) use these slots.
   Expr& cached(std::string_view key);
   void set_string_char_rule(Expr e) { grammar_->string_char_rule_ = e; }
+  void set_char_class(Expr rule, CodePoints set);
 
   // Finishes the grammar with `root` as its start; the builder is spent.
   std::shared_ptr<const Grammar> build(Expr root);

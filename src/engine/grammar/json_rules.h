@@ -8,15 +8,12 @@
 // Numbers are bounded too: at most 16 integer digits, 16 fraction digits
 // and 2 exponent digits, so a number always ends and always fits a double
 // (an exponent of 3 digits can overflow one, which parsers refuse).
-// Numbers with minimum/maximum are built from digit ranges: the decimal
-// strings between two bounds, digit by digit.
 // Strings are valid UTF-8 (no overlong forms, no surrogates) with the JSON
 // escapes; \u escapes of surrogates are refused, so every string parses
 // (characters beyond the BMP are written as UTF-8, not as escape pairs).
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "engine/grammar/grammar.h"
@@ -34,26 +31,6 @@ Expr string_char(GrammarBuilder& b);
 Expr string(GrammarBuilder& b, int32_t min_chars = 0, int32_t max_chars = -1);
 Expr integer(GrammarBuilder& b);
 Expr number(GrammarBuilder& b);
-
-// The largest magnitude the integer part of a number may have (16 digits).
-inline constexpr int64_t kMaxMagnitude = 9999999999999999;
-// An integer in [lo, hi] (within ±kMaxMagnitude, lo <= hi), without leading
-// zeros or "-0".
-Expr integer_in(GrammarBuilder& b, int64_t lo, int64_t hi);
-// A bound of a number: its value and whether it is exclusive.
-struct Bound {
-  int64_t value = 0;
-  bool exclusive = false;
-};
-// A number between integer bounds (absent: the 16-digit limit), which the
-// caller checks leave some number in between. It has no exponent; the
-// integer part and up to 16 fraction digits as number() writes them, and
-// no "-0". A fraction on a bound itself is zeros only (inclusive) or has a
-// digit that is not 0 (an exclusive lower bound; to keep the rule simple,
-// such a fraction ends in that digit). Next to an exclusive bound a number
-// has at most 15 significant digits, so parsed as a double it does not
-// round onto the bound.
-Expr number_in(GrammarBuilder& b, std::optional<Bound> lo, std::optional<Bound> hi);
 Expr boolean(GrammarBuilder& b);
 Expr null(GrammarBuilder& b);
 Expr comma(GrammarBuilder& b);  // "," then an optional space

@@ -1,13 +1,13 @@
 #include "engine/grammar/json_schema.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/grammar/json_ranges.h"
 #include "engine/grammar/json_rules.h"
+#include "engine/grammar/regex.h"
 
 namespace hearth::grammar {
 
@@ -25,8 +25,8 @@ bool is_annotation(std::string_view key) {
 bool is_supported(std::string_view key) {
   static constexpr std::string_view kKeywords[] = {
       "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
-      "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "uniqueItems",
-      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "propertyNames"};
+      "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "uniqueItems", "pattern",
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "propertyNames"};
   return is_annotation(key) || std::find(std::begin(kKeywords), std::end(kKeywords), key) != std::end(kKeywords);
 }
 
@@ -85,10 +85,9 @@ class SchemaCompiler {
         if (s.contains(key)) return typed(s, "object", path);
       for (const char* key : {"items", "minItems", "maxItems"})
         if (s.contains(key)) return typed(s, "array", path);
-      for (const char* key : {"minLength", "maxLength"})
+      for (const char* key : {"minLength", "maxLength", "pattern"})
         if (s.contains(key)) return typed(s, "string", path);
-      for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
-        if (s.contains(key)) return typed(s, "number", path);
+      if (json_ranges::has_bounds(s)) return typed(s, "number", path);
       return json_rules::any_value(b_);
     }
     if (type->is_string()) return typed(s, type->get<std::string>(), path);
@@ -152,113 +151,23 @@ class SchemaCompiler {
     if (type == "string") {
       const int32_t min = count(s, "minLength", 0, path), max = count(s, "maxLength", -1, path);
       if (max >= 0 && max < min) fail(path + "/maxLength", "maxLength is below minLength");
+      if (auto pattern = s.find("pattern"); pattern != s.end()) {
+        if (!pattern->is_string()) fail(path + "/pattern", "pattern must be a string");
+        try {
+          return regex::json_string(b_, pattern->get<std::string>(), min, max);
+        } catch (const regex::RegexError& e) {
+          fail(path + "/pattern", std::string("pattern ") + pattern->dump() + ": " + e.what());
+        }
+      }
       return json_rules::string(b_, min, max);
     }
-    if (type == "integer") return integer(s, path);
-    if (type == "number") return number(s, path);
+    if (type == "integer") return json_ranges::has_bounds(s) ? json_ranges::integer(b_, s, path) : json_rules::integer(b_);
+    if (type == "number") return json_ranges::has_bounds(s) ? json_ranges::number(b_, s, path) : json_rules::number(b_);
     if (type == "boolean") return json_rules::boolean(b_);
     if (type == "null") return json_rules::null(b_);
     if (type == "array") return array(s, path);
     if (type == "object") return object(s, path);
     fail(path + "/type", "unknown type \"" + type + "\"");
-  }
-
-  // A numeric bound as the schema gives it: the value (integers exactly,
-  // else as a double), whether it is exclusive, and the keyword it came from.
-  struct Limit {
-    bool integral = true;
-    int64_t whole = 0;  // the value when integral (saturated to ±2^62)
-    double value = 0;
-    bool exclusive = false;
-    std::string keyword;
-  };
-
-  // The tighter of minimum and exclusiveMinimum (or of the maxima), in the
-  // draft 6+ form (exclusiveMinimum a number) and in draft 4's (a boolean
-  // that makes minimum exclusive).
-  static std::optional<Limit> limit(const json& s, bool lower, const std::string& path) {
-    const std::string inclusive_key = lower ? "minimum" : "maximum";
-    const std::string exclusive_key = lower ? "exclusiveMinimum" : "exclusiveMaximum";
-    auto read = [&](const std::string& key, bool exclusive) {
-      const json& v = s[key];
-      if (!v.is_number()) fail(path + "/" + key, key + " must be a number");
-      Limit l;
-      l.keyword = key;
-      l.exclusive = exclusive;
-      l.value = v.get<double>();
-      constexpr int64_t kSaturate = int64_t(1) << 62;
-      if (v.is_number_unsigned()) {
-        l.whole = v.get<uint64_t>() > uint64_t(kSaturate) ? kSaturate : int64_t(v.get<uint64_t>());
-      } else if (v.is_number_integer()) {
-        l.whole = std::clamp(v.get<int64_t>(), -kSaturate, kSaturate);
-      } else {
-        if (!std::isfinite(l.value)) fail(path + "/" + key, key + " must be finite");
-        l.integral = std::floor(l.value) == l.value;
-        l.whole = int64_t(std::clamp(l.value, -double(kSaturate), double(kSaturate)));
-      }
-      return l;
-    };
-    std::optional<Limit> best;
-    if (s.contains(inclusive_key)) best = read(inclusive_key, false);
-    if (auto it = s.find(exclusive_key); it != s.end()) {
-      if (it->is_boolean()) {
-        if (it->get<bool>()) {
-          if (!best) fail(path + "/" + exclusive_key, exclusive_key + ": true needs " + inclusive_key);
-          best->exclusive = true;
-        }
-      } else {
-        const Limit e = read(exclusive_key, true);
-        // The exclusive one wins unless the inclusive one is strictly tighter.
-        if (!best || (lower ? e.value >= best->value : e.value <= best->value)) best = e;
-      }
-    }
-    return best;
-  }
-
-  // An integer with bounds: a non-integral bound rounds inward, an
-  // exclusive one steps inward; bounds past the 16 digits integers have
-  // are the grammar's own limit.
-  Expr integer(const json& s, const std::string& path) {
-    const std::optional<Limit> lo = limit(s, true, path), hi = limit(s, false, path);
-    if (!lo && !hi) return json_rules::integer(b_);
-    constexpr int64_t kMax = json_rules::kMaxMagnitude;
-    int64_t least = -kMax, most = kMax;
-    if (lo)
-      least = std::max(least, lo->integral ? lo->whole + (lo->exclusive ? 1 : 0) : int64_t(std::ceil(std::clamp(lo->value, -1e17, 1e17))));
-    if (hi)
-      most = std::min(most, hi->integral ? hi->whole - (hi->exclusive ? 1 : 0) : int64_t(std::floor(std::clamp(hi->value, -1e17, 1e17))));
-    if (least > most)
-      fail(path + "/" + (hi ? hi : lo)->keyword,
-           "no integer of at most 16 digits is within " + (lo ? lo->keyword : "") + (lo && hi ? " and " : "") +
-               (hi ? hi->keyword : ""));
-    return json_rules::integer_in(b_, least, most);
-  }
-
-  // A number with bounds, which must be integers (a fractional bound would
-  // need digit ranges in the fraction); bounds past 16 digits are dropped
-  // (the grammar's own limit is tighter).
-  Expr number(const json& s, const std::string& path) {
-    const std::optional<Limit> lo = limit(s, true, path), hi = limit(s, false, path);
-    if (!lo && !hi) return json_rules::number(b_);
-    auto bound = [&](const std::optional<Limit>& l, bool lower) -> std::optional<json_rules::Bound> {
-      if (!l) return std::nullopt;
-      if (!l->integral)
-        fail(path + "/" + l->keyword, "unsupported keyword \"" + l->keyword + "\" with a fractional value on a number (integers only)");
-      const int64_t kMax = json_rules::kMaxMagnitude;
-      if (lower ? l->whole < -kMax : l->whole > kMax) return std::nullopt;
-      return json_rules::Bound{l->whole, l->exclusive};
-    };
-    const std::optional<json_rules::Bound> least = bound(lo, true), most = bound(hi, false);
-    const bool empty = (least && least->value > json_rules::kMaxMagnitude) ||
-                       (most && most->value < -json_rules::kMaxMagnitude) ||
-                       (least && most &&
-                        (least->value > most->value ||
-                         (least->value == most->value && (least->exclusive || most->exclusive))));
-    if (empty)
-      fail(path + "/" + (hi ? hi : lo)->keyword,
-           "no number of at most 16 integer digits is within " + (lo ? lo->keyword : "") + (lo && hi ? " and " : "") +
-               (hi ? hi->keyword : ""));
-    return json_rules::number_in(b_, least, most);
   }
 
   Expr array(const json& s, const std::string& path) {

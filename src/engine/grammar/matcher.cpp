@@ -4,6 +4,15 @@
 
 namespace hearth::grammar {
 
+namespace {
+
+// Past its minimum, an unbounded repetition's count no longer matters:
+// held there, stacks that differ only in it are one stack (a* a*, or a
+// pattern's free prefix, would otherwise keep one stack per split point).
+int32_t counted(const Element& e, int32_t count) { return e.max < 0 && count > e.min ? e.min : count; }
+
+}  // namespace
+
 Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocabulary)
     : grammar_(std::move(grammar)), vocab_(std::move(vocabulary)) {
   Stacks start;
@@ -44,7 +53,7 @@ void Matcher::expand(Frame f, Stacks& out) {
       return;
     }
     Frame up = frames_[size_t(f.parent)];
-    ++up.count;
+    up.count = counted(element(up), up.count + 1);
     expand(up, out);
     return;
   }
@@ -67,7 +76,7 @@ void Matcher::take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool enteri
   if (fits && (e.max < 0 || f.count < e.max)) {
     if (!rule) {
       Frame next = f;
-      ++next.count;
+      next.count = counted(e, next.count + 1);
       expand(next, out);
     } else {
       if (self < 0) {

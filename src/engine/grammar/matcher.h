@@ -74,8 +74,16 @@ class Matcher {
   bool step(uint8_t byte);  // advance the matcher itself; false if refused
   void compact();
 
-  // The mask pieces (matcher_mask.cpp).
-  int32_t free_string_room() const;
+  // The mask pieces (matcher_mask.cpp). A run of string characters that
+  // takes plain tokens in bulk: its rule (the JSON string character, or a
+  // pattern's character class) and its room in characters; room 0: none.
+  struct Bulk {
+    int32_t rule = -1, room = 0;
+    const TokenTrie* rest = nullptr;  // the tokens left to walk
+  };
+  Bulk bulk_run();
+  // A class rule's plain tokens (Vocabulary::class_tokens), looked up once.
+  const Vocabulary::ClassTokens& class_tokens(int32_t rule);
   void walk(const TokenTrie& trie, std::span<uint32_t> mask);
 
   std::shared_ptr<const Grammar> grammar_;
@@ -87,6 +95,7 @@ class Matcher {
   Stacks next_;                 // scratch for step()
   std::vector<Stacks> levels_;  // scratch for walk(): the stacks at each trie depth
   std::vector<size_t> marks_;   // frames_.size() after each level was made
+  std::vector<std::pair<int32_t, std::shared_ptr<const Vocabulary::ClassTokens>>> class_tokens_;  // by rule
 };
 
 }  // namespace hearth::grammar

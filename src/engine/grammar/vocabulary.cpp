@@ -93,6 +93,63 @@ Vocabulary::Vocabulary(std::vector<std::string> bytes) : bytes_(std::move(bytes)
   non_plain_ = build_trie(bytes_, non_plain);
 }
 
+std::shared_ptr<const Vocabulary::ClassTokens> Vocabulary::class_tokens(const CodePoints& set) const {
+  {
+    std::lock_guard lock(classes_->mutex);
+    for (const auto& [s, tokens] : classes_->sets)
+      if (s == set) return tokens;
+  }
+  auto any_in_set = [&](char32_t lo, char32_t hi) {
+    auto it = std::lower_bound(set.begin(), set.end(), lo, [](const auto& r, char32_t c) { return r.second < c; });
+    return it != set.end() && it->first <= hi;
+  };
+  std::vector<std::pair<int32_t, int32_t>> found;  // (chars, id)
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    const std::string& bytes = bytes_[id];
+    const int32_t chars = plain_string_chars(bytes);
+    if (chars < 1 || chars > kMaxPlainChars) continue;
+    bool all = true;
+    for (size_t i = 0; i < bytes.size() && all;) {
+      // The code points the character's bytes so far can spell: one, or a
+      // range where the token cuts it short.
+      const auto lead = uint8_t(bytes[i]);
+      const size_t len = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+      char32_t lo = len == 1 ? lead : lead & (0x7F >> len), hi = lo;
+      for (size_t k = 1; k < len; ++k) {
+        const bool have = i + k < bytes.size();
+        lo = (lo << 6) | (have ? uint8_t(bytes[i + k]) & 0x3F : 0x00);
+        hi = (hi << 6) | (have ? uint8_t(bytes[i + k]) & 0x3F : 0x3F);
+      }
+      static constexpr char32_t kFirst[] = {0, 0, 0x80, 0x800, 0x10000}, kLast[] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+      all = any_in_set(std::max(lo, kFirst[len]), std::min(hi, kLast[len]));
+      i += len;
+    }
+    if (all) found.emplace_back(chars, int32_t(id));
+  }
+  std::sort(found.begin(), found.end());
+  auto tokens = std::make_shared<ClassTokens>();
+  for (const auto& [chars, id] : found) {
+    tokens->ids.push_back(id);
+    tokens->chars.push_back(chars);
+  }
+  // A broad class (., [^"], \S) leaves few others: worth their own trie,
+  // so that the mask walks only them wherever the class has room.
+  const size_t usable = all_.tokens.size();
+  if ((usable - found.size()) * 4 <= usable) {
+    std::vector<bool> in_class(bytes_.size());
+    for (int32_t id : tokens->ids) in_class[size_t(id)] = true;
+    std::vector<int32_t> others;
+    for (int32_t id : all_.tokens)
+      if (!in_class[size_t(id)]) others.push_back(id);
+    tokens->others = build_trie(bytes_, others);
+    tokens->has_others = true;
+  }
+  std::lock_guard lock(classes_->mutex);
+  if (classes_->sets.size() >= kKeptClasses) classes_->sets.erase(classes_->sets.begin());
+  classes_->sets.emplace_back(set, tokens);
+  return tokens;
+}
+
 std::span<const uint32_t> Vocabulary::plain_up_to(int32_t chars) const {
   return std::span(plain_).subspan(size_t(chars - 1) * mask_words(), mask_words());
 }

@@ -8,14 +8,18 @@
 // control byte (the last one possibly cut short), which a free JSON string
 // at a character boundary accepts whatever the state around it. Inside such a string the mask takes them in bulk (by
 // character count, for strings with a maxLength) and walks only the other
-// tokens.
+// tokens. A pattern's character class has its own plain tokens (those
+// whose characters are all in the class), computed on first use and kept.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "engine/grammar/grammar.h"
 
 namespace hearth::text {
 class Tokenizer;
@@ -60,10 +64,29 @@ class Vocabulary {
   // characters, chars in [1, kMaxPlainChars].
   std::span<const uint32_t> plain_up_to(int32_t chars) const;
 
+  // The plain tokens of 1..kMaxPlainChars characters that are all in
+  // `set` (the last maybe cut short, but the start of one in the set),
+  // ascending by character count; and when the class takes most of the
+  // vocabulary, the trie of all the other tokens. Computed once per set (a
+  // pass over the vocabulary) and kept for the next requests, the most
+  // recent sets only.
+  struct ClassTokens {
+    std::vector<int32_t> ids, chars;
+    bool has_others = false;
+    TokenTrie others;
+  };
+  std::shared_ptr<const ClassTokens> class_tokens(const CodePoints& set) const;
+
  private:
+  static constexpr size_t kKeptClasses = 32;
   std::vector<std::string> bytes_;
   TokenTrie all_, non_plain_;
   std::vector<uint32_t> plain_;  // kMaxPlainChars cumulative bitmasks, one after another
+  struct ClassCache {
+    std::mutex mutex;
+    std::vector<std::pair<CodePoints, std::shared_ptr<const ClassTokens>>> sets;  // oldest first
+  };
+  std::unique_ptr<ClassCache> classes_ = std::make_unique<ClassCache>();
 };
 
 // Characters in `bytes` if it is plain JSON-string characters (valid
