@@ -159,7 +159,8 @@ describe('embeddings on an embedding checkpoint', () => {
     const before = (await getJSON(srv.url + '/stats')).body.generation.requests_total;
     const ac = new AbortController();
     const p = fetch(srv.url + '/v1/embeddings', { method: 'POST', body: JSON.stringify({ input }), signal: ac.signal }).catch((e) => e);
-    await new Promise((r) => setTimeout(r, 100));
+    // Leave once its inputs are being queued (a slow build may still be tokenizing at a fixed delay).
+    await waitForStats(srv, (st) => st.generation.requests_total > before, 30000);
     ac.abort();
     await p;
     const s = await waitForStats(srv, (st) => kvReturned(st) && st.queue.running === 0 && st.queue.queued === 0, 30000);
