@@ -128,7 +128,9 @@ void Safetensors::add_file(const fs::path& path) {
   const size_t data_size = size - 8 - header_len;
 
   std::vector<std::pair<size_t, size_t>> ranges;
-  for (auto& [name, entry] : header.items()) {
+  for (auto& item : header.items()) {
+    const std::string& name = item.key();
+    auto& entry = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& what) { fail(file, "tensor " + name + ": " + what); };
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||

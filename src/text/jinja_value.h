@@ -52,7 +52,7 @@ struct DictData {
   const Value* find(const Value& key) const;
   const Value* find(const std::string& key) const;
   void set(const Value& key, Value value);
-  size_t size() const { return items.size(); }
+  size_t size() const;  // below Value: items' element type must be complete (clang)
 };
 
 class Value {
@@ -138,6 +138,8 @@ class Value {
   std::shared_ptr<DictData> dict_;
   std::shared_ptr<Object> obj_;
 };
+
+inline size_t DictData::size() const { return items.size(); }
 
 // Positional and keyword arguments of a call.
 struct CallArgs {
