@@ -498,11 +498,18 @@ std::string StreamDecoder::push(int32_t id) {
   if (end == text.size()) {
     // Everything is out: keep only the ids since the last cut as context. A
     // cut must not split a run of byte-fallback tokens where the reference
-    // would decode differently (inside a character, or before a run's BOM).
+    // would decode differently (inside a character, or before a run's BOM),
+    // nor leave a context that decodes to nothing: a decoder that strips
+    // the text's start (Strip with start 2) would strip what comes next too.
     size_t keep_from = prefix_index_;
-    while (keep_from > 0 && !safe_cut(tok_, ids_[keep_from])) --keep_from;
+    std::string context;
+    for (; keep_from > 0; --keep_from) {
+      if (!safe_cut(tok_, ids_[keep_from])) continue;
+      context = tok_.decode(std::span<const int32_t>(ids_).subspan(keep_from), skip_special_);
+      if (!context.empty()) break;
+    }
     ids_.erase(ids_.begin(), ids_.begin() + static_cast<long>(keep_from));
-    prefix_ = tok_.decode(ids_, skip_special_);
+    prefix_ = keep_from > 0 ? std::move(context) : tok_.decode(ids_, skip_special_);
     emitted_ = prefix_.size();
     prefix_index_ = ids_.size();
   }

@@ -374,6 +374,24 @@ TEST(StreamDecoder, RandomIdsMatchFullDecode) {
   }
 }
 
+// tests/fuzz/text_tokenizer_json_fuzz: with a decoder that strips two
+// spaces from the text's start, a context of one space decoded to nothing
+// and the next space was stripped too; the streamed text lost it.
+TEST(StreamDecoder, ContextThatDecodesToNothingIsKept) {
+  auto tok = Tokenizer::from_json(R"({"added_tokens":[],"normalizer":null,"pre_tokenizer":null,"post_processor":null,
+    "decoder":{"type":"Sequence","decoders":[{"type":"Fuse"},{"type":"Strip","content":" ","start":2,"stop":0}]},
+    "model":{"type":"BPE","vocab":{"a":0," ":1,"x":2},"merges":[]}})",
+                                  R"({"clean_up_tokenization_spaces": false})");
+  for (const std::vector<int32_t>& ids : {std::vector<int32_t>{0, 1, 1, 2}, std::vector<int32_t>{1, 1, 1, 2, 1, 1, 0},
+                                          std::vector<int32_t>{0, 1, 1, 1, 1, 2}}) {
+    StreamDecoder sd(*tok);
+    std::string out;
+    for (int32_t id : ids) out += sd.push(id);
+    out += sd.flush();
+    EXPECT_EQ(out, tok->decode(ids));
+  }
+}
+
 TEST(Encode, ArbitraryBytesNeverCrash) {
   auto tok = Tokenizer::load(std::string(HEARTH_SOURCE_DIR) + "/models/stories260k/tokenizer.json");
   std::mt19937 rng(11);
