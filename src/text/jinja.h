@@ -29,9 +29,10 @@ struct ParsedTemplate;
 struct RenderLimits {
   // Units of work: one per expression evaluated and statement run, four
   // per loop pass, plus one per 16 bytes of text a value copies or the
-  // output receives and of each list built. Chat templates spend 50 to 150
-  // per message (Command R7B's, quadratic, 3 per message squared); the
-  // default is a few seconds of work at most.
+  // output receives and of each list built. Chat templates spend about a
+  // hundred per message plus its text's share (Command R7B's, quadratic,
+  // about 6 per message squared: 900 messages take 5 million); the default
+  // is a few seconds of work at most.
   int64_t max_steps = 50'000'000;
 };
 
