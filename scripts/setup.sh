@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config  # toolchain
   g++-aarch64-linux-gnu                         # checks that the portable layers build for Arm
+  clang libclang-rt-dev llvm                    # libFuzzer harnesses under ASan/UBSan (tests/fuzz), llvm-symbolizer
   libhwy-dev                                    # portable SIMD with run-time dispatch
   libgtest-dev libgmock-dev                     # unit tests
   nlohmann-json3-dev                            # JSON

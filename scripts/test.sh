@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test: unit tests (release build and an
-# AddressSanitizer + UBSan build), the NumPy numerics checks, the tokenizer
-# and chat-template comparisons against the reference implementations, and
-# the server end-to-end tests. Prints one summary line per suite and exits
-# non-zero if anything failed.
+# AddressSanitizer + UBSan build), the fuzz harnesses for a bounded time, the
+# NumPy numerics checks, the tokenizer and chat-template comparisons against
+# the reference implementations, and the server end-to-end tests. Prints one
+# summary line per suite and exits non-zero if anything failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -29,6 +29,10 @@ suite "unit tests" ctest --test-dir build --output-on-failure -j"$jobs"
 
 build build-asan -DCMAKE_BUILD_TYPE=Debug -DHEARTH_SANITIZE=ON || { echo "sanitizer build failed"; exit 1; }
 suite "unit tests (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j"$jobs"
+
+# Every parser of outside bytes under libFuzzer with ASan+UBSan: the
+# regression inputs, then 20 s per harness (docs/fuzzing.md).
+suite "fuzzing (libFuzzer, ASan+UBSan)" env FUZZ_JOBS="$jobs" bash tests/fuzz/run.sh
 
 # Debian's python3 carries numpy and jinja2; a python3 earlier on PATH may not.
 suite "Arm (aarch64) build of the portable layers" bash scripts/check_arm_build.sh

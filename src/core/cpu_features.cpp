@@ -2,6 +2,10 @@
 
 #include <hwy/targets.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -15,8 +19,12 @@ CpuFeatures detect() {
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
-  f.f16c = __builtin_cpu_supports("f16c");
-  f.avxvnni = __builtin_cpu_supports("avxvnni");
+  // F16C and AVX-VNNI straight from CPUID: clang (14 at least) has no
+  // __builtin_cpu_supports names for them. Both use the AVX (YMM) state, which
+  // the OS has enabled where the builtin reports AVX2.
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d)) f.f16c = f.avx2 && (c & bit_F16C);
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxvnni = f.avx2 && (a & bit_AVXVNNI);  // CPUID.(7,1):EAX
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vl = __builtin_cpu_supports("avx512vl");

@@ -1,6 +1,6 @@
 // The AVX2 tile kernel over the packed MLX layout (int8_matmul.h), written
 // once and compiled once per dot product: int8_matmul_avx2.cpp includes this
-// file inside a `#pragma GCC target` region and a namespace per target, after
+// file inside a target-feature region (HEARTH_TARGET_PUSH) and a namespace per target, after
 // defining that target's `Dot` (no include guard, on purpose).
 //
 // A 64-byte vector of the layout is two 256-bit halves: rows 0-7 and rows

@@ -10,10 +10,21 @@
 #include "core/packed.h"
 
 #if defined(__x86_64__)
+// A region of functions compiled for extra target features: GCC's target
+// pragma, or clang's equivalent (clang has no `#pragma GCC target`).
+#if defined(__clang__)
+#define HEARTH_TARGET_PUSH(features) \
+  _Pragma(HEARTH_STRINGIFY(clang attribute push(__attribute__((target(features))), apply_to = function)))
+#define HEARTH_TARGET_POP _Pragma("clang attribute pop")
+#else
+#define HEARTH_TARGET_PUSH(features) _Pragma("GCC push_options") _Pragma(HEARTH_STRINGIFY(GCC target(features)))
+#define HEARTH_TARGET_POP _Pragma("GCC pop_options")
+#endif
+#define HEARTH_STRINGIFY(x) #x
+
 namespace hearth::int8 {
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+HEARTH_TARGET_PUSH("avx2,fma,f16c")
 namespace plain {
 
 // The u8 x s8 dot of 4-byte lanes, from maddubs (u8 x s8 pairs summed into
@@ -50,10 +61,9 @@ struct Dot {
 #include "core/int8_matmul_avx2-inl.h"
 
 }  // namespace plain
-#pragma GCC pop_options
+HEARTH_TARGET_POP
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avxvnni")
+HEARTH_TARGET_PUSH("avx2,fma,f16c,avxvnni")
 namespace vnni {
 
 struct Dot {
@@ -69,7 +79,7 @@ struct Dot {
 #include "core/int8_matmul_avx2-inl.h"
 
 }  // namespace vnni
-#pragma GCC pop_options
+HEARTH_TARGET_POP
 
 const Kernels kAvx2{"avx2", &plain::run_tile};
 const Kernels kAvxVnni{"avx2+avxvnni", &vnni::run_tile};

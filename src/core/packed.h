@@ -18,7 +18,9 @@
 // GCC 12's AVX-512 headers trip its own uninitialized-value warnings
 // (_mm512_undefined_* inside the intrinsics); they are false positives.
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #endif
 

@@ -1,7 +1,10 @@
 #include "io/model_config.h"
 
+#include <climits>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 namespace hearth::io {
@@ -21,21 +24,33 @@ json read_json_file(const fs::path& path) {
 
 namespace {
 
+// Typed fields of one JSON object (config.json, or an object inside it:
+// `prefix` names it in messages). Every value is checked before it is
+// converted: a float or an integer out of range never becomes an int.
 struct Reader {
   const json& j;
   std::string file;
+  std::string prefix;  // "rope_scaling." for the fields of that object
   [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw std::runtime_error(file + ": \"" + key + "\" " + what);
+    throw std::runtime_error(file + ": \"" + prefix + key + "\" " + what);
   }
-  bool has(const std::string& key) const { return j.contains(key) && !j[key].is_null(); }
+  bool has(const std::string& key) const { return j.is_object() && j.contains(key) && !j[key].is_null(); }
+  int integer(const std::string& key, int64_t min, int64_t max) const {
+    const json& v = j[key];
+    const bool fits = v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max)) &&
+                      v.get<int64_t>() >= min && v.get<int64_t>() <= max;
+    if (!fits) fail(key, "must be an integer from " + std::to_string(min) + " to " + std::to_string(max));
+    return int(v.get<int64_t>());
+  }
   int positive_int(const std::string& key) const {
     if (!has(key)) fail(key, "is missing");
-    if (!j[key].is_number_integer() || j[key].get<long long>() <= 0)
-      fail(key, "must be a positive integer");
-    return j[key].get<int>();
+    return integer(key, 1, INT_MAX);
   }
   int positive_int(const std::string& key, int fallback) const {
     return has(key) ? positive_int(key) : fallback;
+  }
+  int integer(const std::string& key, int64_t min, int64_t max, int fallback) const {
+    return has(key) ? integer(key, min, max) : fallback;
   }
   double number(const std::string& key, double fallback) const {
     if (!has(key)) return fallback;
@@ -47,34 +62,61 @@ struct Reader {
     if (!j[key].is_boolean()) fail(key, "must be true or false");
     return j[key].get<bool>();
   }
+  std::string string(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    if (!j[key].is_string()) fail(key, "must be a string");
+    return j[key].get<std::string>();
+  }
 };
 
+// A JSON integer that fits an int; nullopt for anything else.
+std::optional<int> int_value(const json& v) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT_MAX))) return std::nullopt;
+  const int64_t x = v.get<int64_t>();
+  if (x < INT_MIN || x > INT_MAX) return std::nullopt;
+  return int(x);
+}
+
+// A token id (a non-negative int); nullopt for anything else.
+std::optional<int> token_id(const json& v) {
+  auto id = int_value(v);
+  return id && *id >= 0 ? id : std::nullopt;
+}
+
+// Token ids: an id or a list of them; anything else is left out.
 std::vector<int> id_list(const json& v) {
   std::vector<int> ids;
-  if (v.is_number_integer()) ids.push_back(v.get<int>());
+  if (auto id = token_id(v)) ids.push_back(*id);
   if (v.is_array())
     for (auto& x : v)
-      if (x.is_number_integer()) ids.push_back(x.get<int>());
+      if (auto id = token_id(x)) ids.push_back(*id);
   return ids;
 }
 
+// bits, group_size and mode of a quantization object; missing keys fall
+// back to MLX's own defaults (4, 64, affine), not the global entry's.
+QuantSpec read_quant(const json& v, const std::string& file, const std::string& key) {
+  if (v.contains("mode") && v["mode"] != "affine")
+    throw std::runtime_error(file + ": quantization mode " + v["mode"].dump() +
+                             " is not supported (only affine)");
+  const Reader r{v, file, key + "."};
+  QuantSpec s{r.integer("bits", 0, 64, 4), r.integer("group_size", 1, INT_MAX, 64)};
+  if (s.bits < 2 || s.bits > 8 || s.bits == 7)
+    throw std::runtime_error(file + ": quantization bits " + std::to_string(s.bits) + " in " + key +
+                             " is not supported (2, 3, 4, 5, 6, 8)");
+  if ((int64_t{s.group_size} * s.bits) % 32 != 0)
+    throw std::runtime_error(file + ": quantization group_size " + std::to_string(s.group_size) +
+                             " in " + key + " is not supported");
+  return s;
+}
+
+// A per-module entry: an object, {} or false (not quantized).
 QuantSpec quant_spec(const json& v, const std::string& file, const std::string& key) {
   if (v.is_boolean() && !v.get<bool>()) return {};
   if (!v.is_object())
     throw std::runtime_error(file + ": quantization entry " + key + " is not an object");
   if (v.empty()) return {};
-  if (v.contains("mode") && v["mode"] != "affine")
-    throw std::runtime_error(file + ": quantization mode " + v["mode"].dump() +
-                             " is not supported (only affine)");
-  // Missing keys fall back to MLX's own defaults, not the global entry.
-  QuantSpec s{v.value("bits", 4), v.value("group_size", 64)};
-  if (s.bits < 2 || s.bits > 8 || s.bits == 7)
-    throw std::runtime_error(file + ": quantization bits " + std::to_string(s.bits) + " in " + key +
-                             " is not supported (2, 3, 4, 5, 6, 8)");
-  if (s.group_size <= 0 || (s.group_size * s.bits) % 32 != 0)
-    throw std::runtime_error(file + ": quantization group_size " + std::to_string(s.group_size) +
-                             " in " + key + " is not supported");
-  return s;
+  return read_quant(v, file, key);
 }
 
 }  // namespace
@@ -87,7 +129,7 @@ QuantSpec ModelConfig::quant_for(const std::string& module_path) const {
 ModelConfig ModelConfig::load(const fs::path& dir) {
   const fs::path path = dir / "config.json";
   const json j = read_json_file(path);
-  const Reader r{j, path.string()};
+  const Reader r{j, path.string(), ""};
   ModelConfig c;
 
   if (!j.contains("architectures") || !j["architectures"].is_array() ||
@@ -127,29 +169,30 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
   c.attention_bias = c.arch == Arch::Qwen2 || r.boolean("attention_bias", false);
   c.qk_norm = c.arch == Arch::Qwen3;
-  if (r.has("hidden_act")) c.hidden_act = j["hidden_act"].get<std::string>();
+  c.hidden_act = r.string("hidden_act", c.hidden_act);
   if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
     r.fail("hidden_act", "is " + c.hidden_act + "; supported: silu, gelu_pytorch_tanh");
   if (r.has("sliding_window") && c.arch != Arch::Llama) {
     const bool qwen = c.arch == Arch::Qwen2 || c.arch == Arch::Qwen3;
     if (!qwen || r.boolean("use_sliding_window", false)) {
       c.sliding_window = r.positive_int("sliding_window");
-      if (qwen) c.sliding_window_from_layer = int(r.number("max_window_layers", 28));
+      if (qwen) c.sliding_window_from_layer = r.integer("max_window_layers", 0, INT_MAX, 28);
     }
   }
 
   if (r.has("rope_scaling")) {
     const json& s = j["rope_scaling"];
     if (!s.is_object()) r.fail("rope_scaling", "must be an object or null");
+    const Reader rr{s, path.string(), "rope_scaling."};
     auto& rs = c.rope_scaling;
-    rs.type = s.value("rope_type", s.value("type", std::string("default")));
-    rs.factor = s.value("factor", 1.0);
-    rs.low_freq_factor = s.value("low_freq_factor", 1.0);
-    rs.high_freq_factor = s.value("high_freq_factor", 4.0);
+    rs.type = rr.string("rope_type", rr.string("type", "default"));
+    rs.factor = rr.number("factor", 1.0);
+    rs.low_freq_factor = rr.number("low_freq_factor", 1.0);
+    rs.high_freq_factor = rr.number("high_freq_factor", 4.0);
     rs.original_max_position_embeddings =
-        s.value("original_max_position_embeddings", double(c.max_position_embeddings));
-    rs.beta_fast = s.value("beta_fast", 32.0);
-    rs.beta_slow = s.value("beta_slow", 1.0);
+        rr.number("original_max_position_embeddings", double(c.max_position_embeddings));
+    rs.beta_fast = rr.number("beta_fast", 32.0);
+    rs.beta_slow = rr.number("beta_slow", 1.0);
     if (s.contains("attention_factor") && s["attention_factor"].is_number())
       rs.attention_factor = s["attention_factor"].get<double>();
     if (rs.type != "default" && rs.type != "linear" && rs.type != "llama3" && rs.type != "yarn")
@@ -159,10 +202,7 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
   if (r.has("quantization")) {
     const json& q = j["quantization"];
     if (!q.is_object()) r.fail("quantization", "must be an object");
-    c.quantization = quant_spec(json{{"bits", q.value("bits", 4)},
-                                     {"group_size", q.value("group_size", 64)},
-                                     {"mode", q.value("mode", std::string("affine"))}},
-                                path.string(), "quantization");
+    c.quantization = read_quant(q, path.string(), "quantization");
     for (auto& [key, v] : q.items())
       if (v.is_object() || v.is_boolean())
         c.quant_overrides[key] = quant_spec(v, path.string(), key);
@@ -175,15 +215,15 @@ GenerationConfig GenerationConfig::load(const fs::path& dir) {
   if (fs::exists(dir / "config.json")) {
     json c = read_json_file(dir / "config.json");
     if (c.contains("eos_token_id")) g.eos_token_ids = id_list(c["eos_token_id"]);
-    if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer())
-      g.bos_token_id = c["bos_token_id"].get<int>();
+    if (c.contains("bos_token_id"))
+      if (auto id = token_id(c["bos_token_id"])) g.bos_token_id = id;
   }
   const fs::path path = dir / "generation_config.json";
   if (!fs::exists(path)) return g;
   json j = read_json_file(path);
   if (j.contains("eos_token_id")) g.eos_token_ids = id_list(j["eos_token_id"]);
-  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer())
-    g.bos_token_id = j["bos_token_id"].get<int>();
+  if (j.contains("bos_token_id"))
+    if (auto id = token_id(j["bos_token_id"])) g.bos_token_id = id;
   auto num = [&](const char* k, std::optional<double>& out) {
     if (j.contains(k) && j[k].is_number()) out = j[k].get<double>();
   };
@@ -191,7 +231,8 @@ GenerationConfig GenerationConfig::load(const fs::path& dir) {
   num("top_p", g.top_p);
   num("min_p", g.min_p);
   num("repetition_penalty", g.repetition_penalty);
-  if (j.contains("top_k") && j["top_k"].is_number_integer()) g.top_k = j["top_k"].get<int>();
+  if (j.contains("top_k"))
+    if (auto k = int_value(j["top_k"])) g.top_k = k;
   return g;
 }
 

@@ -128,7 +128,9 @@ void Safetensors::add_file(const fs::path& path) {
   const size_t data_size = size - 8 - header_len;
 
   std::vector<std::pair<size_t, size_t>> ranges;
-  for (auto& [name, entry] : header.items()) {
+  for (auto& item : header.items()) {
+    const std::string& name = item.key();
+    auto& entry = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& what) { fail(file, "tensor " + name + ": " + what); };
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
@@ -143,7 +145,10 @@ void Safetensors::add_file(const fs::path& path) {
     t.file = file;
     if (!entry["shape"].is_array()) bad("shape is not an array");
     for (auto& d : entry["shape"]) {
-      if (!d.is_number_unsigned()) bad("shape has a non-integer or negative dimension");
+      // Past 2^63 - 1 a dimension would turn negative as int64_t (and two
+      // negative ones make a positive element count).
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > uint64_t(INT64_MAX))
+        bad("shape has a dimension that is not an integer from 0 to 2^63 - 1");
       t.shape.push_back(d.get<int64_t>());
     }
     auto& off = entry["data_offsets"];
@@ -155,7 +160,8 @@ void Safetensors::add_file(const fs::path& path) {
     if (end > data_size)
       bad("data ends at byte " + std::to_string(end) + " but the data section has only " +
           std::to_string(data_size) + " bytes: truncated file?");
-    // Overflow-safe size check: numel * dtype_size must equal the byte range.
+    // Overflow-safe size check: numel * dtype_size must equal the byte range
+    // (the product stops growing past data_size, each factor is below 2^63).
     __int128 expect = dtype_size(t.dtype);
     for (int64_t d : t.shape) {
       expect *= d;

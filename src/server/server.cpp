@@ -250,7 +250,7 @@ void Server::Impl::setup() {
                 true, [this](const httplib::Request& req, httplib::Response& res) { anthropic_count_tokens(req, res); },
                 Protocol::Anthropic));
   auto ollama = [this](auto f) {
-    return guarded(true, [this, f](const httplib::Request& req, httplib::Response& res) { f(req, res); }, Protocol::Ollama);
+    return guarded(true, [f](const httplib::Request& req, httplib::Response& res) { f(req, res); }, Protocol::Ollama);
   };
   http.Post("/api/chat", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_generate(req, res, true); }));
   http.Post("/api/generate",

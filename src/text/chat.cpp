@@ -80,6 +80,12 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir, const st
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                  bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const {
+  return render(messages, tools, add_generation_prompt, kwargs, jinja::RenderLimits{});
+}
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                 bool add_generation_prompt, const nlohmann::ordered_json& kwargs,
+                                 const jinja::RenderLimits& limits) const {
   nlohmann::ordered_json vars = nlohmann::ordered_json::object();
   vars["messages"] = messages;
   vars["tools"] = tools;
@@ -89,7 +95,7 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const n
   if (!eos_token_.empty()) vars["eos_token"] = eos_token_;
   if (kwargs.is_object())
     for (const auto& [k, v] : kwargs.items()) vars[k] = v;
-  return template_->render(vars);
+  return template_->render(vars, limits);
 }
 
 }  // namespace hearth::text

@@ -21,6 +21,7 @@ namespace hearth::text {
 
 namespace jinja {
 class Template;
+struct RenderLimits;
 }
 
 struct ChatTemplate {
@@ -46,6 +47,10 @@ struct ChatTemplate {
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                      bool add_generation_prompt,
                      const nlohmann::ordered_json& kwargs = nlohmann::ordered_json::object()) const;
+  // The same within other bounds on the work (jinja::RenderLimits).
+  std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                     bool add_generation_prompt, const nlohmann::ordered_json& kwargs,
+                     const jinja::RenderLimits& limits) const;
 
   const std::string& source() const { return source_; }
   const std::string& bos_token() const { return bos_token_; }

@@ -24,15 +24,17 @@ Template::Template(const std::string& source) {
   parsed_ = std::move(p);
 }
 
-std::string Template::render(const Value& vars) const {
+std::string Template::render(const Value& vars, const RenderLimits& limits) const {
   auto globals = std::make_shared<DictData>();
   add_global_functions(*globals);
   if (vars.is_dict())
     for (const auto& [k, v] : vars.dict_data().items) globals->set(k, v);
-  Interpreter in(globals);
+  Interpreter in(globals, limits);
   return in.render(parsed_->body, parsed_->root_locals);
 }
 
-std::string Template::render(const nlohmann::ordered_json& vars) const { return render(from_json(vars)); }
+std::string Template::render(const nlohmann::ordered_json& vars, const RenderLimits& limits) const {
+  return render(from_json(vars), limits);
+}
 
 }  // namespace hearth::text::jinja

@@ -310,9 +310,31 @@ bool Interpreter::call_test(const std::string& name, const Value& v, CallArgs& a
 
 // ---- expressions ----
 
+void Interpreter::too_much_work() const {
+  throw TemplateError(TemplateError::Kind::Limit, "the template does too much work (more than " +
+                                                      std::to_string(limits_.max_steps) + " steps)");
+}
+
+void Interpreter::account(const Value& v) {
+  if (v.is_string()) {
+    if (v.str().size() > kMaxTextBytes)
+      throw TemplateError(TemplateError::Kind::Limit, "string too long (" + std::to_string(v.str().size()) +
+                                                          " bytes, more than " + std::to_string(kMaxTextBytes >> 20) +
+                                                          " MiB)");
+    charge(1 + static_cast<int64_t>(v.str().size() >> 4));  // copied with the value
+  } else if (v.kind() == Kind::List && !v.list_data().charged) {
+    v.list_data().charged = true;  // built once; later uses share it
+    charge(1 + static_cast<int64_t>(v.list_data().bytes >> 4));
+  } else {
+    charge(1);
+  }
+}
+
 Value Interpreter::eval(const Expr& e, const ScopePtr& scope) {
   try {
-    return eval_inner(e, scope);
+    Value v = eval_inner(e, scope);
+    account(v);
+    return v;
   } catch (const TemplateError& err) {
     if (err.line() == 0) throw err.with_line(e.line);
     throw;
@@ -387,7 +409,10 @@ Value Interpreter::eval_slice(const Value& obj, const Expr& sl, const ScopePtr& 
   int64_t b = clamp(start, step < 0 ? n - 1 : 0);
   int64_t e = clamp(stop, step < 0 ? -1 : n);
   std::vector<int64_t> idx;
-  for (int64_t i = b; step > 0 ? i < e : i > e; i += step) idx.push_back(i);
+  for (int64_t i = b; step > 0 ? i < e : i > e;) {
+    idx.push_back(i);
+    if (__builtin_add_overflow(i, step, &i)) break;  // a huge step: past either end
+  }
   if (obj.is_indexable()) {
     std::vector<Value> out;
     out.reserve(idx.size());
@@ -550,6 +575,7 @@ Flow Interpreter::run_for(const Stmt& s, const Value& iterable, const ScopePtr& 
   auto loop = std::make_shared<LoopObject>(items, depth, &s, scope);
   Value loop_value = Value::object(loop);
   for (size_t i = 0; i < items.size(); ++i) {
+    charge(4);  // a scope of its own: costlier than an expression
     loop->index0 = i;
     auto iter_scope = enter_frame(scope, s.frame_locals);
     assign(*s.target, items[i], iter_scope);
@@ -616,6 +642,18 @@ Value Interpreter::call_macro(const Stmt& def, const ScopePtr& parent, CallArgs&
 }
 
 void Interpreter::exec_stmt(const Stmt& s, const ScopePtr& scope, std::string& out, Flow& flow) {
+  const size_t before = out.size();
+  exec_stmt_inner(s, scope, out, flow);
+  if (out.size() > kMaxTextBytes)
+    throw TemplateError(TemplateError::Kind::Limit,
+                        "output too long (more than " + std::to_string(kMaxTextBytes >> 20) + " MiB)");
+  // What a statement prints itself (a body's statements count their own).
+  const bool prints = s.kind == StmtKind::Text || s.kind == StmtKind::Output || s.kind == StmtKind::CallBlock ||
+                      s.kind == StmtKind::FilterBlock;
+  charge(1 + (prints ? static_cast<int64_t>((out.size() - before) >> 4) : 0));
+}
+
+void Interpreter::exec_stmt_inner(const Stmt& s, const ScopePtr& scope, std::string& out, Flow& flow) {
   switch (s.kind) {
     case StmtKind::Text: out += s.text; return;
     case StmtKind::Output: out += eval(*s.expr, scope).to_str(); return;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "text/jinja.h"
 #include "text/jinja_ast.h"
 #include "text/jinja_value.h"
 
@@ -26,7 +27,8 @@ enum class Flow { Normal, Break, Continue };
 class Interpreter {
  public:
   // `globals`: the render variables and the built-in functions.
-  explicit Interpreter(std::shared_ptr<const DictData> globals) : globals_(std::move(globals)) {}
+  Interpreter(std::shared_ptr<const DictData> globals, const RenderLimits& limits)
+      : globals_(std::move(globals)), limits_(limits) {}
   ~Interpreter();
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
@@ -50,7 +52,16 @@ class Interpreter {
   // Runs a for loop over `iterable` (also used by recursive loop(...) calls).
   Flow run_for(const Stmt& s, const Value& iterable, const ScopePtr& scope, std::string& out, int depth);
 
+  // Counts `steps` units of work against RenderLimits::max_steps.
+  void charge(int64_t steps) {
+    steps_ += steps;
+    if (steps_ > limits_.max_steps) too_much_work();
+  }
+
  private:
+  [[noreturn]] void too_much_work() const;
+  // The work and size limits on a value an expression produced.
+  void account(const Value& v);
   Value eval_inner(const Expr& e, const ScopePtr& scope);
   Value lookup(const std::string& name, const ScopePtr& scope) const;
   void assign(const Expr& target, const Value& v, const ScopePtr& scope);
@@ -59,10 +70,13 @@ class Interpreter {
   Value eval_slice(const Value& obj, const Expr& slice, const ScopePtr& scope);
   Value apply_filter_chain(const Expr* f, Value subject, const ScopePtr& scope);
   void exec_stmt(const Stmt& s, const ScopePtr& scope, std::string& out, Flow& flow);
+  void exec_stmt_inner(const Stmt& s, const ScopePtr& scope, std::string& out, Flow& flow);
   // A new scope for a frame, with its statically-undefined names bound.
   static ScopePtr enter_frame(const ScopePtr& parent, const std::vector<std::string>& locals);
 
   std::shared_ptr<const DictData> globals_;
+  RenderLimits limits_;
+  int64_t steps_ = 0;
   int call_depth_ = 0;
   // Scopes that macros were defined in: a macro holds its scope, which holds
   // the macro, so these are cleared when the render ends.

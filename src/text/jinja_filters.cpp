@@ -118,8 +118,10 @@ Value f_batch(Interpreter&, const Value& v, CallArgs& a) {
     cur.push_back(x);
   }
   if (!cur.empty()) {
-    if (!fill.is_none())
+    if (!fill.is_none()) {
+      check_list_size(static_cast<uint64_t>(*n));
       while (static_cast<int64_t>(cur.size()) < *n) cur.push_back(fill);
+    }
     out.push_back(Value::list(std::move(cur)));
   }
   return Value::sequence(Seq::Generator, std::move(out));
@@ -128,6 +130,7 @@ Value f_batch(Interpreter&, const Value& v, CallArgs& a) {
 Value f_slice(Interpreter&, const Value& v, CallArgs& a) {
   auto slices = to_int(a.get_or(0, "slices", Value(1)));
   if (!slices || *slices <= 0) throw_type_error("slice count must be a positive integer");
+  check_list_size(static_cast<uint64_t>(*slices));
   Value fill = a.get_or(1, "fill_with", Value::none());
   auto seq = iterate(v);
   int64_t length = static_cast<int64_t>(seq.size());
@@ -356,7 +359,7 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& a) {
   } else {
     auto w = to_int(width);
     if (!w) throw_type_error("indent width must be an integer or a string");
-    if (*w > 0) indention = std::string(*w, ' ');
+    if (*w > 0) check_text_size(static_cast<uint64_t>(*w)), indention = std::string(*w, ' ');
   }
   // do_indent appends "\n" to the value itself: anything but a string fails.
   if (v.is_undefined()) v.fail_undefined();
@@ -566,6 +569,7 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& a) {
   } else if (!indent.is_none()) {
     auto n = to_int(indent);
     if (!n || indent.is_float()) throw_type_error("indent must be an integer or a string");
+    if (*n > 0) check_text_size(static_cast<uint64_t>(*n));
     opt.indent = std::string(*n > 0 ? *n : 0, ' ');
   }
   if (opt.indent) opt.item_separator = ",";

@@ -142,13 +142,19 @@ Spec parse_spec(const std::string& s) {
   if (i < s.size() && s[i] == '0') sp.zero = true, ++i;
   if (i < s.size() && s[i] >= '0' && s[i] <= '9') {
     sp.width = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') sp.width = sp.width * 10 + (s[i++] - '0');
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      sp.width = sp.width * 10 + (s[i++] - '0');
+      check_text_size(static_cast<uint64_t>(sp.width));  // before it can overflow
+    }
   }
   if (i < s.size() && (s[i] == ',' || s[i] == '_')) sp.grouping = s[i++];
   if (i < s.size() && s[i] == '.') {
     ++i;
     sp.precision = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') sp.precision = sp.precision * 10 + (s[i++] - '0');
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      sp.precision = sp.precision * 10 + (s[i++] - '0');
+      check_text_size(static_cast<uint64_t>(sp.precision));
+    }
   }
   if (i < s.size()) sp.type = s[i++];
   if (i != s.size()) throw_type_error("Invalid format specifier '" + s + "'");
@@ -218,13 +224,17 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       if (i < fmt.size() && fmt[i] == '*') {
         auto w = to_int(take());
         if (!w) throw_type_error("* wants int");
+        check_text_size(*w < 0 ? 0 - static_cast<uint64_t>(*w) : static_cast<uint64_t>(*w));  // |*w|
         target = static_cast<int>(*w);
         ++i;
         return;
       }
       if (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') {
         target = 0;
-        while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') target = target * 10 + (fmt[i++] - '0');
+        while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') {
+          target = target * 10 + (fmt[i++] - '0');
+          check_text_size(static_cast<uint64_t>(target));  // before it can overflow
+        }
       }
     };
     number(sp.width);

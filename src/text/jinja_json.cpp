@@ -118,6 +118,7 @@ void dump(std::string& out, const Value& v, const JsonDumpOptions& opt, int dept
   auto newline = [&](int d) {
     out += '\n';
     for (int i = 0; i < d; ++i) out += *opt.indent;
+    check_text_size(out.size());  // a wide indent, deep and long
   };
   switch (v.kind()) {
     case Kind::None: out += "null"; return;

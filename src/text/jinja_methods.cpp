@@ -98,6 +98,7 @@ std::string justify(const std::string& s, const CallArgs& a, char how) {
   int64_t len = static_cast<int64_t>(py::length(s));
   if (width <= len) return s;
   int64_t n = width - len;
+  check_text_size(static_cast<uint64_t>(n) * std::max<size_t>(fill.size(), 1));  // width is < 2^63, fill short
   auto rep = [&](int64_t k) {
     std::string r;
     for (int64_t i = 0; i < k; ++i) r += fill;
@@ -242,6 +243,7 @@ Value str_method(Interpreter& in, const Value& self, const std::string& m, CallA
     int64_t width = need_int(a.get_or(0, "width", Value(0)), "width");
     int64_t len = static_cast<int64_t>(py::length(s));
     if (width <= len) return Value(s);
+    check_text_size(static_cast<uint64_t>(width));
     size_t sign = (!s.empty() && (s[0] == '+' || s[0] == '-')) ? 1 : 0;
     return Value(s.substr(0, sign) + std::string(width - len, '0') + s.substr(sign));
   }

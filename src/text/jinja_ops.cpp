@@ -12,8 +12,6 @@ namespace hearth::text::jinja {
 
 namespace {
 
-constexpr size_t kMaxRepeatBytes = size_t{1} << 28;
-
 [[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
   throw_type_error("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" +
                    b.type_name() + "'");
@@ -23,16 +21,20 @@ bool is_intlike(const Value& v) { return v.is_int() || v.is_bool(); }
 
 Value repeat(const Value& seq, int64_t times) {
   if (times <= 0) return seq.is_string() ? Value(std::string()) : seq.is_tuple() ? Value::tuple({}) : Value::list();
+  // Sizes compared by division: the product can overflow.
   if (seq.is_string()) {
-    if (seq.str().size() * static_cast<size_t>(times) > kMaxRepeatBytes)
+    if (!seq.str().empty() && static_cast<uint64_t>(times) > kMaxTextBytes / seq.str().size())
       throw TemplateError(TemplateError::Kind::Limit, "string repetition result too large");
+    if (seq.str().empty()) return seq;
     std::string out;
     out.reserve(seq.str().size() * times);
     for (int64_t i = 0; i < times; ++i) out += seq.str();
     return seq.is_markup() ? Value::markup(out) : Value(out);
   }
-  if (seq.items().size() * static_cast<size_t>(times) > kMaxRepeatBytes / 16)
+  const size_t bytes = seq.list_data().bytes;
+  if (bytes && static_cast<uint64_t>(times) > kMaxListBytes / bytes)
     throw TemplateError(TemplateError::Kind::Limit, "list repetition result too large");
+  if (seq.items().empty()) return seq.is_tuple() ? Value::tuple({}) : Value::list();
   std::vector<Value> out;
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
   return seq.is_tuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));

@@ -1,5 +1,7 @@
 #include "text/jinja_unicode.h"
 
+#include "text/jinja_value.h"
+
 #include <utf8proc.h>
 
 namespace hearth::text::jinja::py {
@@ -314,6 +316,7 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
     for (size_t k = 0; k + 1 < offs.size(); ++k) {
       if (count < 0 || n < count) out += rep, ++n;
       out += s.substr(offs[k], offs[k + 1] - offs[k]);
+      check_text_size(out.size());
     }
     if (count < 0 || n < count) out += rep;
     return out;
@@ -325,6 +328,7 @@ std::string replace(std::string_view s, std::string_view old, std::string_view r
     if (f == std::string_view::npos) break;
     out += s.substr(pos, f - pos);
     out += rep;
+    check_text_size(out.size());
     pos = f + old.size();
     ++n;
   }

@@ -33,6 +33,18 @@ const Value* DictData::find(const std::string& key) const {
   return it == index.end() ? nullptr : &items[it->second].second;
 }
 
+void check_text_size(uint64_t bytes) {
+  if (bytes > kMaxTextBytes)
+    throw TemplateError(TemplateError::Kind::Limit, "string too long (" + std::to_string(bytes) + " bytes, more than " +
+                                                        std::to_string(kMaxTextBytes >> 20) + " MiB)");
+}
+
+void check_list_size(uint64_t items) {
+  if (items > kMaxListBytes / sizeof(Value))
+    throw TemplateError(TemplateError::Kind::Limit, "list too large (" + std::to_string(items) + " items, more than " +
+                                                        std::to_string(kMaxListBytes >> 20) + " MiB)");
+}
+
 static void check_depth(int depth) {
   if (depth > kMaxValueDepth)
     throw TemplateError(TemplateError::Kind::Limit, "value nested too deeply (more than " +
@@ -78,13 +90,22 @@ Value Value::range(std::vector<Value> numbers, std::string repr) {
 
 Value Value::list(std::vector<Value> items) {
   int d = 0;
-  for (const auto& x : items) d = std::max(d, x.depth());
+  size_t bytes = items.size() * sizeof(Value);
+  for (const auto& x : items) {
+    d = std::max(d, x.depth());
+    if (x.kind() == Kind::String) bytes += x.str().size();
+  }
   check_depth(d + 1);
+  if (bytes > kMaxListBytes)
+    throw TemplateError(TemplateError::Kind::Limit, "list too large (" + std::to_string(items.size()) +
+                                                        " items, more than " + std::to_string(kMaxListBytes >> 20) +
+                                                        " MiB)");
   Value v;
   v.kind_ = Kind::List;
   v.list_ = std::make_shared<ListData>();
   v.list_->items = std::move(items);
   v.list_->depth = d + 1;
+  v.list_->bytes = bytes;
   return v;
 }
 

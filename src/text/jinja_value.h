@@ -34,12 +34,27 @@ enum class Seq : uint8_t { List, Tuple, Generator, ReverseIterator, DictItems, D
 // never recurses past it.
 constexpr int kMaxValueDepth = 1000;
 
+// Any one string a template builds, its output included, holds at most this
+// many bytes (eight times the prompt of a million-token context), and any one
+// list at most kMaxListBytes (its elements' own bytes, strings included; a
+// nested list or dict is shared, not counted again). Beyond, a TemplateError
+// of kind Limit, so no template can take the memory of the process.
+constexpr size_t kMaxTextBytes = size_t{32} << 20;
+constexpr size_t kMaxListBytes = size_t{128} << 20;
+// Throws that Limit error for a string of `bytes` bytes about to be built
+// (a padding width, a repetition) past kMaxTextBytes.
+void check_text_size(uint64_t bytes);
+// The same for a list of `items` elements about to be built (kMaxListBytes).
+void check_list_size(uint64_t items);
+
 struct ListData {
   std::vector<Value> items;
   int depth = 1;  // 1 + the deepest element's depth
   Seq seq = Seq::List;
   mutable bool consumed = false;  // generators and iterators are one-shot
   std::string range_repr;         // "range(0, 5)" for Seq::Range
+  size_t bytes = 0;               // sizeof(Value) per element plus their string bytes
+  mutable bool charged = false;   // its building was counted in the render's work (jinja_eval.h)
 };
 
 // Insertion-ordered dict; keys are hashable values (str, int, float, bool,
@@ -52,7 +67,7 @@ struct DictData {
   const Value* find(const Value& key) const;
   const Value* find(const std::string& key) const;
   void set(const Value& key, Value value);
-  size_t size() const { return items.size(); }
+  size_t size() const;  // below Value: items' element type must be complete (clang)
 };
 
 class Value {
@@ -138,6 +153,8 @@ class Value {
   std::shared_ptr<DictData> dict_;
   std::shared_ptr<Object> obj_;
 };
+
+inline size_t DictData::size() const { return items.size(); }
 
 // Positional and keyword arguments of a call.
 struct CallArgs {

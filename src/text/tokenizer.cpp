@@ -78,7 +78,9 @@ struct Tokenizer::Impl {
   }
 
   void add_token(Added a) {
-    if (a.id < 0) throw std::runtime_error("added token \"" + a.content + "\" has a negative id");
+    if (a.id < 0 || a.id > detail::kMaxTokenId)
+      throw std::runtime_error("added token \"" + a.content + "\" has the id " + std::to_string(a.id) +
+                               ", out of range (0 to " + std::to_string(detail::kMaxTokenId) + ")");
     const size_t idx = added.size();
     added_index[a.content] = idx;
     (*added_contents)[a.content] = a.id;
@@ -278,7 +280,12 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json,
     if (const json& at = field("added_tokens"); at.is_array()) {
       for (const auto& a : at) {
         const bool special = a.value("special", false);
-        impl->add_token({a.at("content").get<std::string>(), a.at("id").get<int32_t>(), special,
+        const json& id_json = a.at("id");
+        const int64_t id = id_json.is_number_integer() ? id_json.get<int64_t>() : -1;
+        if (id < 0 || id > detail::kMaxTokenId)
+          throw std::runtime_error("added token " + a.at("content").dump() + " has the id " + id_json.dump() +
+                                   ", not an integer in the range (0 to " + std::to_string(detail::kMaxTokenId) + ")");
+        impl->add_token({a.at("content").get<std::string>(), static_cast<int32_t>(id), special,
                          a.value("lstrip", false), a.value("rstrip", false), a.value("single_word", false),
                          a.contains("normalized") && !a["normalized"].is_null() ? a["normalized"].get<bool>() : !special});
       }
@@ -297,6 +304,11 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json,
     const Impl* raw = impl.get();
     impl->post_processor = detail::make_post_processor(field("post_processor"),
                                                        [raw](std::string_view t) { return raw->lookup(t); });
+    if (impl->post_processor)
+      for (int32_t id : impl->post_processor->added_ids())
+        if (id < 0 || static_cast<size_t>(id) >= impl->id_to_token.size())
+          throw std::runtime_error("post_processor: token id " + std::to_string(id) + " is not in the vocabulary (" +
+                                   std::to_string(impl->id_to_token.size()) + " ids)");
     impl->decoder = detail::make_decoder(field("decoder"), impl->added_contents);
     impl->finish();
   } catch (const std::exception& e) {
@@ -486,11 +498,18 @@ std::string StreamDecoder::push(int32_t id) {
   if (end == text.size()) {
     // Everything is out: keep only the ids since the last cut as context. A
     // cut must not split a run of byte-fallback tokens where the reference
-    // would decode differently (inside a character, or before a run's BOM).
+    // would decode differently (inside a character, or before a run's BOM),
+    // nor leave a context that decodes to nothing: a decoder that strips
+    // the text's start (Strip with start 2) would strip what comes next too.
     size_t keep_from = prefix_index_;
-    while (keep_from > 0 && !safe_cut(tok_, ids_[keep_from])) --keep_from;
+    std::string context;
+    for (; keep_from > 0; --keep_from) {
+      if (!safe_cut(tok_, ids_[keep_from])) continue;
+      context = tok_.decode(std::span<const int32_t>(ids_).subspan(keep_from), skip_special_);
+      if (!context.empty()) break;
+    }
     ids_.erase(ids_.begin(), ids_.begin() + static_cast<long>(keep_from));
-    prefix_ = tok_.decode(ids_, skip_special_);
+    prefix_ = keep_from > 0 ? std::move(context) : tok_.decode(ids_, skip_special_);
     emitted_ = prefix_.size();
     prefix_index_ = ids_.size();
   }

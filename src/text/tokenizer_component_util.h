@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "text/tokenizer_components.h"
 
@@ -25,7 +27,14 @@ T get_or(const json& j, const char* key, T fallback) {
   if (!j.is_object()) return fallback;
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // A float or an out-of-range integer would not convert to T faithfully.
+    const bool fits = it->is_number_unsigned()  ? std::in_range<T>(it->template get<uint64_t>())
+                      : it->is_number_integer() ? std::in_range<T>(it->template get<int64_t>())
+                                                : false;
+    if (!fits) bad(std::string("\"") + key + "\" must be an integer in range, not " + it->dump());
+  }
+  return it->template get<T>();
 }
 
 inline std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {

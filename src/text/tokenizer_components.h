@@ -20,6 +20,11 @@ namespace hearth::text::detail {
 
 using json = nlohmann::json;
 
+// Token ids go up to this (the id -> token table is as long as the largest
+// id): 16 times the largest vocabulary in use (Gemma 3's 262k), and a bound
+// on what a malformed file can make the loader allocate.
+constexpr int64_t kMaxTokenId = (int64_t{1} << 22) - 1;
+
 // Hash map keyed by std::string that accepts std::string_view lookups.
 struct StringHash {
   using is_transparent = void;
@@ -110,6 +115,8 @@ class PostProcessor {
  public:
   virtual ~PostProcessor() = default;
   virtual void process(std::vector<int32_t>& ids, bool add_special_tokens) const = 0;
+  // Every id it may add (checked against the vocabulary once loaded).
+  virtual std::vector<int32_t> added_ids() const = 0;
 };
 std::unique_ptr<PostProcessor> make_post_processor(const json& config,
                                                    const std::function<std::optional<int32_t>(std::string_view)>& lookup);

@@ -1,6 +1,7 @@
 // Fast loading of tokenizer.json: a SAX pass that builds the JSON DOM for the
 // small parts and streams model.vocab / model.merges (hundreds of thousands
 // of entries) straight into vectors; and the flat token index.
+#include <cmath>
 #include <stdexcept>
 
 #include "text/tokenizer_components.h"
@@ -74,7 +75,12 @@ class Loader final : public nlohmann::json_sax<json> {
     return capture_ ? number(static_cast<double>(v), static_cast<int64_t>(v)) : value(json(v));
   }
   bool number_float(number_float_t v, const string_t&) override {
-    return capture_ ? number(v, static_cast<int64_t>(v)) : value(json(v));
+    if (!capture_) return value(json(v));
+    // An id written as a float counts if it is a whole number (1.0); any
+    // other (1.5, 1e30) fails number()'s check. Converting one out of
+    // int64's range would be undefined.
+    const bool whole = std::fabs(v) < 9.2e18 && v == std::trunc(v);
+    return number(v, whole ? static_cast<int64_t>(v) : 0);
   }
   bool string(string_t& v) override {
     if (!capture_) return value(json(std::move(v)));

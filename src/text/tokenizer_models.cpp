@@ -208,7 +208,9 @@ void load_vocab_object(Model& m, ModelData& data, const char* model) {
   int64_t max_id = -1;
   m.vocab.reserve(data.vocab_object.size());
   for (const auto& [tok, id] : data.vocab_object) {
-    if (id < 0 || id > INT32_MAX) bad("bad token id for \"" + tok + "\"");
+    if (id < 0 || id > kMaxTokenId)
+      bad("token id " + std::to_string(id) + " of \"" + tok + "\" is out of range (0 to " +
+          std::to_string(kMaxTokenId) + ")");
     m.vocab.set(tok, static_cast<int32_t>(id));
     max_id = std::max(max_id, id);
   }
@@ -476,9 +478,9 @@ class Unigram final : public Model {
       scores_.push_back(score);
     }
     if (auto it = j.find("unk_id"); it != j.end() && it->is_number_integer()) {
-      const int32_t id = it->get<int32_t>();
+      const int64_t id = it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX ? -1 : it->get<int64_t>();
       if (id < 0 || static_cast<size_t>(id) >= id_to_token.size()) bad("Unigram unk_id out of range");
-      unk_id = id;
+      unk_id = static_cast<int32_t>(id);
     }
     byte_fallback_ = get_or<bool>(j, "byte_fallback", false);
     double min_score = std::numeric_limits<double>::infinity();
@@ -587,7 +589,11 @@ class Tiktoken final : public Model {
  public:
   explicit Tiktoken(std::vector<std::pair<std::string, int32_t>> ranks) {
     int32_t max_id = -1;
-    for (auto& [bytes, rank] : ranks) max_id = std::max(max_id, rank);
+    for (auto& [bytes, rank] : ranks) {
+      if (rank < 0 || rank > kMaxTokenId)
+        bad("rank " + std::to_string(rank) + " is out of range (0 to " + std::to_string(kMaxTokenId) + ")");
+      max_id = std::max(max_id, rank);
+    }
     id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
     vocab.reserve(ranks.size());
     for (auto& [bytes, rank] : ranks) {

@@ -2,6 +2,7 @@
 #include <array>
 #include <cctype>
 #include <stdexcept>
+#include <utility>
 
 #include "text/tokenizer_component_util.h"
 #include "text/unicode.h"
@@ -29,7 +30,11 @@ class TemplatePost final : public PostProcessor {
         std::vector<int32_t> ids;
         const json& st = j.value("special_tokens", json::object());
         if (st.contains(name) && st[name].contains("ids")) {
-          for (const auto& v : st[name]["ids"]) ids.push_back(v.get<int32_t>());
+          for (const auto& v : st[name]["ids"]) {
+            if (!v.is_number_integer() || !std::in_range<int32_t>(v.get<int64_t>()))
+              bad("TemplateProcessing: the ids of \"" + name + "\" must be token ids, not " + v.dump());
+            ids.push_back(v.get<int32_t>());
+          }
         } else {
           ids.push_back(resolve(lookup, name, "TemplateProcessing"));
         }
@@ -55,6 +60,11 @@ class TemplatePost final : public PostProcessor {
     }
     ids = std::move(out);
   }
+  std::vector<int32_t> added_ids() const override {
+    std::vector<int32_t> out;
+    for (const auto& s : steps_) out.insert(out.end(), s.ids.begin(), s.ids.end());
+    return out;
+  }
 
  private:
   struct Step {
@@ -69,7 +79,10 @@ class ClsSepPost final : public PostProcessor {
   ClsSepPost(const json& j, const Lookup& lookup) {
     auto get = [&](const char* key) {
       const json& v = j.at(key);
-      if (v.is_array() && v.size() == 2 && v[1].is_number_integer()) return v[1].get<int32_t>();
+      if (v.is_array() && v.size() == 2 && v[1].is_number_integer()) {
+        if (!std::in_range<int32_t>(v[1].get<int64_t>())) bad(std::string(key) + ": bad token id " + v[1].dump());
+        return v[1].get<int32_t>();
+      }
       return resolve(lookup, v.is_array() ? v[0].get<std::string>() : v.get<std::string>(), key);
     };
     cls_ = get("cls");
@@ -80,6 +93,7 @@ class ClsSepPost final : public PostProcessor {
     ids.insert(ids.begin(), cls_);
     ids.push_back(sep_);
   }
+  std::vector<int32_t> added_ids() const override { return {cls_, sep_}; }
 
  private:
   int32_t cls_, sep_;
@@ -88,6 +102,7 @@ class ClsSepPost final : public PostProcessor {
 class NoOpPost final : public PostProcessor {
  public:
   void process(std::vector<int32_t>&, bool) const override {}
+  std::vector<int32_t> added_ids() const override { return {}; }
 };
 
 class SequencePost final : public PostProcessor {
@@ -96,6 +111,15 @@ class SequencePost final : public PostProcessor {
   void process(std::vector<int32_t>& ids, bool add) const override {
     for (const auto& p : items_)
       if (p) p->process(ids, add);
+  }
+  std::vector<int32_t> added_ids() const override {
+    std::vector<int32_t> out;
+    for (const auto& p : items_)
+      if (p) {
+        const auto ids = p->added_ids();
+        out.insert(out.end(), ids.begin(), ids.end());
+      }
+    return out;
   }
 
  private:

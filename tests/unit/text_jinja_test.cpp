@@ -347,6 +347,61 @@ TEST(TextJinja, LimitsInsteadOfCrashes) {
   EXPECT_EQ(render_error("{{ x }}", R"({"x": )" + deep_json + "}").kind(), TemplateError::Kind::Limit);
 }
 
+// A template is bounded in the work one render does and in the memory any
+// one value takes (jinja::RenderLimits, kMaxTextBytes, kMaxListBytes): each
+// of these ran for hours, overflowed or asked for gigabytes before
+// (tests/fuzz/text_jinja_fuzz).
+TEST(TextJinja, BoundedWorkAndMemory) {
+  auto limit = [](const std::string& source) {
+    const TemplateError e = render_error(source);
+    EXPECT_EQ(e.kind(), TemplateError::Kind::Limit) << source << ": " << e.what();
+    return e.message();
+  };
+  // Loops: 10^10 passes, or 10^5 passes that each copy a 16 MB string (with
+  // a fiftieth of the default budget, which an unoptimized build spends slowly).
+  hearth::text::jinja::RenderLimits small;
+  small.max_steps /= 50;
+  auto work = [&](const std::string& source) {
+    try {
+      Template(source).render(nlohmann::ordered_json::object(), small);
+      ADD_FAILURE() << "rendered: " << source;
+    } catch (const TemplateError& e) {
+      EXPECT_EQ(e.kind(), TemplateError::Kind::Limit);
+      EXPECT_NE(e.message().find("too much work"), std::string::npos) << e.message();
+    }
+  };
+  work("{% for a in range(99999) %}{% for b in range(99999) %}{% endfor %}{% endfor %}");
+  work("{% set s = 'x' * 16000000 %}{% for i in range(100000) %}{% set t = s %}{% endfor %}");
+  // Growth by doubling, of a string, of a list, of the output.
+  limit("{% set ns = namespace(v='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.v = ns.v ~ ns.v %}{% endfor %}");
+  limit("{% set ns = namespace(v=['x' * 1000]) %}{% for i in range(40) %}{% set ns.v = ns.v + ns.v %}{% endfor %}");
+  limit("{% for i in range(100000) %}{{ 'x' * 1000000 }}{% endfor %}");
+  limit("{{ ['x' * 1000000] * 1000 }}");
+  // Sizes that overflowed or looped without producing anything.
+  limit("{{ 'ab' * 9223372036854775807 }}");
+  EXPECT_EQ(render("[{{ '' * 9223372036854775807 }}{{ ([] * 9223372036854775807)|length }}]"), "[0]");
+  limit("{{ 'x'.center(2000000000) }}");
+  limit("{{ 'x'.ljust(9223372036854775807, 'ab') }}");
+  limit("{{ '5'.zfill(2000000000) }}");
+  limit("{{ 'a\nb'|indent(2000000000) }}");
+  limit("{{ '{:99999999999999999999}'.format(1) }}");
+  limit("{{ '{:.99999999999999999999}'.format('x') }}");
+  limit("{{ '%99999999999999999999d' % 1 }}");
+  limit("{{ '%*d' % (2000000000, 1) }}");
+  limit("{{ ('x' * 1000000).replace('', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}");
+  limit("{{ [1]|tojson(indent=2000000000) }}");
+  limit("{{ [1, 2]|batch(9223372036854775807, 0)|list }}");
+  limit("{{ [1, 2]|slice(9223372036854775807)|list }}");
+  EXPECT_EQ(render("{{ [1, 2, 3][1::9223372036854775807] }}{{ 'abc'[::-9223372036854775807] }}"), "[2]c");
+  // A smaller budget, as the fuzz harness uses; real templates use little.
+  hearth::text::jinja::RenderLimits tight;
+  tight.max_steps = 1000;
+  EXPECT_THROW(Template("{% for i in range(1000) %}{{ i }}{% endfor %}").render(nlohmann::ordered_json::object(), tight),
+               TemplateError);
+  EXPECT_EQ(Template("{% for i in range(10) %}{{ i }}{% endfor %}").render(nlohmann::ordered_json::object(), tight),
+            "0123456789");
+}
+
 TEST(TextJinja, FloatReprIsPythons) {
   using hearth::text::jinja::repr_float;
   EXPECT_EQ(repr_float(0.1), "0.1");

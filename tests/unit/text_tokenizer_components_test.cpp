@@ -264,6 +264,43 @@ TEST(PostProcessor, RobertaAndBert) {
   EXPECT_EQ(seq->encode("a"), (std::vector<int32_t>{1, 0, 2}));
 }
 
+// tests/fuzz/text_tokenizer_json_fuzz found encode() handing out a
+// post-processor's id that the vocabulary does not have; ids and counts a
+// malformed file gives are now refused at load, not used or allocated for.
+TEST(Tokenizer, IdsOutsideTheVocabularyAreRefused) {
+  auto make = [](const std::string& vocab, const std::string& added, const std::string& post) {
+    return Tokenizer::from_json(R"({"normalizer":null,"pre_tokenizer":null,"decoder":null,"added_tokens":)" + added +
+                                R"(,"post_processor":)" + post + R"(,"model":{"type":"BPE","vocab":)" + vocab +
+                                R"(,"merges":[]}})");
+  };
+  const std::string vocab = R"({"a":0,"<s>":1,"</s>":2})";
+  EXPECT_NO_THROW(make(vocab, "[]", R"({"type":"RobertaProcessing","sep":["</s>",2],"cls":["<s>",1]})"));
+  EXPECT_THROW(make(vocab, "[]", R"({"type":"RobertaProcessing","sep":["</s>",549560],"cls":["<s>",1]})"),
+               std::runtime_error);
+  EXPECT_THROW(make(vocab, "[]", R"({"type":"BertProcessing","sep":["</s>",2],"cls":["<s>",-1]})"), std::runtime_error);
+  EXPECT_THROW(make(vocab, "[]", R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>"}},
+                    {"Sequence":{"id":"A"}}],"special_tokens":{"<s>":{"id":"<s>","ids":[7],"tokens":["<s>"]}}})"),
+               std::runtime_error);
+  EXPECT_THROW(make(vocab, "[]", R"({"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>"}}],
+                    "special_tokens":{"<s>":{"id":"<s>","ids":[1e300],"tokens":["<s>"]}}})"),
+               std::runtime_error);
+  // A table of two billion ids is not allocated for one id.
+  EXPECT_THROW(make(R"({"a":0,"b":2000000000})", "[]", "null"), std::runtime_error);
+  EXPECT_THROW(make(R"({"a":0,"b":1e30})", "[]", "null"), std::runtime_error);
+  EXPECT_THROW(make(R"({"a":0,"b":1.5})", "[]", "null"), std::runtime_error);
+  EXPECT_EQ(make(R"({"a":0.0,"b":1})", "[]", "null")->encode("ab"), (std::vector<int32_t>{0, 1}));
+  EXPECT_THROW(make(vocab, R"([{"id":2000000000,"content":"<x>","special":true}])", "null"), std::runtime_error);
+  EXPECT_THROW(make(vocab, R"([{"id":4294967299,"content":"<x>","special":true}])", "null"), std::runtime_error);
+  EXPECT_THROW(make(vocab, R"([{"id":1.5,"content":"<x>","special":true}])", "null"), std::runtime_error);
+  EXPECT_EQ(make(vocab, R"([{"id":3,"content":"<x>","special":true}])", "null")->encode("a<x>"),
+            (std::vector<int32_t>{0, 3}));
+  // Numbers where a component wants a count are integers in range.
+  EXPECT_THROW(dec(json{{"type", "Strip"}, {"content", " "}, {"start", 1.5}, {"stop", 0}}, {"a"}), std::runtime_error);
+  EXPECT_THROW(dec(json{{"type", "Strip"}, {"content", " "}, {"start", 0}, {"stop", -1}}, {"a"}), std::runtime_error);
+  EXPECT_THROW(pre(json{{"type", "FixedLength"}, {"length", 1e300}}, "abc"), std::runtime_error);
+  EXPECT_EQ(dec(json{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}, {"  a "}), (Pieces{" a "}));
+}
+
 TEST(Tiktoken, SyntheticRanks) {
   const auto path = std::filesystem::temp_directory_path() / "hearth_tiny.tiktoken";
   {
@@ -334,6 +371,24 @@ TEST(StreamDecoder, RandomIdsMatchFullDecode) {
       out += sd.flush();
       EXPECT_EQ(out, tok->decode(ids, skip)) << "round " << round;
     }
+  }
+}
+
+// tests/fuzz/text_tokenizer_json_fuzz: with a decoder that strips two
+// spaces from the text's start, a context of one space decoded to nothing
+// and the next space was stripped too; the streamed text lost it.
+TEST(StreamDecoder, ContextThatDecodesToNothingIsKept) {
+  auto tok = Tokenizer::from_json(R"({"added_tokens":[],"normalizer":null,"pre_tokenizer":null,"post_processor":null,
+    "decoder":{"type":"Sequence","decoders":[{"type":"Fuse"},{"type":"Strip","content":" ","start":2,"stop":0}]},
+    "model":{"type":"BPE","vocab":{"a":0," ":1,"x":2},"merges":[]}})",
+                                  R"({"clean_up_tokenization_spaces": false})");
+  for (const std::vector<int32_t>& ids : {std::vector<int32_t>{0, 1, 1, 2}, std::vector<int32_t>{1, 1, 1, 2, 1, 1, 0},
+                                          std::vector<int32_t>{0, 1, 1, 1, 1, 2}}) {
+    StreamDecoder sd(*tok);
+    std::string out;
+    for (int32_t id : ids) out += sd.push(id);
+    out += sd.flush();
+    EXPECT_EQ(out, tok->decode(ids));
   }
 }
 

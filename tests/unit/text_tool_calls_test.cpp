@@ -119,6 +119,14 @@ TEST(ToolCalls, Qwen3CoderXmlParameters) {
             (Events{"C:<tool_call>\n{\"name\": \"f\"}\n</tool_call>"}));
 }
 
+// tests/fuzz/text_output_parser_fuzz: bytes that are not UTF-8 in a value
+// the model wrote as bare text made building the arguments' JSON throw.
+TEST(ToolCalls, BytesThatAreNotUtf8InArgumentsBecomeReplacementCharacters) {
+  EXPECT_EQ(parse(kQwen3Coder, "<tool_call>\n<function=f>\n<parameter=a>\n[\"a\xe1]\n</parameter>\n</function>\n</tool_call>"),
+            (Events{"T:f {\"a\":\"[\\\"a\xEF\xBF\xBD]\"}"}));
+  EXPECT_EQ(parse(kGemma, "[f(s='x\xff')]"), (Events{"T:f {\"s\":\"x\xEF\xBF\xBD\"}"}));
+}
+
 TEST(ToolCalls, Qwen3CoderValuesTypedByTheToolSchema) {
   auto tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {"name": "f", "parameters": {
       "type": "object", "properties": {"zip": {"type": "string"}, "n": {"type": "integer"}, "x": {"type": "number"},

@@ -78,7 +78,7 @@ class PythonReader {
       skip();
       if (peek() != ')' && !eat(',')) return false;
     }
-    out.push_back(ToolCall{"", std::move(name), args.dump()});
+    out.push_back(ToolCall{"", std::move(name), dump_text(args)});
     return true;
   }
 

@@ -154,7 +154,7 @@ std::optional<Calls> parse_qwen3_coder(std::string_view body) {
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
     args[key] = std::string(value);
   }
-  auto call = named_call(name, args.dump());
+  auto call = named_call(name, dump_text(args));
   if (!call) return std::nullopt;
   return Calls{*call};
 }
@@ -208,7 +208,7 @@ std::string type_text_arguments(const std::string& arguments, const json* tools,
     const json* schema = schemas && schemas->contains(key) ? &(*schemas)[key] : nullptr;
     out[key] = typed_value(value.get<std::string>(), schema, schemas != nullptr);
   }
-  return out.dump();
+  return dump_text(out);
 }
 
 // After [TOOL_CALLS]: a JSON array of calls (Mistral Nemo, tokenizer v3),

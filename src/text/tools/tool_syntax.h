@@ -49,6 +49,14 @@ struct Section {
   bool json_call = false;
 };
 
+// Compact JSON text of a value that holds the model's raw text (a bare
+// parameter value, a Python string literal): bytes that are not UTF-8 become
+// U+FFFD, where dump() would throw.
+template <class Json>
+std::string dump_text(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 // The sections that open a tool call in this format's output (empty for None).
 const std::vector<Section>& sections_of(ToolCallFormat format);
 

@@ -1,0 +1,120 @@
+// A checkpoint's files as a malformed or hostile one writes them: every
+// value is checked before it is converted (tests/fuzz/io_config_fuzz and
+// io_safetensors_fuzz found floats, out-of-range integers and dimensions
+// past 2^63 turning into wrong values or undefined behaviour).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "io/model_config.h"
+#include "io/safetensors.h"
+
+namespace fs = std::filesystem;
+using hearth::io::GenerationConfig;
+using hearth::io::ModelConfig;
+using hearth::io::Safetensors;
+using json = nlohmann::json;
+
+namespace {
+
+fs::path model_dir() {
+  const fs::path dir = fs::path(testing::TempDir()) / "io_model_files_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+json config() {
+  return {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 64}, {"intermediate_size", 172},
+          {"num_hidden_layers", 5}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+          {"vocab_size", 512}};
+}
+
+// The error ModelConfig::load gives for config() with `key` set to the JSON `value`.
+std::string config_error(const std::string& key, const std::string& value) {
+  const fs::path dir = model_dir();
+  json c = config();
+  c[json::json_pointer(key)] = json::parse(value);
+  write(dir / "config.json", c.dump());
+  try {
+    ModelConfig::load(dir);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << key << " = " << value << " was accepted";
+  return "";
+}
+
+}  // namespace
+
+TEST(ModelConfig, NumbersAreCheckedBeforeTheyAreConverted) {
+  const fs::path dir = model_dir();
+  write(dir / "config.json", config().dump());
+  EXPECT_EQ(ModelConfig::load(dir).hidden_size, 64);
+  // 2^32 + 64 used to become 64, 2^32 zero.
+  EXPECT_NE(config_error("/hidden_size", "4294967360").find("\"hidden_size\" must be an integer from 1 to"),
+            std::string::npos);
+  config_error("/num_attention_heads", "4294967296");
+  config_error("/vocab_size", "64.5");
+  EXPECT_NE(config_error("/hidden_act", "5").find("\"hidden_act\" must be a string"), std::string::npos);
+  EXPECT_NE(config_error("/rope_scaling", R"({"rope_type": "linear", "factor": "2"})").find("rope_scaling.factor"),
+            std::string::npos);
+  config_error("/rope_scaling", R"({"type": 7})");
+  // A float where an int goes was undefined behaviour.
+  EXPECT_NE(config_error("/quantization", R"({"bits": 1e300})").find("quantization.bits"), std::string::npos);
+  config_error("/quantization", R"({"bits": 4, "group_size": 1e300})");
+  config_error("/quantization", R"({"group_size": 64, "bits": 4, "lm_head": {"bits": "8"}})");
+  // group_size * bits overflowed int.
+  config_error("/quantization", R"({"bits": 8, "group_size": 1073741823})");
+  {
+    json c = config();
+    c["architectures"] = {"Qwen2ForCausalLM"};
+    c["sliding_window"] = 4096;
+    c["use_sliding_window"] = true;
+    c["max_window_layers"] = 1e300;
+    write(dir / "config.json", c.dump());
+    EXPECT_THROW(ModelConfig::load(dir), std::runtime_error);
+    c["max_window_layers"] = 3;
+    write(dir / "config.json", c.dump());
+    EXPECT_EQ(ModelConfig::load(dir).sliding_window_from_layer, 3);
+  }
+}
+
+TEST(GenerationConfig, IdsThatAreNoIdsAreLeftOut) {
+  const fs::path dir = model_dir();
+  write(dir / "config.json", R"({"bos_token_id": 1, "eos_token_id": 2})");
+  write(dir / "generation_config.json",
+        R"({"bos_token_id": 4294967297, "eos_token_id": [2, -1, 1e300, 4294967298, 7], "top_k": 1e300})");
+  const GenerationConfig g = GenerationConfig::load(dir);
+  EXPECT_EQ(g.bos_token_id, 1);  // config.json's; 2^32 + 1 is no id
+  EXPECT_EQ(g.eos_token_ids, (std::vector<int>{2, 7}));
+  EXPECT_FALSE(g.top_k.has_value());
+}
+
+TEST(Safetensors, DimensionsPast2To63AreRefused) {
+  const fs::path dir = model_dir();
+  auto file = [&](const std::string& shape) {
+    const std::string header = R"({"w":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":[0,4]}})";
+    const uint64_t n = header.size();
+    std::string bytes(8, '\0');
+    std::memcpy(bytes.data(), &n, 8);
+    write(dir / "model.safetensors", bytes + header + std::string(4, '\0'));
+    return dir / "model.safetensors";
+  };
+  EXPECT_EQ(Safetensors::open_file(file("[1, 1]")).get("w").numel(), 1);
+  // Two dimensions of 2^64 - 1 were two -1s: one element.
+  EXPECT_THROW(Safetensors::open_file(file("[18446744073709551615, 18446744073709551615]")), std::runtime_error);
+  // Three of 2^63 overflowed the 128-bit size check.
+  EXPECT_THROW(Safetensors::open_file(file("[9223372036854775808, 9223372036854775808, 9223372036854775808]")),
+               std::runtime_error);
+  EXPECT_THROW(Safetensors::open_file(file("[9223372036854775807, 9223372036854775807]")), std::runtime_error);
+}
