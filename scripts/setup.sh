@@ -11,7 +11,7 @@ packages=(
   libhwy-dev                                    # portable SIMD with run-time dispatch
   libgtest-dev libgmock-dev                     # unit tests
   nlohmann-json3-dev                            # JSON
-  libcpp-httplib-dev                            # HTTP server
+  libboost-dev                                  # HTTP server: Boost.Beast on Asio (docs/architecture.md)
   libpcre2-dev                                  # Unicode regex for tokenizers
   libutf8proc-dev                               # Unicode normalization
   libxxhash-dev                                 # block hashes of the prompt cache

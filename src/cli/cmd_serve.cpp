@@ -60,8 +60,17 @@ beats the built-in defaults. See docs/server-config.md.
                                smooth while long prompts prefill, larger prefills faster
   --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
   --max-batch N                sequences generated together (default: 8)
-  --max-body BYTES             largest request body (default: 8388608)
-  --http-threads N             HTTP worker threads (default: max-queue + max-batch + 16)
+  --max-body BYTES             largest request body (default: 8388608; past it 413)
+  --max-header-bytes BYTES     largest request line and header fields (default: 65536; past it 431)
+  --header-timeout S           seconds a request head may take from its first byte; a slower
+                               connection is closed (default: 10)
+  --keep-alive-timeout S       seconds an idle connection is kept open (default: 3)
+  --max-connections N          connections open at once; past it 503 (default: 8192, or fewer
+                               if the open-file limit is lower)
+  --max-connections-per-client N
+                               connections open at once from one client address (default: 1024)
+  --http-threads N             requests handled at once (default: max-queue + max-batch + 16);
+                               idle and slow connections take no thread
   --shutdown-timeout S         on SIGINT/SIGTERM, seconds in-flight requests may finish (default: 10)
   --response-store-mb N        memory for stored /v1/responses responses (default: 32; LRU past it)
   --response-store-ttl S       seconds a stored response lives (default: 3600)
@@ -111,7 +120,8 @@ int cmd_serve(int argc, char** argv) {
   }
   std::vector<std::string> known = {"model",     "host",      "port",     "api-key",      "max-tokens",
                                     "threads",   "ctx-size",  "max-queue", "max-batch",   "max-body",
-                                    "http-threads", "shutdown-timeout", "response-store-mb", "response-store-ttl", "kv-type",
+                                    "max-header-bytes", "header-timeout", "keep-alive-timeout", "max-connections",
+                                    "max-connections-per-client", "http-threads", "shutdown-timeout", "response-store-mb", "response-store-ttl", "kv-type",
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
                                     "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
                                     "generation-checkpoint-tokens", "step-tokens"};
@@ -135,6 +145,16 @@ int cmd_serve(int argc, char** argv) {
   const char* env_key = std::getenv("HEARTH_API_KEY");
   sopt.api_key = args.str("api-key", env_key ? env_key : "");
   sopt.max_body_bytes = size_t(args.integer("max-body", 8 << 20));
+  sopt.max_header_bytes = size_t(args.integer("max-header-bytes", 64 << 10));
+  sopt.header_timeout = args.number("header-timeout", 10.0);
+  sopt.keep_alive_timeout = args.number("keep-alive-timeout", 3.0);
+  sopt.max_connections = int(args.integer("max-connections", 8192));
+  sopt.max_connections_per_client = int(args.integer("max-connections-per-client", 1024));
+  if (sopt.max_header_bytes < 1024 || !(sopt.header_timeout > 0) || !(sopt.keep_alive_timeout > 0) ||
+      sopt.max_connections < 1 || sopt.max_connections_per_client < 1)
+    throw std::runtime_error(
+        "--max-header-bytes must be >= 1024, --header-timeout and --keep-alive-timeout > 0, "
+        "--max-connections and --max-connections-per-client >= 1");
   sopt.http_threads = int(args.integer("http-threads", 0));
   sopt.shutdown_grace_seconds = args.number("shutdown-timeout", 10.0);
   sopt.response_store_bytes = int64_t(args.number("response-store-mb", 32.0) * (1 << 20));

@@ -17,7 +17,7 @@ namespace {
 
 struct Route {
   const char* method;
-  const char* pattern;  // httplib regex
+  const char* pattern;  // a regex over the whole path
   const char* path;     // as shown in /v1
   const char* description;
   bool auth;            // needs the API key when one is set
@@ -86,6 +86,18 @@ std::string route_label(const std::string& path) {
 
 }  // namespace
 
+http::Limits http_limits(const ServerOptions& opt) {
+  http::Limits l;
+  l.max_header_bytes = opt.max_header_bytes;
+  l.max_body_bytes = opt.max_body_bytes;
+  l.header_timeout = opt.header_timeout;
+  l.keep_alive_timeout = opt.keep_alive_timeout;
+  l.max_connections = opt.max_connections;
+  l.max_connections_per_client = opt.max_connections_per_client;
+  l.worker_threads = opt.http_threads > 0 ? opt.http_threads : opt.max_queue + opt.max_batch + 16;
+  return l;
+}
+
 Job::Job(Server::Impl& server, ApiRequest request, std::shared_ptr<RequestHandle> h)
     : s(server), api(std::move(request)), handle(std::move(h)) {
   static const char* kPrefix[] = {"chatcmpl-", "cmpl-", "msg_", "resp_"};
@@ -96,7 +108,6 @@ Job::Job(Server::Impl& server, ApiRequest request, std::shared_ptr<RequestHandle
 }
 
 Job::~Job() {
-  if (watch_id >= 0) s.watch.remove(watch_id);
   handle->cancel();  // a no-op once finished; frees the KV of an abandoned one
   record();
   s.end_flight(handle);
@@ -125,7 +136,7 @@ void Job::record() {
 
 // ---- errors, auth ----
 
-void Server::Impl::send_error(httplib::Response& res, const ApiError& e, Protocol protocol) const {
+void Server::Impl::send_error(http::Response& res, const ApiError& e, Protocol protocol) const {
   res.status = e.status;
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   if (e.status == 429) res.set_header("Retry-After", "1");
@@ -143,11 +154,11 @@ bool same_secret(const std::string& given, const std::string& expect) {
 
 }  // namespace
 
-void Server::Impl::check_auth(const httplib::Request& req) const {
+void Server::Impl::check_auth(const http::Request& req) const {
   if (opt.api_key.empty()) return;
   // OpenAI clients send a bearer token, Anthropic's send x-api-key.
-  const std::string bearer = req.get_header_value("Authorization");
-  const std::string api_key = req.get_header_value("x-api-key");
+  const std::string bearer = req.header("Authorization");
+  const std::string api_key = req.header("x-api-key");
   if (!bearer.empty() ? same_secret(bearer, "Bearer " + opt.api_key) : same_secret(api_key, opt.api_key)) return;
   throw ApiError(401,
                  bearer.empty() && api_key.empty()
@@ -156,10 +167,10 @@ void Server::Impl::check_auth(const httplib::Request& req) const {
                  "invalid_request_error", {}, "invalid_api_key");
 }
 
-httplib::Server::Handler Server::Impl::guarded(bool auth,
-                                               std::function<void(const httplib::Request&, httplib::Response&)> f,
+http::Server::Handler Server::Impl::guarded(bool auth,
+                                               std::function<void(const http::Request&, http::Response&)> f,
                                                Protocol protocol) {
-  return [this, auth, protocol, f = std::move(f)](const httplib::Request& req, httplib::Response& res) {
+  return [this, auth, protocol, f = std::move(f)](const http::Request& req, http::Response& res) {
     try {
       if (auth) check_auth(req);
       f(req, res);
@@ -175,20 +186,23 @@ httplib::Server::Handler Server::Impl::guarded(bool auth,
 // ---- setup ----
 
 void Server::Impl::setup() {
-  const int threads = opt.http_threads > 0 ? opt.http_threads : opt.max_queue + opt.max_batch + 16;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
-  http.set_payload_max_length(opt.max_body_bytes);
-  http.set_tcp_nodelay(true);
-  http.set_keep_alive_max_count(1000);
-  http.set_keep_alive_timeout(3);
-  http.set_read_timeout(30);
-  http.set_write_timeout(30);
+  // Routes that answer from memory run on the I/O thread: they answer even
+  // when every worker is busy.
+  auto get = [this](const char* pattern, http::Server::Handler h, bool run_inline = false) {
+    http.route("GET", pattern, std::move(h), run_inline);
+  };
+  auto post = [this](const char* pattern, http::Server::Handler h) { http.route("POST", pattern, std::move(h)); };
 
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_content(web_index_html(), "text/html; charset=utf-8");
-  });
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  get(
+      "/",
+      [](const http::Request&, http::Response& res) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_content(web_index_html(), "text/html; charset=utf-8");
+      },
+      true);
+  get(
+      "/health",
+      [this](const http::Request&, http::Response& res) {
     const EngineStats st = engine.stats();
     ojson out = {{"status", draining ? "shutting_down" : "ok"},
                  {"model", model.id},
@@ -197,8 +211,9 @@ void Server::Impl::setup() {
                  {"running", st.running}};
     res.status = draining ? 503 : 200;
     res.set_content(dump(out), "application/json");
-  });
-  http.Get("/v1", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
+  },
+      true);
+  get("/v1", guarded(true, [this](const http::Request&, http::Response& res) {
              ojson endpoints = ojson::array();
              for (const auto& r : kRoutes) endpoints.push_back(std::string(r.method) + " " + r.path);
              res.set_content(
@@ -206,76 +221,76 @@ void Server::Impl::setup() {
                  "application/json");
            }));
   // Anthropic's SDK sends anthropic-version and reads its own model shape.
-  auto model_json = [this](const httplib::Request& req) {
+  auto model_json = [this](const http::Request& req) {
     if (!req.has_header("anthropic-version")) return model_object();
     return ojson{{"type", "model"}, {"id", model.id}, {"display_name", model.id}, {"created_at", rfc3339(model.created)}};
   };
-  http.Get("/v1/models", guarded(true, [model_json](const httplib::Request& req, httplib::Response& res) {
+  get("/v1/models", guarded(true, [model_json](const http::Request& req, http::Response& res) {
              ojson m = model_json(req);
              ojson out = req.has_header("anthropic-version")
                              ? ojson{{"data", {m}}, {"has_more", false}, {"first_id", m["id"]}, {"last_id", m["id"]}}
                              : ojson{{"object", "list"}, {"data", {m}}};
              res.set_content(dump(out), "application/json");
            }));
-  http.Get("/v1/models/(.+)", guarded(true, [this, model_json](const httplib::Request& req, httplib::Response& res) {
+  get("/v1/models/(.+)", guarded(true, [this, model_json](const http::Request& req, http::Response& res) {
              const std::string id = req.matches[1];
              if (id != model.id)
                throw ApiError(404, "the model '" + id + "' does not exist; this server serves '" + model.id + "'",
                               "invalid_request_error", "model", "model_not_found");
              res.set_content(dump(model_json(req)), "application/json");
            }));
-  http.Post("/v1/chat/completions", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/chat/completions", guarded(true, [this](const http::Request& req, http::Response& res) {
               generate(req, res, Endpoint::Chat);
             }));
-  http.Post("/v1/completions", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/completions", guarded(true, [this](const http::Request& req, http::Response& res) {
               generate(req, res, Endpoint::Completion);
             }));
-  http.Post("/v1/embeddings", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/embeddings", guarded(true, [this](const http::Request& req, http::Response& res) {
               openai_embeddings(req, res);
             }));
-  http.Post("/v1/responses", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+  post("/v1/responses", guarded(true, [this](const http::Request& req, http::Response& res) {
               responses_create(req, res);
             }));
-  http.Get("/v1/responses/([^/]+)", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+  get("/v1/responses/([^/]+)", guarded(true, [this](const http::Request& req, http::Response& res) {
              responses_get(req, res);
            }));
-  http.Delete("/v1/responses/([^/]+)", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+  http.route("DELETE", "/v1/responses/([^/]+)", guarded(true, [this](const http::Request& req, http::Response& res) {
                 responses_delete(req, res);
               }));
-  http.Post("/v1/messages", guarded(
-                                true, [this](const httplib::Request& req, httplib::Response& res) { anthropic_messages(req, res); },
+  post("/v1/messages", guarded(
+                                true, [this](const http::Request& req, http::Response& res) { anthropic_messages(req, res); },
                                 Protocol::Anthropic));
-  http.Post("/v1/messages/count_tokens",
+  post("/v1/messages/count_tokens",
             guarded(
-                true, [this](const httplib::Request& req, httplib::Response& res) { anthropic_count_tokens(req, res); },
+                true, [this](const http::Request& req, http::Response& res) { anthropic_count_tokens(req, res); },
                 Protocol::Anthropic));
   auto ollama = [this](auto f) {
-    return guarded(true, [f](const httplib::Request& req, httplib::Response& res) { f(req, res); }, Protocol::Ollama);
+    return guarded(true, [f](const http::Request& req, http::Response& res) { f(req, res); }, Protocol::Ollama);
   };
-  http.Post("/api/chat", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_generate(req, res, true); }));
-  http.Post("/api/generate",
-            ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_generate(req, res, false); }));
-  http.Post("/api/embed", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_embed(req, res); }));
-  http.Post("/api/show", ollama([this](const httplib::Request& req, httplib::Response& res) { ollama_show(req, res); }));
-  http.Get("/api/tags", ollama([this](const httplib::Request&, httplib::Response& res) {
+  post("/api/chat", ollama([this](const http::Request& req, http::Response& res) { ollama_generate(req, res, true); }));
+  post("/api/generate",
+            ollama([this](const http::Request& req, http::Response& res) { ollama_generate(req, res, false); }));
+  post("/api/embed", ollama([this](const http::Request& req, http::Response& res) { ollama_embed(req, res); }));
+  post("/api/show", ollama([this](const http::Request& req, http::Response& res) { ollama_show(req, res); }));
+  get("/api/tags", ollama([this](const http::Request&, http::Response& res) {
              res.set_content(dump(ojson{{"models", {ollama_model()}}}), "application/json");
            }));
-  http.Get("/api/ps", ollama([this](const httplib::Request&, httplib::Response& res) {
+  get("/api/ps", ollama([this](const http::Request&, http::Response& res) {
              ojson m = ollama_model();
              m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded for as long as the server runs
              m["size_vram"] = 0;
              res.set_content(dump(ojson{{"models", {m}}}), "application/json");
            }));
-  http.Get("/api/version", ollama([](const httplib::Request&, httplib::Response& res) {
+  get("/api/version", ollama([](const http::Request&, http::Response& res) {
              res.set_content(dump(ojson{{"version", kVersion}}), "application/json");
            }));
-  http.Get("/stats", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
+  get("/stats", guarded(true, [this](const http::Request&, http::Response& res) {
              res.set_content(dump(stats()), "application/json");
            }));
-  http.Get("/metrics", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
+  get("/metrics", guarded(true, [this](const http::Request&, http::Response& res) {
              res.set_content(prometheus(), "text/plain; version=0.0.4; charset=utf-8");
            }));
-  http.Post("/admin/cache/session/close", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+  post("/admin/cache/session/close", guarded(true, [this](const http::Request& req, http::Response& res) {
               const ojson body = parse_body(req.body);
               std::string id;
               if (auto it = body.find("session_id"); it != body.end() && !it->is_null()) {
@@ -285,7 +300,7 @@ void Server::Impl::setup() {
               }
               res.set_content(dump(ojson{{"closed", !id.empty()}}), "application/json");
             }));
-  http.Post("/admin/cache/flush", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
+  post("/admin/cache/flush", guarded(true, [this](const http::Request&, http::Response& res) {
               const auto f = engine.flush_cache();
               ojson out = {{"flushed", f.has_value()}};
               if (f) {
@@ -297,53 +312,35 @@ void Server::Impl::setup() {
               res.set_content(dump(out), "application/json");
             }));
 
-  // Whatever httplib itself answers with an error status (no route, body too
-  // large, malformed request) gets OpenAI's error shape; a wrong method on a
-  // known path is 405 with Allow.
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) -> httplib::Server::HandlerResponse {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // ours already
-        const Protocol protocol = protocol_of(req.path);
-        auto send_error = [&](httplib::Response& r, const ApiError& e) { this->send_error(r, e, protocol); };
-        if (res.status == 404) {
-          std::string allow;
-          for (size_t i = 0; i < std::size(kRoutes); ++i)
-            if (std::regex_match(req.path, route_patterns()[i]) && req.method != kRoutes[i].method)
-              allow += std::string(allow.empty() ? "" : ", ") + kRoutes[i].method;
-          if (!allow.empty()) {
-            res.set_header("Allow", allow);
-            send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path + " (allowed: " +
-                                              allow + ")",
-                                     "invalid_request_error", {}, "method_not_allowed"));
-          } else {
-            send_error(res, ApiError(404, "no route for " + req.method + " " + req.path + "; GET /v1 lists them",
-                                     "invalid_request_error", {}, "unknown_route"));
-          }
-        } else if (res.status == 413) {
-          // httplib caps form-encoded bodies (curl -d's default type) at 8 KiB.
-          const bool form = req.get_header_value("Content-Type") == "application/x-www-form-urlencoded";
-          std::string why = "the request body is larger than the limit of " + std::to_string(opt.max_body_bytes) + " bytes";
-          if (form && req.get_header_value<uint64_t>("Content-Length") <= opt.max_body_bytes)
-            why = "form-encoded bodies are limited to 8192 bytes; send JSON with 'Content-Type: application/json'";
-          send_error(res, ApiError(413, why, "invalid_request_error", {}, "request_too_large"));
-        } else if (res.status >= 500) {
-          send_error(res, ApiError(res.status, "internal server error", "server_error"));
-        } else {
-          send_error(res, ApiError(res.status, "malformed HTTP request", "invalid_request_error"));
-        }
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
+  // No route: 404, or 405 with Allow when the path has routes for other methods.
+  http.set_fallback([this](const http::Request& req, http::Response& res) {
+    const Protocol protocol = protocol_of(req.path);
+    std::string allow;
+    for (size_t i = 0; i < std::size(kRoutes); ++i)
+      if (std::regex_match(req.path, route_patterns()[i]) && req.method != kRoutes[i].method)
+        allow += std::string(allow.empty() ? "" : ", ") + kRoutes[i].method;
+    if (!allow.empty()) {
+      res.set_header("Allow", allow);
+      send_error(res,
+                 ApiError(405, "method " + req.method + " is not allowed on " + req.path + " (allowed: " + allow + ")",
+                          "invalid_request_error", {}, "method_not_allowed"),
+                 protocol);
+    } else {
+      send_error(res,
+                 ApiError(404, "no route for " + req.method + " " + req.path + "; GET /v1 lists them",
+                          "invalid_request_error", {}, "unknown_route"),
+                 protocol);
     }
-    send_error(res, ApiError(500, "internal error: " + what, "server_error"));
   });
-  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+  // What the HTTP layer answers itself (malformed requests, limits) gets
+  // the route's error shape.
+  http.set_error_writer([this](const http::Request& req, http::Response& res, int status, const std::string& message) {
+    const bool client_side = status < 500 || status == 503;
+    const char* code = status == 413 ? "request_too_large" : status == 431 ? "headers_too_large" : "";
+    send_error(res, ApiError(status, message, client_side ? "invalid_request_error" : "server_error", {}, code),
+               protocol_of(req.path));
+  });
+  http.set_logger([this](const http::Request& req, const http::Response& res) {
     metrics.count_http(route_label(req.path), res.status);
   });
 }
@@ -351,14 +348,15 @@ void Server::Impl::setup() {
 void Server::Impl::shutdown() {
   if (shutdown_calls++ > 0) {
     cancel_all();  // asked again: no more waiting
+    http.stop(1);
     return;
   }
   draining = true;
+  // Connections without a request in progress close now; the rest once
+  // answered, and every one by the end of the grace period (plus a moment
+  // for the cancelled ones to write their last bytes).
+  http.stop(opt.shutdown_grace_seconds + 1);
   shutdown_thread = std::thread([this] {
-    // stop() is a no-op until the listener runs; wait for run() to start it.
-    for (int i = 0; i < 500 && !http.is_running() && !run_done; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    http.stop();
     std::unique_lock lock(flight_mutex);
     const auto grace = std::chrono::duration<double>(opt.shutdown_grace_seconds);
     if (!flight_cv.wait_for(lock, grace, [&] { return in_flight.empty(); })) {
@@ -378,22 +376,13 @@ Server::~Server() = default;
 
 int Server::bind() {
   auto& s = *impl_;
-  if (s.opt.port == 0) {
-    s.port = s.http.bind_to_any_port(s.opt.host);
-    if (s.port <= 0) throw std::runtime_error("cannot listen on " + s.opt.host);
-  } else {
-    if (!s.http.bind_to_port(s.opt.host, s.opt.port))
-      throw std::runtime_error("cannot listen on " + s.opt.host + ":" + std::to_string(s.opt.port) +
-                               " (in use, or not an address of this machine)");
-    s.port = s.opt.port;
-  }
+  s.port = s.http.bind(s.opt.host, s.opt.port);
   return s.port;
 }
 
 void Server::run() {
   auto& s = *impl_;
-  if (!s.draining) s.http.listen_after_bind();
-  s.run_done = true;
+  s.http.run();
 }
 
 void Server::shutdown() { impl_->shutdown(); }

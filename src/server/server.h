@@ -3,10 +3,10 @@
 // page at /. See docs/server-api.md for the wire format and
 // docs/server-config.md for the options.
 //
-// Threads: httplib's worker pool parses, validates, renders and tokenizes;
-// the engine thread generates. A worker answering a generation request
-// blocks on its RequestHandle; a watcher thread cancels the request if the
-// client disconnects.
+// Threads: the HTTP layer's I/O thread owns the sockets (http/server.h); its
+// workers parse, validate, render and tokenize; the engine thread generates.
+// A worker answering a generation request blocks on its RequestHandle; the
+// request is cancelled if the client disconnects.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,12 @@ struct ServerOptions {
   int port = 8080;                     // 0: any free port (see Server::bind)
   std::string api_key;                 // empty: no authentication
   size_t max_body_bytes = 8u << 20;    // larger bodies get 413
-  int http_threads = 0;                // 0: max_queue + max_batch + 16
+  size_t max_header_bytes = 64u << 10;  // larger request heads get 431
+  double header_timeout = 10;          // seconds from a request head's first byte to its end
+  double keep_alive_timeout = 3;       // seconds an idle connection is kept
+  int max_connections = 8192;          // open at once; past it 503
+  int max_connections_per_client = 1024;  // per client address
+  int http_threads = 0;                // requests handled at once; 0: max_queue + max_batch + 16
   double shutdown_grace_seconds = 10;  // in-flight requests may finish for this long
   int max_queue = 64, max_batch = 8;   // as given to the engine (shown in /stats)
   int64_t response_store_bytes = 32 << 20;  // stored Responses API responses, at most

@@ -46,7 +46,7 @@ ojson Server::Impl::message_object(const Job& job) const {
           {"stop_reason", nullptr}, {"stop_sequence", nullptr}};
 }
 
-void Server::Impl::anthropic_messages(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::anthropic_messages(const http::Request& req, http::Response& res) {
   ApiRequest api = parse_messages_request(parse_body(req.body));
   ++metrics.messages_requests;
   auto job = start(req, std::move(api));
@@ -72,10 +72,10 @@ void Server::Impl::anthropic_messages(const httplib::Request& req, httplib::Resp
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  auto provider = [this, job](size_t, httplib::DataSink& sink) -> bool {
+  auto provider = [this, job](http::StreamSink& sink) {
     auto send = [&](const std::string& event, const ojson& data) {
       const std::string s = sse(event, data);
-      return sink.write(s.data(), s.size());
+      return sink.write(s);
     };
     GenerationStream& g = *job->stream;
     ReplyStream replies = reply_stream(*job, "toolu_", true);
@@ -129,7 +129,7 @@ void Server::Impl::anthropic_messages(const httplib::Request& req, httplib::Resp
     }
     if (!ok) {
       g.cancel();  // the client is gone
-      return false;
+      return;
     }
     job->record();
     remember_reply(*job);
@@ -137,7 +137,7 @@ void Server::Impl::anthropic_messages(const httplib::Request& req, httplib::Resp
       begin();
       send("error", e->body(Protocol::Anthropic));
     } else if (!g.error().empty() || g.finish_reason() == "cancelled") {
-      return false;  // cancelled because the client left
+      return;  // cancelled because the client left
     } else {
       begin();
       close();
@@ -147,13 +147,11 @@ void Server::Impl::anthropic_messages(const httplib::Request& req, httplib::Resp
                              {"usage", usage}});
       send("message_stop", {{"type", "message_stop"}});
     }
-    sink.done();
-    return true;
   };
-  res.set_chunked_content_provider("text/event-stream", std::move(provider));
+  res.set_stream("text/event-stream", std::move(provider));
 }
 
-void Server::Impl::anthropic_count_tokens(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::anthropic_count_tokens(const http::Request& req, http::Response& res) {
   const ApiRequest api = parse_messages_request(parse_body(req.body), true);
   res.set_content(dump(ojson{{"input_tokens", prompts.build(api).size()}}), "application/json");
 }

@@ -34,11 +34,11 @@ struct EmbeddingFlight {
   std::mutex mutex;
   std::vector<std::shared_ptr<RequestHandle>> handles;
   bool client_gone = false;
-  int watch_id = -1;
+  std::shared_ptr<void> client_watch;  // cancel_all() if the client goes
 
   explicit EmbeddingFlight(Server::Impl& server) : s(server) {}
   ~EmbeddingFlight() {
-    if (watch_id >= 0) s.watch.remove(watch_id);
+    client_watch.reset();
     for (auto& h : handles) s.end_flight(h);
   }
   // Throws once the client is gone, so embed() queues no more of its inputs.
@@ -67,7 +67,7 @@ ojson Server::Impl::embedding_info() const {
           {"dimensions", engine.model().config().hidden_size}};
 }
 
-EmbeddingBatch Server::Impl::embed(const httplib::Request& req, const EmbeddingsRequest& r) {
+EmbeddingBatch Server::Impl::embed(const http::Request& req, const EmbeddingsRequest& r) {
   if (!model.pooling_error.empty()) throw ApiError(400, model.pooling_error, "invalid_request_error", "model");
   const int64_t hidden = engine.model().config().hidden_size;
   if (r.dimensions > hidden)
@@ -91,8 +91,7 @@ EmbeddingBatch Server::Impl::embed(const httplib::Request& req, const Embeddings
   ++metrics.embedding_requests;
   metrics.embedding_inputs += int64_t(inputs.size());
   EmbeddingFlight flight(*this);
-  const int fd = find_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-  if (fd >= 0) flight.watch_id = watch.add(fd, [&flight] { flight.cancel_all(); });
+  flight.client_watch = req.client->on_gone([&flight] { flight.cancel_all(); });
   try {
     return hearth::embed(engine, inputs, model.pooling.pooling, r.dimensions,
                          [&flight](const std::shared_ptr<RequestHandle>& h) { flight.add(h); });
@@ -108,7 +107,7 @@ EmbeddingBatch Server::Impl::embed(const httplib::Request& req, const Embeddings
   }
 }
 
-void Server::Impl::openai_embeddings(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::openai_embeddings(const http::Request& req, http::Response& res) {
   const EmbeddingsRequest r = parse_openai_embeddings(parse_body(req.body));
   const EmbeddingBatch batch = embed(req, r);
   ojson data = ojson::array();
@@ -125,7 +124,7 @@ void Server::Impl::openai_embeddings(const httplib::Request& req, httplib::Respo
                   "application/json");
 }
 
-void Server::Impl::ollama_embed(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::ollama_embed(const http::Request& req, http::Response& res) {
   const Clock::time_point t0 = Clock::now();
   const EmbeddingBatch batch = embed(req, parse_ollama_embed(parse_body(req.body)));
   const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();

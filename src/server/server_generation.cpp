@@ -28,7 +28,7 @@ const std::shared_ptr<const grammar::Vocabulary>& Server::Impl::grammar_vocabula
   return grammar_vocab;
 }
 
-void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
+void Server::Impl::generate(const http::Request& req, http::Response& res, Endpoint ep) {
   const ojson body = parse_body(req.body);
   ApiRequest api = ep == Endpoint::Chat ? parse_chat_request(body) : parse_completion_request(body);
   ++(ep == Endpoint::Chat ? metrics.chat_requests : metrics.completion_requests);
@@ -48,13 +48,13 @@ std::vector<int32_t> Server::Impl::prompt_ids(const ApiRequest& api, std::string
   return ids;
 }
 
-std::shared_ptr<Job> Server::Impl::start(const httplib::Request& req, ApiRequest api) {
+std::shared_ptr<Job> Server::Impl::start(const http::Request& req, ApiRequest api) {
   if (draining) throw ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down");
   const std::string param = api.is_chat() ? "messages" : "prompt";
   // Body fields beat the headers: x-session-affinity, then session_id.
   for (const char* header : {"x-session-affinity", "session_id"})
     if (api.session.empty() && req.has_header(header))
-      api.session = check_session_id(header, req.get_header_value(header));
+      api.session = check_session_id(header, req.header(header));
 
   GenerationRequest g;
   std::string rendered;
@@ -94,8 +94,7 @@ std::shared_ptr<Job> Server::Impl::start(const httplib::Request& req, ApiRequest
   auto job = std::make_shared<Job>(*this, std::move(api), handle);
   job->prompt_tokens = prompt_tokens;
   job->in_reasoning = text::prompt_opens_reasoning(prompts.output_format(), rendered);
-  const int fd = find_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-  if (fd >= 0) job->watch_id = watch.add(fd, [handle] { handle->cancel(); });
+  job->client_watch = req.client->on_gone([handle] { handle->cancel(); });
   if (job->api.stream) ++metrics.streamed_requests;
   return job;
 }
@@ -176,7 +175,7 @@ ojson tool_call_json(const ToolCallOut& c) {
 
 }  // namespace
 
-void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res) {
+void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, http::Response& res) {
   GenerationStream& g = *job->stream;
   const bool chat = job->api.is_chat();
   ReplyStream replies = reply_stream(*job, "call_");
@@ -246,14 +245,14 @@ ojson Server::Impl::chunk(Job& job, ojson delta, const std::vector<TokenLogprob>
           {"choices", ojson::array({choice})}};
 }
 
-void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, httplib::Response& res) {
+void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, http::Response& res) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  auto provider = [this, job](size_t, httplib::DataSink& sink) -> bool {
+  auto provider = [this, job](http::StreamSink& sink) {
     auto send = [&](const std::string& payload) {
       std::string event = "data: " + payload + "\n\n";
-      return sink.write(event.data(), event.size());
+      return sink.write(event);
     };
     GenerationStream& g = *job->stream;
     ReplyStream replies = reply_stream(*job, "call_", true);
@@ -290,13 +289,13 @@ void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, httplib::Resp
     }
     if (!ok) {
       g.cancel();  // the client is gone: free the sequence at the next step
-      return false;
+      return;
     }
     job->record();
     remember_reply(*job);
     if (!g.error().empty() || g.finish_reason() == "cancelled") {
       auto e = stream_failure(g);
-      if (!e) return false;  // cancelled because the client left
+      if (!e) return;  // cancelled because the client left
       send(dump(e->body()));
     } else {
       const std::string reason = chat ? replies.finish_reason() : g.finish_reason();
@@ -311,13 +310,11 @@ void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, httplib::Resp
       }
     }
     send("[DONE]");
-    sink.done();
-    return true;
   };
   // The provider owns the job; both go when the response is destroyed
   // (before the socket closes), even if the provider never ran, and ~Job
   // then cancels an unfinished generation and unregisters it.
-  res.set_chunked_content_provider("text/event-stream", std::move(provider));
+  res.set_stream("text/event-stream", std::move(provider));
 }
 
 }  // namespace hearth::server

@@ -18,12 +18,10 @@
 #include <thread>
 #include <vector>
 
-#include <httplib.h>
-
 #include "engine/embedding.h"
+#include "http/server.h"
 #include "server/api_error.h"
 #include "server/embeddings_request.h"
-#include "server/connection_watch.h"
 #include "server/generated_history.h"
 #include "server/generation.h"
 #include "server/metrics.h"
@@ -61,7 +59,7 @@ struct Job {
   std::time_t created = unix_now();
   std::shared_ptr<RequestHandle> handle;
   std::unique_ptr<GenerationStream> stream;
-  int watch_id = -1;
+  std::shared_ptr<void> client_watch;  // cancels the generation if the client goes
   Clock::time_point t0 = Clock::now();
   size_t text_offset = 0;  // completions logprobs: code points emitted so far
   int64_t prompt_tokens = 0;
@@ -73,6 +71,9 @@ struct Job {
   bool recorded = false;
 };
 
+// The HTTP layer's limits from the server's options.
+http::Limits http_limits(const ServerOptions& opt);
+
 struct Server::Impl {
   Engine& engine;
   const text::Tokenizer& tok;
@@ -80,8 +81,7 @@ struct Server::Impl {
   ServedModel model;
   ServerOptions opt;
 
-  httplib::Server http;
-  ConnectionWatch watch;
+  http::Server http;
   ServerMetrics metrics;
   GeneratedHistory history;  // the ids behind assistant replies this server generated
   mutable ResponseStore responses;  // the Responses API's stored responses (stats() expires old ones)
@@ -89,7 +89,7 @@ struct Server::Impl {
   std::time_t started_unix = unix_now();
   int port = 0;
 
-  std::atomic<bool> draining{false}, run_done{false};
+  std::atomic<bool> draining{false};
   std::atomic<int> shutdown_calls{0};
   std::thread shutdown_thread;
   std::mutex flight_mutex;
@@ -102,6 +102,7 @@ struct Server::Impl {
         prompts(p),
         model(std::move(m)),
         opt(std::move(o)),
+        http(http_limits(opt)),
         responses(opt.response_store_bytes, std::chrono::milliseconds(int64_t(opt.response_ttl_seconds * 1000))) {
     if (auto ids = tok.encode("a", false); !ids.empty()) {
       anchor = ids.back();
@@ -114,13 +115,13 @@ struct Server::Impl {
   }
 
   void setup();
-  void send_error(httplib::Response& res, const ApiError& e, Protocol protocol = Protocol::OpenAI) const;
-  void check_auth(const httplib::Request& req) const;
-  httplib::Server::Handler guarded(bool auth, std::function<void(const httplib::Request&, httplib::Response&)> f,
+  void send_error(http::Response& res, const ApiError& e, Protocol protocol = Protocol::OpenAI) const;
+  void check_auth(const http::Request& req) const;
+  http::Server::Handler guarded(bool auth, std::function<void(const http::Request&, http::Response&)> f,
                                    Protocol protocol = Protocol::OpenAI);
 
   // Validates, builds the prompt and queues a generation (throws ApiError).
-  std::shared_ptr<Job> start(const httplib::Request& req, ApiRequest api);
+  std::shared_ptr<Job> start(const http::Request& req, ApiRequest api);
   // Within the context, else a 400; `rendered` receives a chat prompt's text.
   std::vector<int32_t> prompt_ids(const ApiRequest& api, std::string* rendered = nullptr);
   // The job's reply split by the model's markup (tool calls when the
@@ -131,19 +132,19 @@ struct Server::Impl {
   std::optional<ApiError> stream_failure(const GenerationStream& g) const;  // what to tell a stream, if anything
 
   // OpenAI chat and completions (server_generation.cpp).
-  void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep);
+  void generate(const http::Request& req, http::Response& res, Endpoint ep);
   // The tokenizer's vocabulary for output grammars, built on first use.
   const std::shared_ptr<const grammar::Vocabulary>& grammar_vocabulary();
   std::once_flag grammar_vocab_once;
   std::shared_ptr<const grammar::Vocabulary> grammar_vocab;
-  void respond_whole(const std::shared_ptr<Job>& job, httplib::Response& res);
-  void respond_stream(const std::shared_ptr<Job>& job, httplib::Response& res);
+  void respond_whole(const std::shared_ptr<Job>& job, http::Response& res);
+  void respond_stream(const std::shared_ptr<Job>& job, http::Response& res);
   void remember_reply(const Job& job);
   ojson chunk(Job& job, ojson delta, const std::vector<TokenLogprob>* lps, const std::string* finish_reason);
 
   // Anthropic Messages (server_anthropic.cpp).
-  void anthropic_messages(const httplib::Request& req, httplib::Response& res);
-  void anthropic_count_tokens(const httplib::Request& req, httplib::Response& res);
+  void anthropic_messages(const http::Request& req, http::Response& res);
+  void anthropic_count_tokens(const http::Request& req, http::Response& res);
   ojson message_object(const Job& job) const;
 
   // OpenAI Responses (server_responses.cpp).
@@ -153,21 +154,21 @@ struct Server::Impl {
     ojson echo;            // request fields the response object repeats
     ojson conversation;    // input messages so far, the reply appended once done
   };
-  void responses_create(const httplib::Request& req, httplib::Response& res);
-  void responses_get(const httplib::Request& req, httplib::Response& res);
-  void responses_delete(const httplib::Request& req, httplib::Response& res);
+  void responses_create(const http::Request& req, http::Response& res);
+  void responses_get(const http::Request& req, http::Response& res);
+  void responses_delete(const http::Request& req, http::Response& res);
   ojson response_object(const Job& job, const ResponseContext& ctx, const char* status) const;
 
   // Embeddings, OpenAI and Ollama (server_embeddings.cpp): the vectors in
   // input order and the tokens they took.
-  EmbeddingBatch embed(const httplib::Request& req, const EmbeddingsRequest& r);
-  void openai_embeddings(const httplib::Request& req, httplib::Response& res);
-  void ollama_embed(const httplib::Request& req, httplib::Response& res);
+  EmbeddingBatch embed(const http::Request& req, const EmbeddingsRequest& r);
+  void openai_embeddings(const http::Request& req, http::Response& res);
+  void ollama_embed(const http::Request& req, http::Response& res);
   ojson embedding_info() const;  // what /v1/models says of the embeddings it serves
 
   // Ollama (server_ollama.cpp).
-  void ollama_generate(const httplib::Request& req, httplib::Response& res, bool chat);
-  void ollama_show(const httplib::Request& req, httplib::Response& res);
+  void ollama_generate(const http::Request& req, http::Response& res, bool chat);
+  void ollama_show(const http::Request& req, http::Response& res);
   ojson ollama_model() const;
   ojson usage(const GenerationStream& g) const;
   ojson chat_logprobs(const std::vector<TokenLogprob>& lps) const;

@@ -56,7 +56,7 @@ ojson Server::Impl::ollama_model() const {
             {"quantization_level", ""}}}};
 }
 
-void Server::Impl::ollama_generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+void Server::Impl::ollama_generate(const http::Request& req, http::Response& res, bool chat) {
   const ojson body = parse_body(req.body);
   ApiRequest api = chat ? parse_ollama_chat(body) : parse_ollama_generate(body);
   ++(chat ? metrics.chat_requests : metrics.completion_requests);
@@ -107,10 +107,10 @@ void Server::Impl::ollama_generate(const httplib::Request& req, httplib::Respons
     return;
   }
   res.status = 200;
-  auto provider = [this, job, object](size_t, httplib::DataSink& sink) -> bool {
+  auto provider = [this, job, object](http::StreamSink& sink) {
     auto send = [&](const ojson& o) {
       const std::string line = dump(o) + "\n";
-      return sink.write(line.data(), line.size());
+      return sink.write(line);
     };
     GenerationStream& g = *job->stream;
     ReplyStream replies = reply_stream(*job, "call_");
@@ -122,20 +122,18 @@ void Server::Impl::ollama_generate(const httplib::Request& req, httplib::Respons
     }
     if (!ok) {
       g.cancel();
-      return false;
+      return;
     }
     job->record();
     remember_reply(*job);
     if (auto e = stream_failure(g)) send(e->body(Protocol::Ollama));
-    else if (!g.error().empty() || g.finish_reason() == "cancelled") return false;
+    else if (!g.error().empty() || g.finish_reason() == "cancelled") return;
     else send(object(nullptr, &replies));
-    sink.done();
-    return true;
   };
-  res.set_chunked_content_provider("application/x-ndjson", std::move(provider));
+  res.set_stream("application/x-ndjson", std::move(provider));
 }
 
-void Server::Impl::ollama_show(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::ollama_show(const http::Request& req, http::Response& res) {
   const ojson body = parse_body(req.body);
   std::string name = string(body, "model").value_or(string(body, "name").value_or(""));
   if (name != model.id && name.rfind(model.id + ":", 0) != 0)

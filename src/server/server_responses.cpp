@@ -156,7 +156,7 @@ ojson Server::Impl::response_object(const Job& job, const ResponseContext& ctx, 
   return r;
 }
 
-void Server::Impl::responses_create(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::responses_create(const http::Request& req, http::Response& res) {
   ResponsesRequest rr = parse_responses_request(parse_body(req.body));
   ++metrics.responses_requests;
   // The prompt: the instructions, the stored conversation it continues, this input.
@@ -226,41 +226,39 @@ void Server::Impl::responses_create(const httplib::Request& req, httplib::Respon
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  auto provider = [this, job, ctx, finish, final_object](size_t, httplib::DataSink& sink) -> bool {
+  auto provider = [this, job, ctx, finish, final_object](http::StreamSink& sink) {
     int64_t sequence = 0;
     auto emit = [&](const char* type, ojson data) {
       ojson event = {{"type", type}, {"sequence_number", sequence++}};
       event.update(data);
       const std::string s = std::string("event: ") + type + "\ndata: " + dump(event) + "\n\n";
-      return sink.write(s.data(), s.size());
+      return sink.write(s);
     };
     const ojson created = response_object(*job, *ctx, "in_progress");
     if (!emit("response.created", {{"response", created}}) || !emit("response.in_progress", {{"response", created}})) {
       job->stream->cancel();
-      return false;
+      return;
     }
     ResponseOutput out(emit);
     ReplyStream replies = reply_stream(*job, "call_", true);
-    if (!finish(out, replies)) return false;
+    if (!finish(out, replies)) return;
     const GenerationStream& g = *job->stream;
     if (auto e = stream_failure(g)) {
       ojson failed = response_object(*job, *ctx, "failed");
       failed["error"] = {{"code", e->code.empty() ? "server_error" : e->code}, {"message", e->what()}};
       emit("response.failed", {{"response", failed}});
     } else if (!g.error().empty() || g.finish_reason() == "cancelled") {
-      return false;  // cancelled because the client left
+      return;  // cancelled because the client left
     } else {
       ojson r = final_object(out, replies);
       const bool complete = r["status"] == "completed";
       emit(complete ? "response.completed" : "response.incomplete", {{"response", std::move(r)}});
     }
-    sink.done();
-    return true;
   };
-  res.set_chunked_content_provider("text/event-stream", std::move(provider));
+  res.set_stream("text/event-stream", std::move(provider));
 }
 
-void Server::Impl::responses_get(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::responses_get(const http::Request& req, http::Response& res) {
   const std::string id = req.matches[1];
   auto r = responses.get(id);
   if (!r)
@@ -268,7 +266,7 @@ void Server::Impl::responses_get(const httplib::Request& req, httplib::Response&
   res.set_content(dump(r->response), "application/json");
 }
 
-void Server::Impl::responses_delete(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::responses_delete(const http::Request& req, http::Response& res) {
   const std::string id = req.matches[1];
   if (!responses.erase(id))
     throw ApiError(404, "no stored response has the id " + quote(ojson(id)), "invalid_request_error", {}, "response_not_found");

@@ -1,0 +1,416 @@
+#include "http/connection.h"
+
+#include <boost/beast/http/error.hpp>
+#include <chrono>
+#include <cstdio>
+
+namespace hearth::http {
+
+namespace bhttp = boost::beast::http;
+using boost::system::error_code;
+
+namespace {
+
+constexpr size_t kReadChunk = 64 << 10;
+// Bytes of pipelined requests read ahead while one is handled; past it the
+// connection stops reading until the handled one is answered.
+constexpr size_t kReadAhead = 1 << 20;
+// A 1xx interim response: asks a client that half-closed whether it is still
+// there (a peer that closed answers it with a reset). HTTP/1.1 clients must
+// accept any number of them before the final response (RFC 9110, 15.2).
+constexpr std::string_view kInterim = "HTTP/1.1 100 Continue\r\n\r\n";
+
+std::string hex(size_t n) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%zx", n);
+  return buf;
+}
+
+// Fields the layer writes itself from the body it sends.
+bool framing_field(const std::string& name) {
+  for (const char* f : {"Content-Length", "Transfer-Encoding", "Connection"})
+    if (strcasecmp(name.c_str(), f) == 0) return true;
+  return false;
+}
+
+class StreamWriter final : public StreamSink {
+ public:
+  StreamWriter(std::shared_ptr<StreamState> state, std::function<void()> post_flush, bool chunked, double timeout,
+               size_t cap)
+      : state_(std::move(state)), post_flush_(std::move(post_flush)), chunked_(chunked), timeout_(timeout), cap_(cap) {}
+
+  bool write(std::string_view bytes) override {
+    std::unique_lock lock(state_->mutex);
+    if (state_->closed) return false;
+    if (bytes.empty()) return true;  // a zero-size chunk would end the body
+    if (chunked_) state_->queued += hex(bytes.size()) + "\r\n";
+    state_->queued += bytes;
+    if (chunked_) state_->queued += "\r\n";
+    state_->unsent += bytes.size() + (chunked_ ? hex(bytes.size()).size() + 4 : 0);
+    if (!state_->flush_posted) {
+      state_->flush_posted = true;
+      post_flush_();
+    }
+    // A client that reads nothing for the write timeout is dropped.
+    const bool room = state_->drained.wait_for(lock, std::chrono::duration<double>(timeout_),
+                                                [&] { return state_->closed || state_->unsent <= cap_; });
+    if (!room) state_->closed = true;  // the I/O thread's write deadline closes the socket
+    return !state_->closed;
+  }
+
+ private:
+  std::shared_ptr<StreamState> state_;
+  std::function<void()> post_flush_;
+  bool chunked_;
+  double timeout_;
+  size_t cap_;
+};
+
+}  // namespace
+
+Connection::Connection(Server::Impl& server, tcp::socket socket, std::string client)
+    : server_(server),
+      socket_(std::move(socket)),
+      client_(std::move(client)),
+      deadline_(server.io),
+      probe_timer_(server.io) {}
+
+void Connection::start() { begin_request(); }
+
+void Connection::begin_request() {
+  parser_.emplace();
+  parser_->header_limit(uint32_t(server_.limits.max_header_bytes));
+  parser_->body_limit(server_.limits.max_body_bytes);
+  phase_ = Phase::Idle;
+  request_.reset();
+  stream_.reset();
+  ending_ = false;
+  probes_ = 0;
+  // A new connection waits for its first request no longer than for a head:
+  // connecting and sending nothing is the cheapest slow attack.
+  if (buffer_.size() > 0) phase_ = Phase::Head;
+  arm(buffer_.size() > 0 || requests_ == 0 ? server_.limits.header_timeout : server_.limits.keep_alive_timeout);
+  parse();
+}
+
+void Connection::arm(double seconds) {
+  deadline_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds)));
+  deadline_.async_wait([self = weak_from_this()](error_code ec) {
+    auto c = self.lock();
+    if (ec || !c) return;
+    c->close();  // a deadline passed: a slow head or body, an idle keep-alive, a client not reading
+  });
+}
+
+void Connection::read() {
+  if (reading_ || phase_ == Phase::Closed || eof_) return;
+  if (buffer_.size() >= kReadAhead && (phase_ == Phase::Handling || phase_ == Phase::Responding)) return;
+  reading_ = true;
+  socket_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](error_code ec, size_t n) {
+    self->reading_ = false;
+    self->on_read(ec, n);
+  });
+}
+
+void Connection::on_read(error_code ec, size_t n) {
+  if (phase_ == Phase::Closed) return;
+  buffer_.commit(n);
+  if (phase_ == Phase::Lingering) {  // discarding what comes until the client closes
+    buffer_.consume(buffer_.size());
+    if (ec) close();
+    else read();
+    return;
+  }
+  if (ec == asio::error::eof) {
+    eof_ = true;
+    if (phase_ == Phase::Handling || phase_ == Phase::Responding) client_eof();
+    else parse();  // what is buffered may still be a whole request
+    return;
+  }
+  if (ec) {  // reset, or another socket error: the client is gone
+    close();
+    return;
+  }
+  if (phase_ == Phase::Idle && n > 0) {
+    phase_ = Phase::Head;
+    arm(server_.limits.header_timeout);
+  }
+  if (phase_ == Phase::Handling || phase_ == Phase::Responding) read();  // keep watching the socket
+  else parse();
+}
+
+void Connection::parse() {
+  while (!parser_->is_done()) {
+    if (buffer_.size() == 0) {
+      if (eof_) close();
+      else read();
+      return;
+    }
+    error_code ec;
+    const size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == bhttp::error::need_more) {
+      if (eof_) close();
+      else read();
+      return;
+    }
+    if (ec == bhttp::error::header_limit) {
+      return fail(431, "the request head is larger than the limit of " +
+                           std::to_string(server_.limits.max_header_bytes) + " bytes");
+    }
+    if (ec == bhttp::error::body_limit) {
+      return fail(413, "the request body is larger than the limit of " +
+                           std::to_string(server_.limits.max_body_bytes) + " bytes");
+    }
+    if (ec == bhttp::error::bad_version) return fail(505, "only HTTP/1.0 and HTTP/1.1 are served");
+    if (ec) return fail(400, "malformed HTTP request: " + ec.message());
+    if (phase_ != Phase::Body && parser_->is_header_done() && !check_head()) return;
+  }
+  dispatch();
+}
+
+// The head is complete: checks what Beast allows and HTTP/1.1 says to refuse,
+// answers Expect: 100-continue, and gives the body its own deadline.
+bool Connection::check_head() {
+  const auto& h = parser_->get();
+  if (h.version() != 10 && h.version() != 11) {
+    fail(505, "only HTTP/1.0 and HTTP/1.1 are served");
+    return false;
+  }
+  int lengths = 0;
+  for (const auto& f : h)
+    if (f.name() == bhttp::field::content_length) ++lengths;
+  if (lengths > 1 || h[bhttp::field::content_length].find(',') != boost::string_view::npos) {
+    fail(400, "malformed HTTP request: more than one Content-Length");
+    return false;
+  }
+  phase_ = Phase::Body;
+  arm(server_.limits.body_timeout);
+  const auto expect = h[bhttp::field::expect];
+  if (!parser_->is_done() && boost::beast::iequals(expect, "100-continue")) write(std::string(kInterim));
+  return true;
+}
+
+void Connection::dispatch() {
+  auto& m = parser_->get();
+  auto req = std::make_shared<Request>();
+  req->method = std::string(m.method_string());
+  const std::string target(m.target());
+  const size_t q = target.find('?');
+  req->path = target.substr(0, q);
+  if (q != std::string::npos) req->query = target.substr(q + 1);
+  for (const auto& f : m) req->headers.add(std::string(f.name_string()), std::string(f.value()));
+  req->body = std::move(m.body());
+  req->version = m.version();
+  req->remote_addr = client_;
+  keep_alive_ = m.keep_alive() && !server_.stopping;
+  head_only_ = req->method == "HEAD";
+  phase_ = Phase::Handling;
+  deadline_.cancel();
+  request_ = req;
+  ++requests_;
+  read();  // a client that goes away now is noticed while the handler runs
+
+  const Server::Impl::Route* route = server_.find_route(*req);
+  if (route->run_inline) {
+    Response res;
+    server_.answer(route, *req, res);
+    deliver(*req, std::move(res), false);
+    return;
+  }
+  asio::post(server_.workers, [self = shared_from_this(), req, route, work = asio::make_work_guard(server_.io)] {
+    Response res;
+    self->server_.answer(route, *req, res);
+    self->deliver(*req, std::move(res), true);
+  });
+}
+
+void Connection::deliver(const Request& req, Response res, bool on_worker) {
+  StreamProvider provider = std::move(res.stream);
+  auto state = provider ? std::make_shared<StreamState>() : nullptr;
+  asio::post(server_.io, [self = shared_from_this(), res = std::move(res), state]() mutable {
+    self->stream_ = state;
+    self->respond(res);
+  });
+  if (!provider) return;
+  auto run = [self = shared_from_this(), provider = std::move(provider), state, chunked = req.version >= 11] {
+    self->stream_body(provider, state, chunked);
+  };
+  if (on_worker) return run();
+  asio::post(server_.workers, [run = std::move(run), work = asio::make_work_guard(server_.io)] { run(); });
+}
+
+void Connection::respond(Response& res) {
+  if (phase_ == Phase::Closed) return close_stream();
+  probe_timer_.cancel();
+  phase_ = Phase::Responding;
+  const bool streamed = stream_ != nullptr;
+  const bool no_body = head_only_ || res.status == 204 || res.status == 304;
+  if ((streamed && request_->version < 11) || server_.stopping) keep_alive_ = false;  // 1.0: the body ends at close
+  chunked_ = streamed && request_->version >= 11;
+
+  std::string head = "HTTP/1.1 " + std::to_string(res.status) + " " + std::string(reason_phrase(res.status)) + "\r\n";
+  for (const auto& [name, value] : res.headers.fields())
+    if (!framing_field(name)) head += name + ": " + value + "\r\n";
+  if (chunked_) head += "Transfer-Encoding: chunked\r\n";
+  else if (!streamed) head += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+  if (!keep_alive_) head += "Connection: close\r\n";
+  head += "\r\n";
+  if (server_.logger) server_.logger(*request_, res);
+  if (!no_body && !streamed) head += res.body;
+  write(std::move(head));
+  if (!streamed) ending_ = true;
+  flush();
+}
+
+void Connection::stream_body(const StreamProvider& provider, const std::shared_ptr<StreamState>& state, bool chunked) {
+  auto post_flush = [self = shared_from_this()] { asio::post(self->server_.io, [self] { self->drain_stream(); }); };
+  StreamWriter writer(state, post_flush, chunked, server_.limits.write_timeout, server_.limits.stream_buffer_bytes);
+  provider(writer);
+  asio::post(server_.io, [self = shared_from_this()] { self->end_stream(); });
+}
+
+// Hands what the worker queued to the socket.
+void Connection::drain_stream() {
+  if (!stream_ || phase_ == Phase::Closed) return;
+  std::string bytes;
+  {
+    std::lock_guard lock(stream_->mutex);
+    bytes.swap(stream_->queued);
+    stream_->flush_posted = false;
+  }
+  if (head_only_) {  // counted as sent at once
+    std::lock_guard lock(stream_->mutex);
+    stream_->unsent -= bytes.size();
+    stream_->drained.notify_all();
+    return;
+  }
+  if (!bytes.empty()) write(std::move(bytes), true);
+  flush();
+}
+
+void Connection::end_stream() {
+  if (!stream_ || phase_ == Phase::Closed) return;
+  drain_stream();
+  if (chunked_ && !head_only_) write("0\r\n\r\n");
+  ending_ = true;
+  flush();
+}
+
+// An error the layer answers itself; the connection closes after it (what
+// follows in the buffer cannot be trusted to start a request).
+void Connection::fail(int status, const std::string& message) {
+  Request req;
+  if (parser_ && parser_->is_header_done()) {
+    req.method = std::string(parser_->get().method_string());
+    req.path = std::string(parser_->get().target());
+    req.path = req.path.substr(0, req.path.find('?'));
+  }
+  req.remote_addr = client_;
+  request_ = std::make_shared<Request>(std::move(req));
+  Response res;
+  server_.error_response(*request_, res, status, message);
+  keep_alive_ = false;
+  head_only_ = false;
+  deadline_.cancel();
+  phase_ = Phase::Handling;
+  respond(res);
+}
+
+// The client half-closed (or closed) while its request runs. HTTP/1.1 lets it
+// wait for the answer with its sending side shut, so the request goes on; an
+// interim response written now and then finds out whether it still reads.
+void Connection::client_eof() {
+  if (phase_ == Phase::Responding) return;  // the response's own writes tell
+  if (request_->version < 11) return close();
+  probe();
+}
+
+void Connection::probe() {
+  if (phase_ != Phase::Handling) return;
+  write(std::string(kInterim));
+  flush();
+  // The first reset comes back within a round trip; then once a second.
+  probe_timer_.expires_after(probes_++ == 0 ? std::chrono::milliseconds(50) : std::chrono::milliseconds(1000));
+  probe_timer_.async_wait([self = weak_from_this()](error_code ec) {
+    if (auto c = self.lock(); c && !ec) c->probe();
+  });
+}
+
+void Connection::write(std::string bytes, bool stream_bytes) { out_.emplace_back(std::move(bytes), stream_bytes); }
+
+void Connection::flush() {
+  if (writing_ || phase_ == Phase::Closed) return;
+  if (out_.empty()) {
+    if (ending_) finish_response();
+    return;
+  }
+  writing_ = true;
+  // A client that reads nothing for the write timeout is dropped.
+  if (phase_ == Phase::Handling || phase_ == Phase::Responding) arm(server_.limits.write_timeout);
+  asio::async_write(socket_, asio::buffer(out_.front().first),
+                    [self = shared_from_this()](error_code ec, size_t n) { self->on_written(ec, n); });
+}
+
+void Connection::on_written(error_code ec, size_t n) {
+  writing_ = false;
+  if (phase_ == Phase::Closed) return;
+  if (ec) return close();
+  const bool stream_bytes = out_.front().second;
+  out_.pop_front();
+  if (stream_bytes && stream_) {
+    std::lock_guard lock(stream_->mutex);
+    stream_->unsent -= std::min(stream_->unsent, n);
+    stream_->drained.notify_all();
+  }
+  if (out_.empty() && (phase_ == Phase::Handling || phase_ == Phase::Responding)) deadline_.cancel();
+  flush();
+}
+
+void Connection::finish_response() {
+  ending_ = false;
+  if (!keep_alive_ || server_.stopping) return linger_close();
+  begin_request();
+}
+
+// Closes after the last response without losing it: shuts the sending side,
+// then reads until the client closes (briefly), so unread request bytes do
+// not make the kernel reset the connection before the client read the answer.
+void Connection::linger_close() {
+  phase_ = Phase::Lingering;
+  request_.reset();
+  error_code ignored;
+  socket_.shutdown(tcp::socket::shutdown_send, ignored);
+  arm(1.0);
+  if (eof_) return close();
+  read();
+}
+
+void Connection::close() {
+  if (phase_ == Phase::Closed) return;
+  const bool answered = phase_ == Phase::Lingering || !request_;
+  phase_ = Phase::Closed;
+  error_code ignored;
+  socket_.close(ignored);
+  deadline_.cancel();
+  probe_timer_.cancel();
+  close_stream();
+  if (request_ && !answered) request_->client->mark_gone();
+  server_.forget(this, client_);
+}
+
+// The streaming worker, if any, stops at its next write.
+void Connection::close_stream() {
+  if (!stream_) return;
+  std::lock_guard lock(stream_->mutex);
+  stream_->closed = true;
+  stream_->drained.notify_all();
+}
+
+void Connection::stop_when_idle() {
+  if (phase_ == Phase::Idle || phase_ == Phase::Head || phase_ == Phase::Body) close();
+  else keep_alive_ = false;
+}
+
+}  // namespace hearth::http
