@@ -141,6 +141,7 @@ void Server::Impl::begin_stop(double grace_seconds) {
     for (auto& [ptr, weak] : std::vector(connections.begin(), connections.end()))
       if (auto c = weak.lock()) c->stop_when_idle();
   }
+  if (connections.empty()) return;
   stop_deadline.expires_at(deadline);
   stop_deadline.async_wait([this](error_code ec) {
     if (ec) return;
