@@ -11,7 +11,6 @@ using boost::system::error_code;
 
 namespace {
 
-constexpr size_t kReadChunk = 64 << 10;
 // Bytes of pipelined requests read ahead while one is handled; past it the
 // connection stops reading until the handled one is answered.
 constexpr size_t kReadAhead = 1 << 20;
@@ -79,9 +78,10 @@ void Connection::start() { begin_request(); }
 
 void Connection::begin_request() {
   parser_.emplace();
-  parser_->header_limit(uint32_t(server_.limits.max_header_bytes));
+  parser_->header_limit(uint32_t(server_.limits.max_header_bytes + incoming_.size()));  // ours is checked in parse()
   parser_->body_limit(server_.limits.max_body_bytes);
   phase_ = Phase::Idle;
+  head_bytes_ = 0;
   request_.reset();
   stream_.reset();
   ending_ = false;
@@ -107,7 +107,9 @@ void Connection::read() {
   if (reading_ || phase_ == Phase::Closed || eof_) return;
   if (buffer_.size() >= kReadAhead && (phase_ == Phase::Handling || phase_ == Phase::Responding)) return;
   reading_ = true;
-  socket_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](error_code ec, size_t n) {
+  // Into a buffer of its own: a read may be pending while parse() consumes
+  // from buffer_, which moves buffer_'s free space.
+  socket_.async_read_some(asio::buffer(incoming_), [self = shared_from_this()](error_code ec, size_t n) {
     self->reading_ = false;
     self->on_read(ec, n);
   });
@@ -115,7 +117,7 @@ void Connection::read() {
 
 void Connection::on_read(error_code ec, size_t n) {
   if (phase_ == Phase::Closed) return;
-  buffer_.commit(n);
+  buffer_.commit(asio::buffer_copy(buffer_.prepare(n), asio::buffer(incoming_.data(), n)));
   if (phase_ == Phase::Lingering) {  // discarding what comes until the client closes
     buffer_.consume(buffer_.size());
     if (ec) close();
@@ -148,7 +150,14 @@ void Connection::parse() {
       return;
     }
     error_code ec;
+    const bool in_head = !parser_->is_header_done();
     const size_t used = parser_->put(buffer_.data(), ec);
+    // Beast takes the fields it has parsed and limits each put, not the
+    // head: the head's size is what the puts took plus what waits unparsed.
+    if (in_head) head_bytes_ += used;
+    if (in_head && head_bytes_ + (ec == bhttp::error::need_more ? buffer_.size() - used : 0) >
+                       server_.limits.max_header_bytes)
+      ec = bhttp::error::header_limit;
     buffer_.consume(used);
     if (ec == bhttp::error::need_more) {
       if (eof_) close();
@@ -163,7 +172,6 @@ void Connection::parse() {
       return fail(413, "the request body is larger than the limit of " +
                            std::to_string(server_.limits.max_body_bytes) + " bytes");
     }
-    if (ec == bhttp::error::bad_version) return fail(505, "only HTTP/1.0 and HTTP/1.1 are served");
     if (ec) return fail(400, "malformed HTTP request: " + ec.message());
     if (phase_ != Phase::Body && parser_->is_header_done() && !check_head()) return;
   }

@@ -116,7 +116,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   tcp::socket socket_;
   const std::string client_;
   asio::steady_timer deadline_, probe_timer_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_;      // read, not yet parsed
+  std::vector<char> incoming_ = std::vector<char>(64 << 10);  // what one read brings
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   Phase phase_ = Phase::Idle;
   bool reading_ = false;
@@ -126,6 +127,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool chunked_ = false;     // the response body is chunked
   bool ending_ = false;      // the response's last bytes are queued
   int probes_ = 0;
+  size_t head_bytes_ = 0;  // of the request being read, parsed so far
   int requests_ = 0;  // requests begun on this connection
   std::shared_ptr<Request> request_;
   std::shared_ptr<StreamState> stream_;

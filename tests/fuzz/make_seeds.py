@@ -162,6 +162,27 @@ def server_request():
 
 # ---- engine_json_schema: schema, optionally "\n---text---\n" and a text -----
 
+def http_request():
+    """Raw client bytes for the HTTP layer (http_request_fuzz.cpp's routes)."""
+    d = out_dir("http_request")
+    crlf = lambda *lines: ("\r\n".join(lines) + "\r\n\r\n").encode()
+    write(d, "get", crlf("GET /health HTTP/1.1", "Host: x"))
+    write(d, "head", crlf("HEAD /items/7?a=1 HTTP/1.1", "Host: x"))
+    write(d, "http10", crlf("GET /stream HTTP/1.0"))
+    write(d, "post", crlf("POST /echo HTTP/1.1", "Host: x", "Content-Length: 5") + b"hello")
+    write(d, "chunked", crlf("POST /echo HTTP/1.1", "Host: x", "Transfer-Encoding: chunked")
+          + b"5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\nTrailer: t\r\n\r\n")
+    write(d, "expect", crlf("POST /echo HTTP/1.1", "Host: x", "Expect: 100-continue", "Content-Length: 3") + b"abc")
+    write(d, "pipelined", crlf("GET /stream HTTP/1.1", "Host: x") + crlf("GET /items/1 HTTP/1.1", "Host: x")
+          + crlf("POST /echo HTTP/1.1", "Content-Length: 2", "Connection: close") + b"hi")
+    write(d, "two_lengths", crlf("POST /echo HTTP/1.1", "Content-Length: 2", "Content-Length: 2") + b"hi")
+    write(d, "length_and_chunked", crlf("POST /echo HTTP/1.1", "Content-Length: 2", "Transfer-Encoding: chunked")
+          + b"2\r\nhi\r\n0\r\n\r\n")
+    write(d, "unknown", crlf("DELETE /nope HTTP/1.1", "Host: x", "X-Many: " + "a" * 200))
+    write(d, "folded", b"GET /health HTTP/1.1\r\nHost: x\r\n continued\r\n\r\n")
+    write(d, "partial", b"POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+
+
 def json_schema():
     d = out_dir("engine_json_schema")
     with_text = {
@@ -461,6 +482,7 @@ if __name__ == "__main__":
     dictionary("server_request", SERVER_KEYS)
     dictionary("engine_json_schema", SCHEMA_KEYS + ["#/$defs/", "#/definitions/", "#"])
     server_request()
+    http_request()
     json_schema()
     jinja()
     tokenize()
