@@ -74,14 +74,19 @@ Connection::Connection(Server::Impl& server, tcp::socket socket, std::string cli
       deadline_(server.io),
       probe_timer_(server.io) {}
 
-void Connection::start() { begin_request(); }
+void Connection::start() {
+  error_code ignored;
+  socket_.non_blocking(true, ignored);  // read() reads only what is there
+  begin_request();
+}
 
 void Connection::begin_request() {
   parser_.emplace();
-  parser_->header_limit(uint32_t(server_.limits.max_header_bytes + incoming_.size()));  // ours is checked in parse()
+  parser_->header_limit(uint32_t(server_.limits.max_header_bytes + server_.scratch.size()));  // ours is checked in parse()
   parser_->body_limit(server_.limits.max_body_bytes);
   phase_ = Phase::Idle;
   head_bytes_ = 0;
+  if (buffer_.size() == 0) buffer_.shrink_to_fit();  // a large body's room goes with it
   request_.reset();
   stream_.reset();
   ending_ = false;
@@ -107,17 +112,22 @@ void Connection::read() {
   if (reading_ || phase_ == Phase::Closed || eof_) return;
   if (buffer_.size() >= kReadAhead && (phase_ == Phase::Handling || phase_ == Phase::Responding)) return;
   reading_ = true;
-  // Into a buffer of its own: a read may be pending while parse() consumes
-  // from buffer_, which moves buffer_'s free space.
-  socket_.async_read_some(asio::buffer(incoming_), [self = shared_from_this()](error_code ec, size_t n) {
+  // Waits for bytes, then reads them into the I/O thread's one scratch
+  // buffer: a connection holds memory only for what it has sent (an idle or
+  // trickling one, a few bytes), and no read is ever pending into buffer_
+  // while parse() consumes from it.
+  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](error_code ec) {
     self->reading_ = false;
+    size_t n = 0;
+    if (!ec) n = self->socket_.read_some(asio::buffer(self->server_.scratch), ec);
+    if (ec == asio::error::would_block) return self->read();  // a spurious wake-up
     self->on_read(ec, n);
   });
 }
 
 void Connection::on_read(error_code ec, size_t n) {
   if (phase_ == Phase::Closed) return;
-  buffer_.commit(asio::buffer_copy(buffer_.prepare(n), asio::buffer(incoming_.data(), n)));
+  buffer_.commit(asio::buffer_copy(buffer_.prepare(n), asio::buffer(server_.scratch.data(), n)));
   if (phase_ == Phase::Lingering) {  // discarding what comes until the client closes
     buffer_.consume(buffer_.size());
     if (ec) close();

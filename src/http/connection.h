@@ -63,6 +63,7 @@ struct Server::Impl {
   // The I/O thread's alone.
   std::unordered_map<Connection*, std::weak_ptr<Connection>> connections;
   std::unordered_map<std::string, int> per_client;
+  std::vector<char> scratch = std::vector<char>(64 << 10);  // what one read brings
   bool stopping = false;
   asio::steady_timer accept_retry{io}, stop_deadline{io};
 };
@@ -117,7 +118,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::string client_;
   asio::steady_timer deadline_, probe_timer_;
   boost::beast::flat_buffer buffer_;      // read, not yet parsed
-  std::vector<char> incoming_ = std::vector<char>(64 << 10);  // what one read brings
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   Phase phase_ = Phase::Idle;
   bool reading_ = false;
