@@ -86,6 +86,7 @@ void Connection::begin_request() {
   parser_->body_limit(server_.limits.max_body_bytes);
   phase_ = Phase::Idle;
   head_bytes_ = 0;
+  stalled_at_ = 0;
   if (buffer_.size() == 0) buffer_.shrink_to_fit();  // a large body's room goes with it
   request_.reset();
   stream_.reset();
@@ -154,7 +155,8 @@ void Connection::on_read(error_code ec, size_t n) {
 
 void Connection::parse() {
   while (!parser_->is_done()) {
-    if (buffer_.size() == 0) {
+    // Beast must see more bytes than when it last asked for more (it asserts so).
+    if (buffer_.size() == 0 || buffer_.size() <= stalled_at_) {
       if (eof_) close();
       else read();
       return;
@@ -169,7 +171,9 @@ void Connection::parse() {
                        server_.limits.max_header_bytes)
       ec = bhttp::error::header_limit;
     buffer_.consume(used);
+    stalled_at_ = 0;
     if (ec == bhttp::error::need_more) {
+      stalled_at_ = buffer_.size();
       if (eof_) close();
       else read();
       return;

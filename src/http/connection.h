@@ -128,6 +128,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ending_ = false;      // the response's last bytes are queued
   int probes_ = 0;
   size_t head_bytes_ = 0;  // of the request being read, parsed so far
+  size_t stalled_at_ = 0;  // buffer_'s size when the parser last asked for more
   int requests_ = 0;  // requests begun on this connection
   std::shared_ptr<Request> request_;
   std::shared_ptr<StreamState> stream_;
