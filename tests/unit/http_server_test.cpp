@@ -1,0 +1,224 @@
+// http::Server over real loopback sockets: what a connection must do when the
+// client misbehaves (stops reading a stream, leaves mid-request, half-closes,
+// trickles), and what stop() must do with open connections. The end-to-end
+// versions with the model are in tests/server/front_door.test.mjs; these run
+// under ASan in the test command.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "http/server.h"
+
+namespace {
+
+using namespace hearth;
+using namespace std::chrono_literals;
+
+class Client {
+ public:
+  explicit Client(int port, double timeout_s = 10) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(uint16_t(port));
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd_, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+    timeval t{long(timeout_s), long((timeout_s - long(timeout_s)) * 1e6)};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
+  }
+  ~Client() { close(); }
+  bool send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size());
+  }
+  void shut_write() { shutdown(fd_, SHUT_WR); }
+  void shrink_receive_buffer() {
+    int small = 4096;
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  }
+  // Everything until the server closes (or the timeout: then `timed_out`).
+  std::string read_all() {
+    std::string got;
+    char buf[8192];
+    for (;;) {
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n > 0) {
+        got.append(buf, size_t(n));
+        continue;
+      }
+      timed_out = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+      return got;
+    }
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  bool timed_out = false;
+
+ private:
+  int fd_ = -1;
+};
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+struct TestServer {
+  explicit TestServer(http::Limits limits = {}) : server(limits) {
+    std::signal(SIGPIPE, SIG_IGN);
+    server.route("POST", "/echo", [](const http::Request& req, http::Response& res) {
+      res.set_content(req.body, "text/plain");
+    });
+    server.route("GET", "/wait", [this](const http::Request& req, http::Response& res) {
+      auto token = req.client->on_gone([this] { gone = true; });
+      while (!gone && !release) std::this_thread::sleep_for(5ms);
+      res.set_content(gone ? "gone" : "done", "text/plain");
+    });
+    server.route("GET", "/flood", [this](const http::Request& req, http::Response& res) {
+      // The provider holds the subscription, as a generation's Job does.
+      auto token = req.client->on_gone([this] { gone = true; });
+      res.set_stream("text/plain", [this, token](http::StreamSink& sink) {
+        const std::string block(64 << 10, 'x');
+        while (sink.write(block)) ++blocks;
+        writer_done = true;
+      });
+    });
+    port = server.bind("127.0.0.1", 0);
+    thread = std::thread([this] { server.run(); });
+  }
+  ~TestServer() {
+    release = true;
+    server.stop(0);
+    thread.join();
+  }
+  http::Server server;
+  int port = 0;
+  std::thread thread;
+  std::atomic<bool> gone{false}, release{false}, writer_done{false};
+  std::atomic<int> blocks{0};
+};
+
+TEST(HttpServer, PipelinedRequestsAreAnsweredInOrderAndHalfCloseStillGetsThem) {
+  TestServer s;
+  Client c(s.port);
+  c.send("POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\none"
+         "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\ntwo\r\n0\r\n\r\n"
+         "POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nthree");
+  c.shut_write();
+  const std::string got = c.read_all();
+  EXPECT_FALSE(c.timed_out);
+  EXPECT_EQ(count(got, "HTTP/1.1 200 OK"), 3u) << got;
+  const size_t one = got.find("\r\n\r\none"), two = got.find("\r\n\r\ntwo"), three = got.find("\r\n\r\nthree");
+  EXPECT_TRUE(one < two && two < three && three != std::string::npos) << got;
+}
+
+TEST(HttpServer, TwoContentLengthsAreRefused) {
+  TestServer s;
+  Client c(s.port);
+  c.send("POST /echo HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi");
+  const std::string got = c.read_all();
+  EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << got;
+  EXPECT_EQ(count(got, "HTTP/1.1 "), 1u) << got;
+}
+
+TEST(HttpServer, AHeadThatTricklesIsClosedAtItsDeadline) {
+  http::Limits limits;
+  limits.header_timeout = 0.3;
+  TestServer s(limits);
+  Client c(s.port, 5);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.send("GET /echo HTTP/1.1\r\n");
+  for (int i = 0; i < 10; ++i) {  // a byte every 50 ms: never idle, never done
+    std::this_thread::sleep_for(50ms);
+    if (!c.send("X")) break;  // closed already
+  }
+  const std::string got = c.read_all();
+  EXPECT_FALSE(c.timed_out);
+  EXPECT_TRUE(got.empty()) << got;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
+TEST(HttpServer, AClientThatLeavesIsNoticedWhileItsRequestRuns) {
+  TestServer s;
+  {
+    Client c(s.port);
+    c.send("GET /wait HTTP/1.1\r\n\r\n");
+    std::this_thread::sleep_for(50ms);
+  }  // closed without reading
+  for (int i = 0; i < 400 && !s.gone; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(s.gone);
+}
+
+TEST(HttpServer, AHalfClosedClientIsNotTakenForGone) {
+  TestServer s;
+  Client c(s.port);
+  c.send("GET /wait HTTP/1.1\r\n\r\n");
+  c.shut_write();
+  std::this_thread::sleep_for(300ms);  // several interim probes
+  EXPECT_FALSE(s.gone);
+  s.release = true;
+  const std::string got = c.read_all();
+  EXPECT_NE(got.find("HTTP/1.1 200 OK"), std::string::npos) << got;
+  EXPECT_NE(got.find("\r\n\r\ndone"), std::string::npos) << got;
+}
+
+TEST(HttpServer, AStreamToAClientThatStopsReadingWaitsThenStopsWhenItLeaves) {
+  TestServer s;
+  auto c = std::make_unique<Client>(s.port);
+  c->shrink_receive_buffer();
+  c->send("GET /flood HTTP/1.1\r\n\r\n");
+  std::this_thread::sleep_for(300ms);
+  const int blocked_at = s.blocks;
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(s.blocks, blocked_at) << "the writer waits while the client reads nothing";
+  EXPECT_LT(blocked_at, 200) << "at most the stream buffer and the socket buffers are queued";
+  EXPECT_FALSE(s.writer_done);
+  c.reset();  // the client leaves
+  for (int i = 0; i < 400 && !s.writer_done; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(s.writer_done);
+  EXPECT_TRUE(s.gone);
+}
+
+TEST(HttpServer, StopClosesIdleConnectionsAtOnceAndReturnsWhenRequestsEnd) {
+  auto s = std::make_unique<TestServer>();
+  Client idle(s->port);
+  Client busy(s->port);
+  busy.send("GET /wait HTTP/1.1\r\n\r\n");
+  std::this_thread::sleep_for(50ms);
+  s->server.stop(5);
+  const std::string idle_got = idle.read_all();  // closed, nothing sent
+  EXPECT_FALSE(idle.timed_out);
+  EXPECT_TRUE(idle_got.empty());
+  s->release = true;
+  const std::string got = busy.read_all();
+  EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+  EXPECT_NE(got.find("\r\n\r\ndone"), std::string::npos) << got;
+  s.reset();  // run() has returned: join does not wait
+}
+
+TEST(HttpServer, ATokenDestroyedBeforeTheClientGoesIsNeverCalled) {
+  auto presence = std::make_shared<http::ClientPresence>();
+  int calls = 0;
+  auto token = presence->on_gone([&] { ++calls; });
+  auto kept = presence->on_gone([&] { calls += 10; });
+  token.reset();
+  presence->mark_gone();
+  presence->mark_gone();
+  EXPECT_EQ(calls, 10);
+  auto late = presence->on_gone([&] { calls += 100; });  // already gone: at once
+  EXPECT_EQ(calls, 110);
+}
+
+}  // namespace
