@@ -369,22 +369,28 @@ void Connection::flush() {
     return;
   }
   writing_ = true;
-  // A client that reads nothing for the write timeout is dropped.
+  // A client that takes nothing for the write timeout is dropped; one that
+  // reads slowly but steadily is not (the deadline restarts with each write).
   if (phase_ == Phase::Handling || phase_ == Phase::Responding) arm(server_.limits.write_timeout);
-  asio::async_write(socket_, asio::buffer(out_.front().first),
-                    [self = shared_from_this()](error_code ec, size_t n) { self->on_written(ec, n); });
+  const std::string& front = out_.front().first;
+  socket_.async_write_some(asio::buffer(front.data() + front_sent_, front.size() - front_sent_),
+                           [self = shared_from_this()](error_code ec, size_t n) { self->on_written(ec, n); });
 }
 
 void Connection::on_written(error_code ec, size_t n) {
   writing_ = false;
   if (phase_ == Phase::Closed) return;
+  if (ec == asio::error::would_block) return flush();
   if (ec) return close();
-  const bool stream_bytes = out_.front().second;
-  out_.pop_front();
-  if (stream_bytes && stream_) {
+  if (out_.front().second && stream_) {
     std::lock_guard lock(stream_->mutex);
     stream_->unsent -= std::min(stream_->unsent, n);
     stream_->drained.notify_all();
+  }
+  front_sent_ += n;
+  if (front_sent_ == out_.front().first.size()) {
+    out_.pop_front();
+    front_sent_ = 0;
   }
   if (out_.empty() && (phase_ == Phase::Handling || phase_ == Phase::Responding)) deadline_.cancel();
   flush();

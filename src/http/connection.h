@@ -133,6 +133,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<Request> request_;
   std::shared_ptr<StreamState> stream_;
   std::deque<std::pair<std::string, bool>> out_;  // bytes to write; true: streamed body bytes
+  size_t front_sent_ = 0;                         // of out_.front(), written
   bool writing_ = false;
 };
 
