@@ -19,7 +19,6 @@
 //
 // Raw `node:net` sockets throughout; the client shares the machine's cores
 // with the server, so on a small machine requests/s measures both.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -32,6 +31,9 @@ const opt = (name, fallback) => {
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const positional = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && args[i - 1].startsWith('--')));
 const HEARTH = path.resolve(positional[0] ?? path.join(root, 'build/hearth'));
+// The server tests' launcher (it reads the binary from HEARTH_BIN).
+process.env.HEARTH_BIN = HEARTH;
+const { startServer } = await import('../tests/server/lib.mjs');
 const REQUESTS = Number(opt('requests', 200));
 const SECONDS = Number(opt('seconds', 5));
 const CLIENTS = Number(opt('clients', 8));
@@ -49,23 +51,6 @@ const quantile = (xs, q) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
 
-async function startServer(extra) {
-  const proc = spawn(HEARTH, ['serve', '--host', '127.0.0.1', '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  proc.stderr.on('data', (d) => { stderr += d; });
-  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    const t = setTimeout(() => reject(new Error('hearth serve did not start in 60 s: ' + stderr)), 60000);
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/\S+)/);
-      if (m) { clearTimeout(t); resolve(m[1]); }
-    });
-    exited.then(({ code }) => { clearTimeout(t); reject(new Error(`hearth serve exited (${code}): ${stderr}`)); });
-  });
-  return { proc, port: Number(new URL(url).port), exited, stderr: () => stderr };
-}
 
 // Length of the complete response at the start of buf (Content-Length or
 // chunked; 1xx skipped), or -1 while incomplete. Also its status.
