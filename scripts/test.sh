@@ -43,6 +43,10 @@ suite "command line" bash tests/cli/test_cli.sh build/hearth
 [ -f tests/text/compare_tokenizers.mjs ] && suite "tokenizers vs reference" node tests/text/compare_tokenizers.mjs --hearth build/hearth
 [ -f tests/text/test_templates.py ] && suite "chat templates vs Jinja2" $PY tests/text/test_templates.py --hearth build/hearth
 [ -f tests/server/run.sh ] && suite "server end-to-end" bash tests/server/run.sh build/hearth
+# The hostile-client tests again on the sanitizer build: a report aborts the
+# server, and leaks at exit fail its exit status.
+[ -f tests/server/run.sh ] && suite "server front door (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 \
+  bash tests/server/run.sh build-asan/hearth tests/server/front_door.test.mjs tests/server/api.test.mjs
 
 [ ${#failed[@]} -gt 0 ] && echo "failed suites: ${failed[*]}"
 echo "suites: $passed passed, ${#failed[@]} failed"
