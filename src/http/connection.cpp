@@ -34,9 +34,13 @@ bool framing_field(const std::string& name) {
 
 class StreamWriter final : public StreamSink {
  public:
-  StreamWriter(std::shared_ptr<StreamState> state, std::function<void()> post_flush, bool chunked, double timeout,
-               size_t cap)
-      : state_(std::move(state)), post_flush_(std::move(post_flush)), chunked_(chunked), timeout_(timeout), cap_(cap) {}
+  StreamWriter(std::shared_ptr<StreamState> state, std::function<void()> post_flush, bool chunked,
+               double timeout, size_t cap)
+      : state_(std::move(state)),
+        post_flush_(std::move(post_flush)),
+        chunked_(chunked),
+        timeout_(timeout),
+        cap_(cap) {}
 
   bool write(std::string_view bytes) override {
     std::unique_lock lock(state_->mutex);
@@ -51,8 +55,9 @@ class StreamWriter final : public StreamSink {
       post_flush_();
     }
     // A client that reads nothing for the write timeout is dropped.
-    const bool room = state_->drained.wait_for(lock, std::chrono::duration<double>(timeout_),
-                                                [&] { return state_->closed || state_->unsent <= cap_; });
+    const bool room = state_->drained.wait_for(lock, std::chrono::duration<double>(timeout_), [&] {
+      return state_->closed || state_->unsent <= cap_;
+    });
     if (!room) state_->closed = true;  // the I/O thread's write deadline closes the socket
     return !state_->closed;
   }
@@ -82,7 +87,8 @@ void Connection::start() {
 
 void Connection::begin_request() {
   parser_.emplace();
-  parser_->header_limit(uint32_t(server_.limits.max_header_bytes + server_.scratch.size()));  // ours is checked in parse()
+  parser_->header_limit(uint32_t(server_.limits.max_header_bytes +
+                                 server_.scratch.size()));  // ours is checked in parse()
   parser_->body_limit(server_.limits.max_body_bytes);
   phase_ = Phase::Idle;
   head_bytes_ = 0;
@@ -95,7 +101,8 @@ void Connection::begin_request() {
   // A new connection waits for its first request no longer than for a head:
   // connecting and sending nothing is the cheapest slow attack.
   if (buffer_.size() > 0) phase_ = Phase::Head;
-  arm(buffer_.size() > 0 || requests_ == 0 ? server_.limits.header_timeout : server_.limits.keep_alive_timeout);
+  arm(buffer_.size() > 0 || requests_ == 0 ? server_.limits.header_timeout
+                                           : server_.limits.keep_alive_timeout);
   parse();
 }
 
@@ -111,7 +118,8 @@ void Connection::arm(double seconds) {
 
 void Connection::read() {
   if (reading_ || phase_ == Phase::Closed || eof_) return;
-  if (buffer_.size() >= kReadAhead && (phase_ == Phase::Handling || phase_ == Phase::Responding)) return;
+  if (buffer_.size() >= kReadAhead && (phase_ == Phase::Handling || phase_ == Phase::Responding))
+    return;
   reading_ = true;
   // Waits for bytes, then reads them into the I/O thread's one scratch
   // buffer: a connection holds memory only for what it has sent (an idle or
@@ -131,14 +139,18 @@ void Connection::on_read(error_code ec, size_t n) {
   buffer_.commit(asio::buffer_copy(buffer_.prepare(n), asio::buffer(server_.scratch.data(), n)));
   if (phase_ == Phase::Lingering) {  // discarding what comes until the client closes
     buffer_.consume(buffer_.size());
-    if (ec) close();
-    else read();
+    if (ec)
+      close();
+    else
+      read();
     return;
   }
   if (ec == asio::error::eof) {
     eof_ = true;
-    if (phase_ == Phase::Handling || phase_ == Phase::Responding) client_eof();
-    else parse();  // what is buffered may still be a whole request
+    if (phase_ == Phase::Handling || phase_ == Phase::Responding)
+      client_eof();
+    else
+      parse();  // what is buffered may still be a whole request
     return;
   }
   if (ec) {  // reset, or another socket error: the client is gone
@@ -149,16 +161,20 @@ void Connection::on_read(error_code ec, size_t n) {
     phase_ = Phase::Head;
     arm(server_.limits.header_timeout);
   }
-  if (phase_ == Phase::Handling || phase_ == Phase::Responding) read();  // keep watching the socket
-  else parse();
+  if (phase_ == Phase::Handling || phase_ == Phase::Responding)
+    read();  // keep watching the socket
+  else
+    parse();
 }
 
 void Connection::parse() {
   while (!parser_->is_done()) {
     // Beast must see more bytes than when it last asked for more (it asserts so).
     if (buffer_.size() == 0 || buffer_.size() <= stalled_at_) {
-      if (eof_) close();
-      else read();
+      if (eof_)
+        close();
+      else
+        read();
       return;
     }
     error_code ec;
@@ -174,8 +190,10 @@ void Connection::parse() {
     stalled_at_ = 0;
     if (ec == bhttp::error::need_more) {
       stalled_at_ = buffer_.size();
-      if (eof_) close();
-      else read();
+      if (eof_)
+        close();
+      else
+        read();
       return;
     }
     if (ec == bhttp::error::header_limit) {
@@ -210,7 +228,8 @@ bool Connection::check_head() {
   phase_ = Phase::Body;
   arm(server_.limits.body_timeout);
   const auto expect = h[bhttp::field::expect];
-  if (!parser_->is_done() && boost::beast::iequals(expect, "100-continue")) write(std::string(kInterim));
+  if (!parser_->is_done() && boost::beast::iequals(expect, "100-continue"))
+    write(std::string(kInterim));
   return true;
 }
 
@@ -241,11 +260,12 @@ void Connection::dispatch() {
     deliver(*req, std::move(res), false);
     return;
   }
-  asio::post(server_.workers, [self = shared_from_this(), req, route, work = asio::make_work_guard(server_.io)] {
-    Response res;
-    self->server_.answer(route, *req, res);
-    self->deliver(*req, std::move(res), true);
-  });
+  asio::post(server_.workers,
+             [self = shared_from_this(), req, route, work = asio::make_work_guard(server_.io)] {
+               Response res;
+               self->server_.answer(route, *req, res);
+               self->deliver(*req, std::move(res), true);
+             });
 }
 
 void Connection::deliver(const Request& req, Response res, bool on_worker) {
@@ -256,11 +276,11 @@ void Connection::deliver(const Request& req, Response res, bool on_worker) {
     self->respond(res);
   });
   if (!provider) return;
-  auto run = [self = shared_from_this(), provider = std::move(provider), state, chunked = req.version >= 11] {
-    self->stream_body(provider, state, chunked);
-  };
+  auto run = [self = shared_from_this(), provider = std::move(provider), state,
+              chunked = req.version >= 11] { self->stream_body(provider, state, chunked); };
   if (on_worker) return run();
-  asio::post(server_.workers, [run = std::move(run), work = asio::make_work_guard(server_.io)] { run(); });
+  asio::post(server_.workers,
+             [run = std::move(run), work = asio::make_work_guard(server_.io)] { run(); });
 }
 
 void Connection::respond(Response& res) {
@@ -269,14 +289,18 @@ void Connection::respond(Response& res) {
   phase_ = Phase::Responding;
   const bool streamed = stream_ != nullptr;
   const bool no_body = head_only_ || res.status == 204 || res.status == 304;
-  if ((streamed && request_->version < 11) || server_.stopping) keep_alive_ = false;  // 1.0: the body ends at close
+  if ((streamed && request_->version < 11) || server_.stopping)
+    keep_alive_ = false;  // 1.0: the body ends at close
   chunked_ = streamed && request_->version >= 11;
 
-  std::string head = "HTTP/1.1 " + std::to_string(res.status) + " " + std::string(reason_phrase(res.status)) + "\r\n";
+  std::string head = "HTTP/1.1 " + std::to_string(res.status) + " " +
+                     std::string(reason_phrase(res.status)) + "\r\n";
   for (const auto& [name, value] : res.headers.fields())
     if (!framing_field(name)) head += name + ": " + value + "\r\n";
-  if (chunked_) head += "Transfer-Encoding: chunked\r\n";
-  else if (!streamed) head += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+  if (chunked_)
+    head += "Transfer-Encoding: chunked\r\n";
+  else if (!streamed)
+    head += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
   if (!keep_alive_) head += "Connection: close\r\n";
   head += "\r\n";
   if (server_.logger) server_.logger(*request_, res);
@@ -286,9 +310,13 @@ void Connection::respond(Response& res) {
   flush();
 }
 
-void Connection::stream_body(const StreamProvider& provider, const std::shared_ptr<StreamState>& state, bool chunked) {
-  auto post_flush = [self = shared_from_this()] { asio::post(self->server_.io, [self] { self->drain_stream(); }); };
-  StreamWriter writer(state, post_flush, chunked, server_.limits.write_timeout, server_.limits.stream_buffer_bytes);
+void Connection::stream_body(const StreamProvider& provider,
+                             const std::shared_ptr<StreamState>& state, bool chunked) {
+  auto post_flush = [self = shared_from_this()] {
+    asio::post(self->server_.io, [self] { self->drain_stream(); });
+  };
+  StreamWriter writer(state, post_flush, chunked, server_.limits.write_timeout,
+                      server_.limits.stream_buffer_bytes);
   provider(writer);
   asio::post(server_.io, [self = shared_from_this()] { self->end_stream(); });
 }
@@ -354,13 +382,16 @@ void Connection::probe() {
   write(std::string(kInterim));
   flush();
   // The first reset comes back within a round trip; then once a second.
-  probe_timer_.expires_after(probes_++ == 0 ? std::chrono::milliseconds(50) : std::chrono::milliseconds(1000));
+  probe_timer_.expires_after(probes_++ == 0 ? std::chrono::milliseconds(50)
+                                            : std::chrono::milliseconds(1000));
   probe_timer_.async_wait([self = weak_from_this()](error_code ec) {
     if (auto c = self.lock(); c && !ec) c->probe();
   });
 }
 
-void Connection::write(std::string bytes, bool stream_bytes) { out_.emplace_back(std::move(bytes), stream_bytes); }
+void Connection::write(std::string bytes, bool stream_bytes) {
+  out_.emplace_back(std::move(bytes), stream_bytes);
+}
 
 void Connection::flush() {
   if (writing_ || phase_ == Phase::Closed) return;
@@ -373,8 +404,9 @@ void Connection::flush() {
   // reads slowly but steadily is not (the deadline restarts with each write).
   if (phase_ == Phase::Handling || phase_ == Phase::Responding) arm(server_.limits.write_timeout);
   const std::string& front = out_.front().first;
-  socket_.async_write_some(asio::buffer(front.data() + front_sent_, front.size() - front_sent_),
-                           [self = shared_from_this()](error_code ec, size_t n) { self->on_written(ec, n); });
+  socket_.async_write_some(
+      asio::buffer(front.data() + front_sent_, front.size() - front_sent_),
+      [self = shared_from_this()](error_code ec, size_t n) { self->on_written(ec, n); });
 }
 
 void Connection::on_written(error_code ec, size_t n) {
@@ -392,7 +424,8 @@ void Connection::on_written(error_code ec, size_t n) {
     out_.pop_front();
     front_sent_ = 0;
   }
-  if (out_.empty() && (phase_ == Phase::Handling || phase_ == Phase::Responding)) deadline_.cancel();
+  if (out_.empty() && (phase_ == Phase::Handling || phase_ == Phase::Responding))
+    deadline_.cancel();
   flush();
 }
 
@@ -437,8 +470,10 @@ void Connection::close_stream() {
 }
 
 void Connection::stop_when_idle() {
-  if (phase_ == Phase::Idle || phase_ == Phase::Head || phase_ == Phase::Body) close();
-  else keep_alive_ = false;
+  if (phase_ == Phase::Idle || phase_ == Phase::Head || phase_ == Phase::Body)
+    close();
+  else
+    keep_alive_ = false;
 }
 
 }  // namespace hearth::http

@@ -5,8 +5,6 @@
 // StreamWriter::write, which a worker calls.
 #pragma once
 
-#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
-
 #include <boost/asio.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -19,6 +17,7 @@
 #include <regex>
 #include <string>
 #include <unordered_map>
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
 #include <vector>
 
 #include "http/server.h"
@@ -44,7 +43,8 @@ struct Server::Impl {
   const Route* find_route(Request& req) const;
   // Runs a handler; an exception becomes a 500 in the application's shape.
   void answer(const Route* route, const Request& req, Response& res) const;
-  void error_response(const Request& req, Response& res, int status, const std::string& message) const;
+  void error_response(const Request& req, Response& res, int status,
+                      const std::string& message) const;
 
   void accept();
   void admit(tcp::socket socket);
@@ -72,10 +72,10 @@ struct Server::Impl {
 struct StreamState {
   std::mutex mutex;
   std::condition_variable drained;
-  std::string queued;      // framed bytes not yet handed to the socket
-  size_t unsent = 0;       // queued, or handed to the socket and not yet written
+  std::string queued;  // framed bytes not yet handed to the socket
+  size_t unsent = 0;   // queued, or handed to the socket and not yet written
   bool flush_posted = false;
-  bool closed = false;     // the connection closed: the writer stops
+  bool closed = false;  // the connection closed: the writer stops
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -100,7 +100,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void dispatch();
   void deliver(const Request& req, Response res, bool on_worker);  // from the handler's thread
   void respond(Response& res);  // writes the head (and a whole body)
-  void stream_body(const StreamProvider& provider, const std::shared_ptr<StreamState>& state, bool chunked);
+  void stream_body(const StreamProvider& provider, const std::shared_ptr<StreamState>& state,
+                   bool chunked);
   void drain_stream();
   void end_stream();
   void fail(int status, const std::string& message);
@@ -117,19 +118,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   tcp::socket socket_;
   const std::string client_;
   asio::steady_timer deadline_, probe_timer_;
-  boost::beast::flat_buffer buffer_;      // read, not yet parsed
+  boost::beast::flat_buffer buffer_;  // read, not yet parsed
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   Phase phase_ = Phase::Idle;
   bool reading_ = false;
-  bool eof_ = false;         // the client has sent everything it will send
+  bool eof_ = false;  // the client has sent everything it will send
   bool keep_alive_ = true;
-  bool head_only_ = false;   // a HEAD request: no body in the response
-  bool chunked_ = false;     // the response body is chunked
-  bool ending_ = false;      // the response's last bytes are queued
+  bool head_only_ = false;  // a HEAD request: no body in the response
+  bool chunked_ = false;    // the response body is chunked
+  bool ending_ = false;     // the response's last bytes are queued
   int probes_ = 0;
   size_t head_bytes_ = 0;  // of the request being read, parsed so far
   size_t stalled_at_ = 0;  // buffer_'s size when the parser last asked for more
-  int requests_ = 0;  // requests begun on this connection
+  int requests_ = 0;       // requests begun on this connection
   std::shared_ptr<Request> request_;
   std::shared_ptr<StreamState> stream_;
   std::deque<std::pair<std::string, bool>> out_;  // bytes to write; true: streamed body bytes

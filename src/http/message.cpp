@@ -1,7 +1,8 @@
 #include "http/message.h"
 
-#include <algorithm>
 #include <strings.h>
+
+#include <algorithm>
 
 namespace hearth::http {
 
@@ -13,7 +14,9 @@ bool same_name(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-void Headers::add(std::string name, std::string value) { fields_.emplace_back(std::move(name), std::move(value)); }
+void Headers::add(std::string name, std::string value) {
+  fields_.emplace_back(std::move(name), std::move(value));
+}
 
 void Headers::set(const std::string& name, std::string value) {
   std::erase_if(fields_, [&](const auto& f) { return same_name(f.first, name); });
@@ -76,29 +79,52 @@ void Response::set_stream(const std::string& content_type, StreamProvider provid
 
 std::string_view reason_phrase(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 422: return "Unprocessable Content";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 499: return "Client Closed Request";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Content Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 422:
+      return "Unprocessable Content";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 499:
+      return "Client Closed Request";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
   }
 }
 

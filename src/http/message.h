@@ -78,7 +78,9 @@ struct Response {
   std::string body;
   StreamProvider stream;  // set: the body is streamed (chunked) instead
 
-  void set_header(const std::string& name, std::string value) { headers.set(name, std::move(value)); }
+  void set_header(const std::string& name, std::string value) {
+    headers.set(name, std::move(value));
+  }
   void set_content(std::string content, const std::string& content_type);
   void set_stream(const std::string& content_type, StreamProvider provider);
 };

@@ -61,13 +61,15 @@ void Server::Impl::answer(const Route* route, const Request& req, Response& res)
   try {
     route->handler(req, res);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "hearth: internal error on %s %s: %s\n", req.method.c_str(), req.path.c_str(), e.what());
+    std::fprintf(stderr, "hearth: internal error on %s %s: %s\n", req.method.c_str(),
+                 req.path.c_str(), e.what());
     res = Response();
     error_response(req, res, 500, std::string("internal error: ") + e.what());
   }
 }
 
-void Server::Impl::error_response(const Request& req, Response& res, int status, const std::string& message) const {
+void Server::Impl::error_response(const Request& req, Response& res, int status,
+                                  const std::string& message) const {
   res.status = status;
   error_writer(req, res, status, message);
 }
@@ -96,7 +98,8 @@ void Server::Impl::admit(tcp::socket socket) {
   std::string client = peer.address().to_string();
   socket.set_option(tcp::no_delay(true), ec);
   int& mine = per_client[client];
-  if (int(connections.size()) >= limits.max_connections || mine >= limits.max_connections_per_client) {
+  if (int(connections.size()) >= limits.max_connections ||
+      mine >= limits.max_connections_per_client) {
     if (mine == 0) per_client.erase(client);
     // Answered at once and closed; a fresh socket's send buffer takes it whole.
     Request req;
@@ -107,7 +110,8 @@ void Server::Impl::admit(tcp::socket socket) {
                        ? "the server has too many open connections; try again later"
                        : "too many open connections from this address (the limit is " +
                              std::to_string(limits.max_connections_per_client) + ")");
-    std::string bytes = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n";
+    std::string bytes =
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n";
     for (const auto& [name, value] : res.headers.fields()) bytes += name + ": " + value + "\r\n";
     bytes += "Content-Length: " + std::to_string(res.body.size()) + "\r\n\r\n" + res.body;
     socket.non_blocking(true, ec);
@@ -124,7 +128,8 @@ void Server::Impl::admit(tcp::socket socket) {
 
 void Server::Impl::forget(Connection* c, const std::string& client) {
   if (connections.erase(c) == 0) return;
-  if (auto it = per_client.find(client); it != per_client.end() && --it->second <= 0) per_client.erase(it);
+  if (auto it = per_client.find(client); it != per_client.end() && --it->second <= 0)
+    per_client.erase(it);
   if (stopping && connections.empty()) stop_deadline.cancel();  // nothing left to wait for
 }
 
@@ -157,12 +162,17 @@ Server::~Server() {
   impl_->workers.join();
 }
 
-void Server::route(const std::string& method, const std::string& pattern, Handler handler, bool run_inline) {
+void Server::route(const std::string& method, const std::string& pattern, Handler handler,
+                   bool run_inline) {
   impl_->routes.push_back({method, std::regex(pattern), std::move(handler), run_inline});
 }
 
-void Server::set_fallback(Handler handler) { impl_->fallback.handler = std::move(handler); }
-void Server::set_error_writer(ErrorWriter writer) { impl_->error_writer = std::move(writer); }
+void Server::set_fallback(Handler handler) {
+  impl_->fallback.handler = std::move(handler);
+}
+void Server::set_error_writer(ErrorWriter writer) {
+  impl_->error_writer = std::move(writer);
+}
 void Server::set_logger(std::function<void(const Request&, const Response&)> logger) {
   impl_->logger = std::move(logger);
 }
@@ -172,7 +182,8 @@ int Server::bind(const std::string& host, int port) {
   error_code ec;
   tcp::resolver resolver(s.io);
   const auto found = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
-  if (ec || found.empty()) throw std::runtime_error("cannot listen on " + host + ": " + ec.message());
+  if (ec || found.empty())
+    throw std::runtime_error("cannot listen on " + host + ": " + ec.message());
   const tcp::endpoint at = found.begin()->endpoint();
   s.acceptor.open(at.protocol(), ec);
   if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -181,7 +192,8 @@ int Server::bind(const std::string& host, int port) {
   if (ec) {
     error_code ignored;
     s.acceptor.close(ignored);
-    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + " (" + ec.message() + ")");
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + " (" +
+                             ec.message() + ")");
   }
   return s.acceptor.local_endpoint().port();
 }

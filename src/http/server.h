@@ -27,7 +27,7 @@ struct Limits {
   double body_timeout = 60;            // seconds from the end of the head to the end of the body
   double keep_alive_timeout = 3;       // seconds a connection may wait for its next request
   double write_timeout = 30;           // seconds a client may read nothing while a response waits
-  int max_connections = 8192;          // in all (lowered to what the file limit allows); past it: 503
+  int max_connections = 8192;  // in all (lowered to what the file limit allows); past it: 503
   int max_connections_per_client = 1024;  // per client address; past it: 503
   int backlog = 4096;                     // listen queue (the kernel caps it at somaxconn)
   int worker_threads = 16;                // handlers running at once
@@ -39,7 +39,8 @@ class Server {
   using Handler = std::function<void(const Request&, Response&)>;
   // Writes the body of an error the HTTP layer answers itself (400, 408, 413,
   // 431, 500, 503), so it can have the application's error shape.
-  using ErrorWriter = std::function<void(const Request&, Response&, int status, const std::string& message)>;
+  using ErrorWriter =
+      std::function<void(const Request&, Response&, int status, const std::string& message)>;
 
   explicit Server(Limits limits);
   ~Server();
@@ -47,10 +48,12 @@ class Server {
   // The first route whose method and pattern (std::regex over the whole path)
   // match answers. An inline handler runs on the I/O thread and must return
   // at once (health checks keep answering while every worker is busy).
-  void route(const std::string& method, const std::string& pattern, Handler handler, bool run_inline = false);
+  void route(const std::string& method, const std::string& pattern, Handler handler,
+             bool run_inline = false);
   void set_fallback(Handler handler);  // no route matched
   void set_error_writer(ErrorWriter writer);
-  void set_logger(std::function<void(const Request&, const Response&)> logger);  // after each response
+  void set_logger(
+      std::function<void(const Request&, const Response&)> logger);  // after each response
 
   // Binds and listens; returns the port (the chosen one for port 0). Throws
   // std::runtime_error if it cannot.

@@ -57,8 +57,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     cache::SsdStore store(options(dir, b));
     std::vector<uint8_t> dst(kPayload);
-    if (store.read(b.hash, b.parent, b.tokens, dst)) HEARTH_FUZZ_CHECK(dst == b.payload);
-    else HEARTH_FUZZ_CHECK(!fs::exists(record));  // a bad record is removed
+    if (store.read(b.hash, b.parent, b.tokens, dst))
+      HEARTH_FUZZ_CHECK(dst == b.payload);
+    else
+      HEARTH_FUZZ_CHECK(!fs::exists(record));  // a bad record is removed
   } catch (const std::exception& e) {
     fuzz::unexpected("SsdStore", e.what());
   }

@@ -50,8 +50,9 @@ int start_server() {
       }
     });
   });
-  server->route("GET", "/health", [](const http::Request&, http::Response& res) { res.set_content("ok", "text/plain"); },
-                true);
+  server->route(
+      "GET", "/health",
+      [](const http::Request&, http::Response& res) { res.set_content("ok", "text/plain"); }, true);
   port = server->bind("127.0.0.1", 0);
   std::thread([] { server->run(); }).detach();  // lives as long as the process
   return port;

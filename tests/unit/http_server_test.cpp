@@ -113,14 +113,16 @@ struct TestServer {
 TEST(HttpServer, PipelinedRequestsAreAnsweredInOrderAndHalfCloseStillGetsThem) {
   TestServer s;
   Client c(s.port);
-  c.send("POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\none"
-         "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\ntwo\r\n0\r\n\r\n"
-         "POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nthree");
+  c.send(
+      "POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\none"
+      "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\ntwo\r\n0\r\n\r\n"
+      "POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nthree");
   c.shut_write();
   const std::string got = c.read_all();
   EXPECT_FALSE(c.timed_out);
   EXPECT_EQ(count(got, "HTTP/1.1 200 OK"), 3u) << got;
-  const size_t one = got.find("\r\n\r\none"), two = got.find("\r\n\r\ntwo"), three = got.find("\r\n\r\nthree");
+  const size_t one = got.find("\r\n\r\none"), two = got.find("\r\n\r\ntwo"),
+               three = got.find("\r\n\r\nthree");
   EXPECT_TRUE(one < two && two < three && three != std::string::npos) << got;
 }
 
