@@ -5,6 +5,9 @@
 // StreamWriter::write, which a worker calls.
 #pragma once
 
+// clang-format off
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
+// clang-format on
 #include <boost/asio.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -17,7 +20,6 @@
 #include <regex>
 #include <string>
 #include <unordered_map>
-#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
 #include <vector>
 
 #include "http/server.h"
