@@ -160,7 +160,9 @@ try {
   }
 
   if (ITL_STREAMS > 0) {
-    log(`bench: inter-token latency of ${ITL_STREAMS} streams while ${ITL_PROMPT}-token prompts prefill`);
+    // The prefilling prompts must fit the served context (512 for the bundled model).
+    const itlPrompt = Math.min(ITL_PROMPT, models.data[0].context_length - 1);
+    log(`bench: inter-token latency of ${ITL_STREAMS} streams while ${itlPrompt}-token prompts prefill`);
     const gaps = [], alone = [];
     await streamOnce(url, randomPrompt(vocab, 7), eos, alone);  // the same stream with nothing else running
     let streaming = true, prefills = 0;
@@ -168,14 +170,13 @@ try {
       .finally(() => { streaming = false; });
     const load = (async () => {
       while (streaming) {
-        await streamOnce(url, randomPrompt(vocab, 900 + prefills, ITL_PROMPT), eos, null, 1);
+        await streamOnce(url, randomPrompt(vocab, 900 + prefills, itlPrompt), eos, null, 1);
         ++prefills;
       }
     })();
-    await streams;
-    await load;
+    await Promise.all([streams, load]);  // a failure in either ends the run (and the server)
     result.inter_token_latency = {
-      streams: ITL_STREAMS, prefill_prompt_tokens: ITL_PROMPT, prefills_during: prefills,
+      streams: ITL_STREAMS, prefill_prompt_tokens: itlPrompt, prefills_during: prefills,
       alone_ms_p50: percentile(alone, 0.5), alone_ms_p99: percentile(alone, 0.99),
       ms_p50: percentile(gaps, 0.5), ms_p99: percentile(gaps, 0.99), ms_max: Math.max(...gaps),
     };
