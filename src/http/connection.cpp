@@ -167,15 +167,19 @@ void Connection::on_read(error_code ec, size_t n) {
     parse();
 }
 
+// The parser needs bytes that have not come: read them, or close if none will.
+void Connection::wait_for_more() {
+  if (eof_)
+    close();
+  else
+    read();
+}
+
 void Connection::parse() {
   while (!parser_->is_done()) {
     // Beast must see more bytes than when it last asked for more (it asserts so).
     if (buffer_.size() == 0 || buffer_.size() <= stalled_at_) {
-      if (eof_)
-        close();
-      else
-        read();
-      return;
+      return wait_for_more();
     }
     error_code ec;
     const bool in_head = !parser_->is_header_done();
@@ -190,11 +194,7 @@ void Connection::parse() {
     stalled_at_ = 0;
     if (ec == bhttp::error::need_more) {
       stalled_at_ = buffer_.size();
-      if (eof_)
-        close();
-      else
-        read();
-      return;
+      return wait_for_more();
     }
     if (ec == bhttp::error::header_limit) {
       return fail(431, "the request head is larger than the limit of " +

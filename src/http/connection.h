@@ -98,6 +98,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read();
   void on_read(boost::system::error_code ec, size_t n);
   void parse();
+  void wait_for_more();
   bool check_head();
   void dispatch();
   void deliver(const Request& req, Response res, bool on_worker);  // from the handler's thread
