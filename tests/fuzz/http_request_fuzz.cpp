@@ -7,6 +7,7 @@
 // responses: each starts with a status line.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -15,7 +16,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <thread>
 
@@ -27,7 +27,9 @@ using namespace hearth;
 namespace {
 
 int start_server() {
-  static std::unique_ptr<http::Server> server;
+  // Never destroyed: its I/O thread runs until the process ends, and a
+  // destructor at exit would free the reactor under that thread.
+  static http::Server* server = nullptr;
   static int port = 0;
   if (server) return port;
   std::signal(SIGPIPE, SIG_IGN);
@@ -37,7 +39,7 @@ int start_server() {
   limits.header_timeout = 2;
   limits.body_timeout = 2;
   limits.worker_threads = 2;
-  server = std::make_unique<http::Server>(limits);
+  server = new http::Server(limits);
   server->route("POST", "/echo", [](const http::Request& req, http::Response& res) {
     res.set_content(req.body, "application/octet-stream");
   });
@@ -67,15 +69,28 @@ std::string exchange(int port, const uint8_t* data, size_t size) {
   at.sin_family = AF_INET;
   at.sin_port = htons(uint16_t(port));
   at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // libFuzzer's timeout alarm can interrupt any call here; an interrupted
+  // connect goes on in the background, so wait for it to finish.
   if (connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0) {
-    std::fprintf(stderr, "connect: %s\n", std::strerror(errno));
-    std::abort();
+    int error = errno;
+    if (error == EINTR) {
+      pollfd writable{fd, POLLOUT, 0};
+      while (poll(&writable, 1, 5000) < 0 && errno == EINTR) {
+      }
+      socklen_t length = sizeof error;
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+    }
+    if (error != 0) {
+      std::fprintf(stderr, "connect: %s\n", std::strerror(error));
+      std::abort();
+    }
   }
   timeval timeout{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
   for (size_t sent = 0; sent < size;) {
     const ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the server closed first (an error it answered)
     sent += size_t(n);
   }
@@ -88,6 +103,7 @@ std::string exchange(int port, const uint8_t* data, size_t size) {
       got.append(buf, size_t(n));
       continue;
     }
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       std::fprintf(stderr, "the server did not close within 5 s of the client's FIN\n");
       std::abort();
