@@ -37,6 +37,8 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUsage =
     "usage: hearth mkmodel --arch llama|mistral|qwen2|qwen3 --out DIR [options]\n"
+    "       hearth mkmodel --arch whisper --tokenizer VOCAB.tiktoken --out DIR\n"
+    "                      [--preset tiny|base|large-v3-turbo] [--dtype D] [--seed S]\n"
     "\n"
     "Writes a random-weight checkpoint (config.json, generation_config.json,\n"
     "model.safetensors, tokenizer files) in the published Hugging Face layout.\n"
@@ -337,6 +339,7 @@ int cmd_mkmodel(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  if (args.str("arch") == "whisper") return write_whisper(args);
   args.allow_only(
       {"arch", "dtype", "quant", "group-size", "preset", "seed", "out", "tokenizer", "gguf", "embedding"});
   if (!args.positional().empty())

@@ -18,6 +18,10 @@
 #include "core/dtype.h"
 #include "io/gguf_writer.h"
 
+namespace hearth::cli {
+class Args;
+}
+
 namespace hearth::cli::mkmodel {
 
 using nlohmann::json;
@@ -151,5 +155,8 @@ GgufOptions parse_gguf(const std::string& v);
 // label is the model's general.name.
 void write_gguf(const Spec& s, GgufOptions opt, uint64_t seed, const std::string& label,
                 const std::filesystem::path& tokenizer_json, const std::filesystem::path& path);
+
+// --arch whisper: a WhisperForConditionalGeneration checkpoint (mkmodel_whisper.cpp).
+int write_whisper(const Args& args);
 
 }  // namespace hearth::cli::mkmodel

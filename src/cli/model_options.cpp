@@ -45,4 +45,15 @@ std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model
   return std::make_unique<KvCache>(shape, per_seq * sequences);
 }
 
+nlohmann::json top_logits(std::span<const float> logits, int k) {
+  std::vector<int32_t> order(logits.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int32_t(i);
+  k = std::min<int>(k, int(order.size()));
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  nlohmann::json top = nlohmann::json::array();
+  for (int i = 0; i < k; ++i) top.push_back({order[i], logits[order[i]]});
+  return top;
+}
+
 }  // namespace hearth::cli

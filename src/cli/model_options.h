@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,5 +32,8 @@ extern const std::vector<std::string> kSamplingOptions;
 std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model,
                                        int64_t ctx_tokens, int sequences = 1);
 DType kv_type(const Args& args);
+
+// The k largest logits as [[id, logit], ...], largest first (--logits K).
+nlohmann::json top_logits(std::span<const float> logits, int k);
 
 }  // namespace hearth::cli

@@ -1,0 +1,445 @@
+#include "model/whisper.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "core/bf16_matmul.h"
+#include "core/int8_matmul.h"
+#include "core/ops.h"
+
+namespace hearth {
+
+namespace {
+
+constexpr float kLayerNormEps = 1e-5f;  // torch.nn.LayerNorm's default, as Whisper uses it
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path.string() + ": " + e.what());
+  }
+}
+
+int positive(const nlohmann::json& c, const char* key) {
+  if (!c.contains(key) || !c[key].is_number_integer() || c[key].get<int64_t>() <= 0 ||
+      c[key].get<int64_t>() > (1 << 24))
+    throw std::runtime_error(std::string("config.json: \"") + key +
+                             "\" must be a positive integer");
+  return c[key].get<int>();
+}
+
+void layer_norm(const float* x, const std::vector<float>& w, const std::vector<float>& b,
+                int64_t n, float* out) {
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= double(n);
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  const float inv = float(1.0 / std::sqrt(var / double(n) + kLayerNormEps)), m = float(mean);
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) * inv * w[i] + b[i];
+}
+
+// GELU as torch.nn.functional.gelu computes it by default (erf, not tanh).
+void gelu(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * float(M_SQRT1_2)));
+}
+
+void add_bias(float* y, const std::vector<float>& b, int64_t n) {
+  if (b.empty()) return;
+  const int64_t cols = int64_t(b.size());
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t c = 0; c < cols; ++c) y[t * cols + c] += b[size_t(c)];
+}
+
+Matrix f32_matrix(const float* data, int64_t rows, int64_t cols) {
+  Matrix m;
+  m.rows = rows, m.cols = cols, m.dtype = DType::F32, m.data = data;
+  return m;
+}
+
+}  // namespace
+
+WhisperConfig WhisperConfig::load(const std::filesystem::path& dir) {
+  const nlohmann::json c = read_json(dir / "config.json");
+  WhisperConfig w;
+  w.n_mels = positive(c, "num_mel_bins");
+  w.d_model = positive(c, "d_model");
+  w.encoder_layers = positive(c, "encoder_layers");
+  w.encoder_heads = positive(c, "encoder_attention_heads");
+  w.encoder_ffn = positive(c, "encoder_ffn_dim");
+  w.decoder_layers = positive(c, "decoder_layers");
+  w.decoder_heads = positive(c, "decoder_attention_heads");
+  w.decoder_ffn = positive(c, "decoder_ffn_dim");
+  w.audio_ctx = positive(c, "max_source_positions");
+  w.text_ctx = positive(c, "max_target_positions");
+  w.vocab_size = positive(c, "vocab_size");
+  if (w.d_model % w.encoder_heads || w.d_model % w.decoder_heads)
+    throw std::runtime_error("config.json: d_model is not a multiple of the attention heads");
+  if (c.contains("activation_function") && c["activation_function"] != "gelu")
+    throw std::runtime_error("config.json: activation_function " +
+                             c["activation_function"].dump() + " is not supported (gelu)");
+  if (c.value("scale_embedding", false))
+    throw std::runtime_error("config.json: scale_embedding true is not supported");
+  if (std::filesystem::exists(dir / "generation_config.json")) {
+    const nlohmann::json g = read_json(dir / "generation_config.json");
+    if (g.contains("alignment_heads") && g["alignment_heads"].is_array())
+      for (const auto& pair : g["alignment_heads"]) {
+        if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() ||
+            !pair[1].is_number_integer() || pair[0].get<int>() < 0 ||
+            pair[0].get<int>() >= w.decoder_layers || pair[1].get<int>() < 0 ||
+            pair[1].get<int>() >= w.decoder_heads)
+          throw std::runtime_error("generation_config.json: bad alignment_heads entry " +
+                                   pair.dump());
+        w.alignment_heads.emplace_back(pair[0].get<int>(), pair[1].get<int>());
+      }
+  }
+  return w;
+}
+
+std::unique_ptr<WhisperModel> WhisperModel::load(const std::filesystem::path& dir) {
+  std::unique_ptr<WhisperModel> m(new WhisperModel());
+  m->dir_ = dir;
+  m->config_ = WhisperConfig::load(dir);
+  m->weights_ = io::Safetensors::open_dir(dir);
+  m->load_weights();
+  return m;
+}
+
+Matrix WhisperModel::load_matrix(const std::string& name, int64_t rows, int64_t cols) const {
+  const io::TensorInfo& t = weights_.get(name);
+  if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
+    throw std::runtime_error("tensor " + t.describe() + " must be F32, F16 or BF16");
+  if (t.numel() != rows * cols || t.shape.empty() || t.shape[0] != rows)
+    throw std::runtime_error("tensor " + t.describe() + " does not match config.json, which implies [" +
+                             std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  Matrix m;
+  m.rows = rows, m.cols = cols, m.dtype = t.dtype, m.data = t.data;
+  return m;
+}
+
+std::vector<float> WhisperModel::load_vector(const std::string& name, int64_t n) const {
+  const Matrix m = load_matrix(name, n, 1);
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[size_t(i)] = load_as_f32(m.dtype, m.data, i);
+  return values;
+}
+
+WhisperModel::Linear WhisperModel::load_linear(const std::string& module, int64_t rows,
+                                               int64_t cols, bool bias) const {
+  Linear l;
+  l.w = load_matrix(module + ".weight", rows, cols);
+  if (bias) l.b = load_vector(module + ".bias", rows);
+  return l;
+}
+
+WhisperModel::Norm WhisperModel::load_norm(const std::string& module) const {
+  return Norm{load_vector(module + ".weight", config_.d_model),
+              load_vector(module + ".bias", config_.d_model)};
+}
+
+WhisperModel::Attention WhisperModel::load_attention(const std::string& module) const {
+  const int64_t d = config_.d_model;
+  return Attention{load_linear(module + ".q_proj", d, d, true),
+                   load_linear(module + ".k_proj", d, d, false),  // Whisper's keys have no bias
+                   load_linear(module + ".v_proj", d, d, true),
+                   load_linear(module + ".out_proj", d, d, true)};
+}
+
+void WhisperModel::load_weights() {
+  const auto& c = config_;
+  const int64_t d = c.d_model;
+  conv1_ = load_linear("model.encoder.conv1", d, int64_t(c.n_mels) * 3, true);
+  conv2_ = load_linear("model.encoder.conv2", d, d * 3, true);
+  const Matrix enc_pos = load_matrix("model.encoder.embed_positions.weight", c.audio_ctx, d);
+  encoder_positions_.resize(size_t(c.audio_ctx * d));
+  for (int64_t i = 0; i < c.audio_ctx * d; ++i)
+    encoder_positions_[size_t(i)] = load_as_f32(enc_pos.dtype, enc_pos.data, i);
+  for (int i = 0; i < c.encoder_layers; ++i) {
+    const std::string p = "model.encoder.layers." + std::to_string(i) + ".";
+    encoder_.push_back(EncoderLayer{load_norm(p + "self_attn_layer_norm"),
+                                    load_norm(p + "final_layer_norm"),
+                                    load_attention(p + "self_attn"),
+                                    load_linear(p + "fc1", c.encoder_ffn, d, true),
+                                    load_linear(p + "fc2", d, c.encoder_ffn, true)});
+  }
+  encoder_norm_ = load_norm("model.encoder.layer_norm");
+  token_embedding_ = load_matrix("model.decoder.embed_tokens.weight", c.vocab_size, d);
+  const Matrix dec_pos = load_matrix("model.decoder.embed_positions.weight", c.text_ctx, d);
+  decoder_positions_.resize(size_t(c.text_ctx * d));
+  for (int64_t i = 0; i < c.text_ctx * d; ++i)
+    decoder_positions_[size_t(i)] = load_as_f32(dec_pos.dtype, dec_pos.data, i);
+  for (int i = 0; i < c.decoder_layers; ++i) {
+    const std::string p = "model.decoder.layers." + std::to_string(i) + ".";
+    decoder_.push_back(DecoderLayer{
+        load_norm(p + "self_attn_layer_norm"), load_norm(p + "encoder_attn_layer_norm"),
+        load_norm(p + "final_layer_norm"), load_attention(p + "self_attn"),
+        load_attention(p + "encoder_attn"), load_linear(p + "fc1", c.decoder_ffn, d, true),
+        load_linear(p + "fc2", d, c.decoder_ffn, true)});
+  }
+  decoder_norm_ = load_norm("model.decoder.layer_norm");
+  // proj_out is tied to the token embedding; checkpoints that store it get it read.
+  output_head_ = weights_.find("proj_out.weight")
+                     ? load_matrix("proj_out.weight", c.vocab_size, d)
+                     : token_embedding_;
+
+  // The same int8 / BF16 rearrangements as the Llama family, where they apply.
+  ThreadPool pool(ThreadPool::default_threads());
+  auto pack = [&](Matrix& m) {
+    m.packed = int8_pack(m, pool);
+    m.packed_bf16 = bf16_pack(m, pool);
+  };
+  auto pack_attention = [&](Attention& a) {
+    for (Linear* l : {&a.q, &a.k, &a.v, &a.out}) pack(l->w);
+  };
+  pack(output_head_);
+  for (EncoderLayer& L : encoder_) {
+    pack_attention(L.attn);
+    pack(L.fc1.w), pack(L.fc2.w);
+  }
+  for (DecoderLayer& L : decoder_) {
+    pack_attention(L.self_attn), pack_attention(L.cross_attn);
+    pack(L.fc1.w), pack(L.fc2.w);
+  }
+}
+
+void WhisperModel::linear(ThreadPool& pool, const Linear& l, const float* x, int64_t n, float* y) {
+  matmul(pool, l.w, x, n, y);
+  add_bias(y, l.b, n);
+}
+
+// x += fc2(gelu(fc1(norm(x)))) for n rows; h_ holds norm(x).
+void WhisperModel::mlp(ThreadPool& pool, const Linear& fc1, const Linear& fc2, int64_t n, int ffn) {
+  const int64_t d = config_.d_model;
+  ffn_.resize(size_t(n * ffn));
+  linear(pool, fc1, h_.data(), n, ffn_.data());
+  gelu(ffn_.data(), n * ffn);
+  linear(pool, fc2, ffn_.data(), n, h_.data());
+  for (int64_t i = 0; i < n * d; ++i) x_[size_t(i)] += h_[size_t(i)];
+}
+
+void WhisperModel::encode(ThreadPool& pool, const float* mel, std::vector<float>& features) {
+  const auto& c = config_;
+  const int64_t d = c.d_model, frames = c.mel_frames(), T = c.audio_ctx, mels = c.n_mels;
+  // conv1 (kernel 3, padding 1) as a matmul over unfolded windows:
+  // unfolded[t][ch * 3 + k] = mel[ch][t + k - 1], the weight's [d][ch][k] order.
+  unfolded_.assign(size_t(frames * mels * 3), 0.0f);
+  pool.parallel_for(frames, 64, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      for (int64_t ch = 0; ch < mels; ++ch)
+        for (int64_t k = 0; k < 3; ++k) {
+          const int64_t src = t + k - 1;
+          if (src >= 0 && src < frames)
+            unfolded_[size_t(t * mels * 3 + ch * 3 + k)] = mel[ch * frames + src];
+        }
+  });
+  h_.resize(size_t(frames * d));
+  linear(pool, conv1_, unfolded_.data(), frames, h_.data());
+  gelu(h_.data(), frames * d);
+  // conv2 (kernel 3, stride 2, padding 1): unfolded[t][ch * 3 + k] = h[2t + k - 1][ch].
+  unfolded_.assign(size_t(T * d * 3), 0.0f);
+  pool.parallel_for(T, 64, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t)
+      for (int64_t k = 0; k < 3; ++k) {
+        const int64_t src = 2 * t + k - 1;
+        if (src < 0 || src >= frames) continue;
+        for (int64_t ch = 0; ch < d; ++ch)
+          unfolded_[size_t(t * d * 3 + ch * 3 + k)] = h_[size_t(src * d + ch)];
+      }
+  });
+  x_.resize(size_t(T * d));
+  linear(pool, conv2_, unfolded_.data(), T, x_.data());
+  gelu(x_.data(), T * d);
+  for (int64_t i = 0; i < T * d; ++i) x_[size_t(i)] += encoder_positions_[size_t(i)];
+
+  const int heads = c.encoder_heads;
+  const int64_t hd = d / heads;
+  const float scale = 1.0f / std::sqrt(float(hd));
+  h_.resize(size_t(T * d));
+  q_.resize(size_t(T * d)), k_.resize(size_t(T * d)), v_.resize(size_t(T * d));
+  attn_.resize(size_t(T * d));
+  head_q_.resize(size_t(T * hd)), head_k_.resize(size_t(T * hd)), head_v_.resize(size_t(T * hd));
+  head_out_.resize(size_t(T * hd));
+  scores_.resize(size_t(T * T));
+  for (const EncoderLayer& L : encoder_) {
+    for (int64_t t = 0; t < T; ++t)
+      layer_norm(&x_[size_t(t * d)], L.attn_norm.w, L.attn_norm.b, d, &h_[size_t(t * d)]);
+    linear(pool, L.attn.q, h_.data(), T, q_.data());
+    linear(pool, L.attn.k, h_.data(), T, k_.data());
+    linear(pool, L.attn.v, h_.data(), T, v_.data());
+    // Every frame attends to every frame: per head, scores = Q K^T and
+    // out = softmax(scores) V as two matmuls.
+    for (int h = 0; h < heads; ++h) {
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < hd; ++j) {
+          head_q_[size_t(t * hd + j)] = q_[size_t(t * d + h * hd + j)] * scale;
+          head_k_[size_t(t * hd + j)] = k_[size_t(t * d + h * hd + j)];
+          head_v_[size_t(j * T + t)] = v_[size_t(t * d + h * hd + j)];
+        }
+      matmul(pool, f32_matrix(head_k_.data(), T, hd), head_q_.data(), T, scores_.data());
+      pool.parallel_for(T, 16, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) softmax(&scores_[size_t(t * T)], T);
+      });
+      matmul(pool, f32_matrix(head_v_.data(), hd, T), scores_.data(), T, head_out_.data());
+      for (int64_t t = 0; t < T; ++t)
+        std::copy_n(&head_out_[size_t(t * hd)], hd, &attn_[size_t(t * d + h * hd)]);
+    }
+    linear(pool, L.attn.out, attn_.data(), T, h_.data());
+    for (int64_t i = 0; i < T * d; ++i) x_[size_t(i)] += h_[size_t(i)];
+    for (int64_t t = 0; t < T; ++t)
+      layer_norm(&x_[size_t(t * d)], L.mlp_norm.w, L.mlp_norm.b, d, &h_[size_t(t * d)]);
+    mlp(pool, L.fc1, L.fc2, T, c.encoder_ffn);
+  }
+  features.resize(size_t(T * d));
+  for (int64_t t = 0; t < T; ++t)
+    layer_norm(&x_[size_t(t * d)], encoder_norm_.w, encoder_norm_.b, d, &features[size_t(t * d)]);
+}
+
+void WhisperModel::cross_kv(ThreadPool& pool, const std::vector<float>& features, CrossKv& out) {
+  const auto& c = config_;
+  const int64_t d = c.d_model, T = c.audio_ctx, heads = c.decoder_heads, hd = d / heads;
+  if (int64_t(features.size()) != T * d)
+    throw std::invalid_argument("cross_kv: features are not [audio_ctx][d_model]");
+  out.keys.resize(decoder_.size());
+  out.values_t.resize(decoder_.size());
+  k_.resize(size_t(T * d)), v_.resize(size_t(T * d));
+  for (size_t l = 0; l < decoder_.size(); ++l) {
+    linear(pool, decoder_[l].cross_attn.k, features.data(), T, k_.data());
+    linear(pool, decoder_[l].cross_attn.v, features.data(), T, v_.data());
+    std::vector<float>& keys = out.keys[l];
+    std::vector<float>& values = out.values_t[l];
+    keys.resize(size_t(T * d)), values.resize(size_t(T * d));
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < hd; ++j) {
+          keys[size_t((h * T + t) * hd + j)] = k_[size_t(t * d + h * hd + j)];
+          values[size_t((h * hd + j) * T + t)] = v_[size_t(t * d + h * hd + j)];
+        }
+  }
+}
+
+WhisperModel::Sequence WhisperModel::new_sequence() const {
+  Sequence s;
+  const size_t n = size_t(config_.text_ctx) * size_t(config_.d_model);
+  s.keys.assign(decoder_.size(), std::vector<float>(n));
+  s.values.assign(decoder_.size(), std::vector<float>(n));
+  return s;
+}
+
+void WhisperModel::decode(ThreadPool& pool, const CrossKv& cross, std::span<const Row> rows,
+                          std::vector<float>& logits) {
+  const auto& c = config_;
+  const int64_t d = c.d_model, heads = c.decoder_heads, hd = d / heads, T_audio = c.audio_ctx;
+  const float scale = 1.0f / std::sqrt(float(hd));
+  if (cross.keys.size() != decoder_.size())
+    throw std::invalid_argument("decode: the cross keys/values are not this model's");
+  int64_t n = 0;
+  for (const Row& r : rows) {
+    if (r.seq->length + int64_t(r.tokens.size()) > c.text_ctx)
+      throw std::out_of_range("the decoded text is longer than the model's " +
+                              std::to_string(c.text_ctx) + " positions");
+    n += int64_t(r.tokens.size());
+  }
+  if (n == 0) return;
+  x_.resize(size_t(n * d)), h_.resize(size_t(n * d)), q_.resize(size_t(n * d));
+  k_.resize(size_t(n * d)), v_.resize(size_t(n * d)), attn_.resize(size_t(n * d));
+  int64_t t = 0;
+  for (const Row& r : rows)
+    for (size_t i = 0; i < r.tokens.size(); ++i, ++t) {
+      const int32_t id = r.tokens[i];
+      if (id < 0 || id >= c.vocab_size)
+        throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary");
+      matrix_row(token_embedding_, id, &x_[size_t(t * d)]);
+      const float* pos = &decoder_positions_[size_t((r.seq->length + int64_t(i)) * d)];
+      for (int64_t j = 0; j < d; ++j) x_[size_t(t * d + j)] += pos[j];
+    }
+
+  scores_.resize(size_t(std::max(heads * c.text_ctx, T_audio) * n));
+  head_q_.resize(size_t(n * hd)), head_out_.resize(size_t(n * hd));
+  for (size_t l = 0; l < decoder_.size(); ++l) {
+    const DecoderLayer& L = decoder_[l];
+    // Causal self-attention over each sequence's cache.
+    for (int64_t i = 0; i < n; ++i)
+      layer_norm(&x_[size_t(i * d)], L.self_norm.w, L.self_norm.b, d, &h_[size_t(i * d)]);
+    linear(pool, L.self_attn.q, h_.data(), n, q_.data());
+    linear(pool, L.self_attn.k, h_.data(), n, k_.data());
+    linear(pool, L.self_attn.v, h_.data(), n, v_.data());
+    t = 0;
+    for (const Row& r : rows) {
+      std::vector<float>& keys = r.seq->keys[l];
+      std::vector<float>& values = r.seq->values[l];
+      const int64_t first = t, count = int64_t(r.tokens.size());
+      for (int64_t i = 0; i < count; ++i)
+        for (int64_t h = 0; h < heads; ++h) {
+          const int64_t at = (h * c.text_ctx + r.seq->length + i) * hd;
+          std::copy_n(&k_[size_t((first + i) * d + h * hd)], hd, &keys[size_t(at)]);
+          std::copy_n(&v_[size_t((first + i) * d + h * hd)], hd, &values[size_t(at)]);
+        }
+      pool.run(int(count * heads), [&](int task, int) {
+        const int64_t i = task / heads, h = task % heads, ctx = r.seq->length + i + 1;
+        const float* q = &q_[size_t((first + i) * d + h * hd)];
+        float* s = &scores_[size_t(task) * size_t(c.text_ctx)];
+        for (int64_t p = 0; p < ctx; ++p) {
+          const float* k = &keys[size_t((h * c.text_ctx + p) * hd)];
+          float dot = 0;
+          for (int64_t j = 0; j < hd; ++j) dot += q[j] * k[j];
+          s[p] = dot * scale;
+        }
+        softmax(s, ctx);
+        float* o = &attn_[size_t((first + i) * d + h * hd)];
+        std::fill_n(o, hd, 0.0f);
+        for (int64_t p = 0; p < ctx; ++p) {
+          const float* v = &values[size_t((h * c.text_ctx + p) * hd)];
+          for (int64_t j = 0; j < hd; ++j) o[j] += s[p] * v[j];
+        }
+      });
+      t += count;
+    }
+    linear(pool, L.self_attn.out, attn_.data(), n, h_.data());
+    for (int64_t i = 0; i < n * d; ++i) x_[size_t(i)] += h_[size_t(i)];
+
+    // Cross-attention to the window: per head, two matmuls over all rows.
+    for (int64_t i = 0; i < n; ++i)
+      layer_norm(&x_[size_t(i * d)], L.cross_norm.w, L.cross_norm.b, d, &h_[size_t(i * d)]);
+    linear(pool, L.cross_attn.q, h_.data(), n, q_.data());
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < hd; ++j)
+          head_q_[size_t(i * hd + j)] = q_[size_t(i * d + h * hd + j)] * scale;
+      matmul(pool, f32_matrix(&cross.keys[l][size_t(h * T_audio * hd)], T_audio, hd),
+             head_q_.data(), n, scores_.data());
+      for (int64_t i = 0; i < n; ++i) softmax(&scores_[size_t(i * T_audio)], T_audio);
+      matmul(pool, f32_matrix(&cross.values_t[l][size_t(h * hd * T_audio)], hd, T_audio),
+             scores_.data(), n, head_out_.data());
+      for (int64_t i = 0; i < n; ++i)
+        std::copy_n(&head_out_[size_t(i * hd)], hd, &attn_[size_t(i * d + h * hd)]);
+    }
+    linear(pool, L.cross_attn.out, attn_.data(), n, h_.data());
+    for (int64_t i = 0; i < n * d; ++i) x_[size_t(i)] += h_[size_t(i)];
+
+    for (int64_t i = 0; i < n; ++i)
+      layer_norm(&x_[size_t(i * d)], L.mlp_norm.w, L.mlp_norm.b, d, &h_[size_t(i * d)]);
+    mlp(pool, L.fc1, L.fc2, n, c.decoder_ffn);
+  }
+  for (const Row& r : rows) r.seq->length += int64_t(r.tokens.size());
+
+  // Final norm and the tied output head, for the requested positions.
+  int64_t wanted = 0;
+  t = 0;
+  for (const Row& r : rows) {
+    const int64_t count = int64_t(r.tokens.size());
+    if (count == 0) continue;
+    for (int64_t i = r.all_positions ? 0 : count - 1; i < count; ++i, ++wanted)
+      layer_norm(&x_[size_t((t + i) * d)], decoder_norm_.w, decoder_norm_.b, d,
+                 &h_[size_t(wanted * d)]);
+    t += count;
+  }
+  logits.resize(size_t(wanted * c.vocab_size));
+  matmul(pool, output_head_, h_.data(), wanted, logits.data());
+}
+
+}  // namespace hearth

@@ -1,0 +1,132 @@
+// Whisper (WhisperForConditionalGeneration, Hugging Face layout): the audio
+// encoder (two convolutions, then pre-norm transformer layers over 1500
+// frames) and the text decoder (causal self-attention with a KV cache,
+// cross-attention to the encoder output, output head tied to the token
+// embedding), over dense or MLX-quantized weights used in place, on the same
+// matmul kernels as the Llama family.
+//
+// One 30-second window is encoded once; its cross-attention keys and values
+// (CrossKv) are computed once and shared by every decoder sequence that reads
+// that window (temperature fallback, beam search).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/matrix.h"
+#include "core/thread_pool.h"
+#include "io/safetensors.h"
+
+namespace hearth {
+
+struct WhisperConfig {
+  int n_mels = 80;
+  int d_model = 0;
+  int encoder_layers = 0, encoder_heads = 0, encoder_ffn = 0;
+  int decoder_layers = 0, decoder_heads = 0, decoder_ffn = 0;
+  int audio_ctx = 1500;  // encoder positions: 3000 mel frames after the stride-2 convolution
+  int text_ctx = 448;    // decoder positions
+  int vocab_size = 0;
+  // (decoder layer, head) pairs whose cross-attention follows the alignment
+  // (generation_config.json "alignment_heads"); empty when not given.
+  std::vector<std::pair<int, int>> alignment_heads;
+
+  // config.json (and generation_config.json, where present) of a checkpoint.
+  static WhisperConfig load(const std::filesystem::path& dir);
+  int mel_frames() const { return audio_ctx * 2; }
+};
+
+class WhisperModel {
+ public:
+  static std::unique_ptr<WhisperModel> load(const std::filesystem::path& dir);
+
+  const WhisperConfig& config() const { return config_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  size_t weight_bytes() const { return weights_.total_bytes(); }
+
+  // The encoder output for one window: mel is [n_mels][mel_frames()]
+  // row-major; features receives [audio_ctx][d_model].
+  void encode(ThreadPool& pool, const float* mel, std::vector<float>& features);
+
+  // Cross-attention keys and values of every decoder layer for one window.
+  struct CrossKv {
+    // Per layer: keys [heads][audio_ctx][head_dim], values transposed
+    // [heads][head_dim][audio_ctx] (so both products are matmuls).
+    std::vector<std::vector<float>> keys, values_t;
+  };
+  void cross_kv(ThreadPool& pool, const std::vector<float>& features, CrossKv& out);
+
+  // One decoder sequence: its self-attention cache.
+  struct Sequence {
+    int64_t length = 0;  // tokens decoded so far
+    // Per layer: keys and values [heads][text_ctx][head_dim].
+    std::vector<std::vector<float>> keys, values;
+  };
+  Sequence new_sequence() const;
+
+  struct Row {
+    Sequence* seq = nullptr;
+    std::span<const int32_t> tokens;  // new tokens at positions seq->length...
+    bool all_positions = false;       // logits for every new token, else only the last
+  };
+  // Runs the rows against one window's cross keys/values, appends to each
+  // sequence's cache and advances it; logits receives vocab_size floats per
+  // requested position, row after row. Throws std::out_of_range for a token
+  // outside the vocabulary or past text_ctx.
+  void decode(ThreadPool& pool, const CrossKv& cross, std::span<const Row> rows,
+              std::vector<float>& logits);
+
+ private:
+  struct Linear {
+    Matrix w;
+    std::vector<float> b;  // empty: no bias
+  };
+  struct Norm {
+    std::vector<float> w, b;
+  };
+  struct Attention {
+    Linear q, k, v, out;
+  };
+  struct EncoderLayer {
+    Norm attn_norm, mlp_norm;
+    Attention attn;
+    Linear fc1, fc2;
+  };
+  struct DecoderLayer {
+    Norm self_norm, cross_norm, mlp_norm;
+    Attention self_attn, cross_attn;
+    Linear fc1, fc2;
+  };
+
+  WhisperModel() = default;
+  void load_weights();
+  Matrix load_matrix(const std::string& name, int64_t rows, int64_t cols) const;
+  std::vector<float> load_vector(const std::string& name, int64_t n) const;
+  Linear load_linear(const std::string& module, int64_t rows, int64_t cols, bool bias) const;
+  Norm load_norm(const std::string& module) const;
+  Attention load_attention(const std::string& module) const;
+  // y = x W^T + b for n rows.
+  void linear(ThreadPool& pool, const Linear& l, const float* x, int64_t n, float* y);
+  void mlp(ThreadPool& pool, const Linear& fc1, const Linear& fc2, int64_t n, int ffn);
+
+  std::filesystem::path dir_;
+  WhisperConfig config_;
+  io::Safetensors weights_;
+  Linear conv1_, conv2_;  // as matrices over [in_channels * 3] unfolded windows
+  std::vector<float> encoder_positions_;
+  std::vector<EncoderLayer> encoder_;
+  Norm encoder_norm_;
+  Matrix token_embedding_, output_head_;  // the same matrix unless proj_out is stored
+  std::vector<float> decoder_positions_;
+  std::vector<DecoderLayer> decoder_;
+  Norm decoder_norm_;
+
+  // Scratch, reused across calls.
+  std::vector<float> x_, h_, q_, k_, v_, attn_, ffn_, unfolded_, scores_, head_q_, head_out_,
+      head_k_, head_v_;
+};
+
+}  // namespace hearth
