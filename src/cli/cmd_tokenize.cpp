@@ -1,12 +1,15 @@
 // hearth tokenize: encode stdin to token ids (or decode ids to text) with a
 // model's tokenizer. With --jsonl, each input line is one JSON string (or, with
 // --decode, one JSON array of ids) and each output line answers it — the batch
-// mode the tokenizer comparison tests use.
+// mode the tokenizer comparison tests use. With --vocab-size, the tokenizer
+// is Whisper's (text/whisper_tokenizer.h) for a model of that n_vocab.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "text/tokenizer.h"
+#include "text/whisper_tokenizer.h"
 
 namespace hearth::cli {
 
@@ -22,10 +26,17 @@ namespace {
 
 const char* kUsage =
     "usage: hearth tokenize (--model DIR | --tokenizer FILE | --tiktoken FILE [--pattern RE] [--special T=ID,...])\n"
+    "                       [--vocab-size N [--timestamps] [--info]]\n"
     "                       [--no-special] [--decode] [--skip-special] [--jsonl] [--stream] [--time]\n"
     "  Reads text on stdin and prints its token ids as a JSON array.\n"
     "  --tiktoken FILE  a tiktoken rank file; --pattern is its pre-tokenizer regex (default: GPT-2's),\n"
     "                   --special its special tokens, e.g. '<|endoftext|>=50256'\n"
+    "  --vocab-size N  Whisper's tokenizer for a model of n_vocab N, over --tiktoken FILE\n"
+    "                  (its .tiktoken file) or --tokenizer / --model (tokenizer.json); text\n"
+    "                  encodes with no special tokens, --decode drops timestamps as\n"
+    "                  openai-whisper does\n"
+    "  --timestamps    with --vocab-size --decode: keep timestamps, as \"<|1.08|>\"\n"
+    "  --info          with --vocab-size: print the special token ids and non-speech tokens\n"
     "  --decode        read a JSON array of ids and print the text\n"
     "  --no-special    do not add BOS/EOS (the post-processor's special tokens)\n"
     "  --skip-special  when decoding, drop special tokens\n"
@@ -63,19 +74,63 @@ std::string json_ids(const std::vector<int32_t>& ids) {
   return out;
 }
 
+// Whisper's special ids, default sot sequence and non-speech tokens, for
+// checking them against openai-whisper.
+std::string whisper_info(const text::WhisperTokenizer& w) {
+  nlohmann::json languages = nlohmann::json::object();
+  for (int32_t id = w.sot() + 1; id < w.translate(); ++id)
+    languages[std::string(w.language_code(id))] = id;
+  const nlohmann::json j{
+      {"vocab_size", w.vocab_size()},
+      {"multilingual", w.multilingual()},
+      {"num_languages", w.num_languages()},
+      {"eot", w.eot()},
+      {"sot", w.sot()},
+      {"translate", w.translate()},
+      {"transcribe", w.transcribe()},
+      {"sot_lm", w.sot_lm()},
+      {"sot_prev", w.sot_prev()},
+      {"no_speech", w.no_speech()},
+      {"no_timestamps", w.no_timestamps()},
+      {"timestamp_begin", w.timestamp_begin()},
+      {"languages", languages},
+      {"sot_sequence", w.sot_sequence()},
+      {"non_speech_tokens", w.non_speech_tokens()},
+  };
+  return j.dump();
+}
+
 }  // namespace
 
 int cmd_tokenize(int argc, char** argv) {
-  Args args(argc, argv, {"no-special", "decode", "skip-special", "jsonl", "stream", "time", "help"});
+  Args args(argc, argv,
+            {"no-special", "decode", "skip-special", "jsonl", "stream", "time", "timestamps", "info", "help"});
   if (args.has("help")) {
     std::fputs(kUsage, stdout);
     return 0;
   }
   args.allow_only({"model", "tokenizer", "tiktoken", "pattern", "special", "no-special", "decode", "skip-special",
-                   "jsonl", "stream", "time", "help"});
+                   "jsonl", "stream", "time", "vocab-size", "timestamps", "info", "help"});
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<text::Tokenizer> tok;
-  if (args.has("tiktoken")) {
+  std::optional<text::WhisperTokenizer> whisper;
+  if (args.has("vocab-size")) {
+    const auto n_vocab = static_cast<int32_t>(args.integer("vocab-size", 0));
+    if (args.has("stream")) throw std::runtime_error("--stream is not available with --vocab-size");
+    if (args.has("tiktoken"))
+      whisper = text::WhisperTokenizer::load_tiktoken(args.str("tiktoken"), n_vocab);
+    else if (args.has("tokenizer") || args.has("model"))
+      whisper = text::WhisperTokenizer::load_hf(
+          args.has("tokenizer") ? std::filesystem::path(args.str("tokenizer"))
+                                : std::filesystem::path(args.str("model")) / "tokenizer.json",
+          n_vocab);
+    else
+      throw std::runtime_error(std::string("--vocab-size needs --tiktoken, --tokenizer or --model\n") + kUsage);
+    if (args.has("info")) {
+      std::cout << whisper_info(*whisper) << '\n';
+      return 0;
+    }
+  } else if (args.has("tiktoken")) {
     std::vector<std::pair<std::string, int32_t>> specials;
     const std::string list = args.str("special");
     for (size_t pos = 0; pos < list.size();) {
@@ -103,6 +158,17 @@ int cmd_tokenize(int argc, char** argv) {
   const auto t1 = std::chrono::steady_clock::now();
   const bool add_special = !args.has("no-special");
   const bool skip_special = args.has("skip-special");
+  std::function<std::vector<int32_t>(const std::string&)> encode;
+  std::function<std::string(const std::vector<int32_t>&)> decode;
+  if (whisper) {
+    encode = [&](const std::string& s) { return whisper->encode(s); };
+    decode = [&, ts = args.has("timestamps")](const std::vector<int32_t>& ids) {
+      return ts ? whisper->decode_with_timestamps(ids) : whisper->decode(ids);
+    };
+  } else {
+    encode = [&](const std::string& s) { return tok->encode(s, add_special); };
+    decode = [&](const std::vector<int32_t>& ids) { return tok->decode(ids, skip_special); };
+  }
   std::ios::sync_with_stdio(false);
 
   double encode_s = 0;
@@ -121,13 +187,13 @@ int cmd_tokenize(int argc, char** argv) {
           pieces.push_back(sd.flush());
           out = pieces.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         } else {
-          out = json_string(tok->decode(ids, skip_special));
+          out = json_string(decode(ids));
         }
       } else {
         if (!j.is_string()) throw std::runtime_error("--jsonl expects one JSON string per line");
         const std::string& s = j.get_ref<const std::string&>();
         const auto a = std::chrono::steady_clock::now();
-        const auto ids = tok->encode(s, add_special);
+        const auto ids = encode(s);
         encode_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
         n_tokens += ids.size();
         n_bytes += s.size();
@@ -138,11 +204,11 @@ int cmd_tokenize(int argc, char** argv) {
     }
   } else if (args.has("decode")) {
     const auto ids = parse_ids(nlohmann::json::parse(read_all(std::cin)));
-    std::cout << tok->decode(ids, skip_special);
+    std::cout << decode(ids);
   } else {
     const std::string s = read_all(std::cin);
     const auto a = std::chrono::steady_clock::now();
-    const auto ids = tok->encode(s, add_special);
+    const auto ids = encode(s);
     encode_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
     n_tokens += ids.size();
     n_bytes += s.size();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <array>
 #include <fstream>
 #include <sstream>
@@ -361,25 +362,26 @@ std::unique_ptr<Tokenizer> Tokenizer::load_tiktoken(const std::filesystem::path&
                                                     const std::vector<std::pair<std::string, int32_t>>& special_tokens) {
   const std::string text = read_file(rank_file);
   std::vector<std::pair<std::string, int32_t>> ranks;
-  std::istringstream in(text);
-  std::string line, bytes;
+  ranks.reserve(text.size() / 12);  // about 14 bytes a line in GPT-2's files
+  std::string bytes;
   size_t lineno = 0;
-  while (std::getline(in, line)) {
+  // Scanned in place: a stream and a string per line made up most of the load.
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
     ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     const size_t sp = line.find(' ');
-    if (sp == std::string::npos || !base64_decode(std::string_view(line).substr(0, sp), bytes))
+    if (sp == std::string_view::npos || !base64_decode(line.substr(0, sp), bytes))
       throw std::runtime_error(rank_file.string() + ":" + std::to_string(lineno) + ": expected \"<base64> <rank>\"");
-    long rank;
-    try {
-      size_t used = 0;
-      rank = std::stol(line.substr(sp + 1), &used);
-      if (used != line.size() - sp - 1 || rank < 0 || rank > INT32_MAX) throw std::invalid_argument("rank");
-    } catch (const std::exception&) {
+    int32_t rank = -1;
+    const char* last = line.data() + line.size();
+    if (auto [p, ec] = std::from_chars(line.data() + sp + 1, last, rank); ec != std::errc() || p != last || rank < 0)
       throw std::runtime_error(rank_file.string() + ":" + std::to_string(lineno) + ": bad rank");
-    }
-    ranks.emplace_back(bytes, static_cast<int32_t>(rank));
+    ranks.emplace_back(bytes, rank);
   }
   auto impl = std::make_unique<Impl>();
   try {
