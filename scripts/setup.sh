@@ -15,6 +15,9 @@ packages=(
   libpcre2-dev                                  # Unicode regex for tokenizers
   libutf8proc-dev                               # Unicode normalization
   libxxhash-dev                                 # block hashes of the prompt cache
+  libavformat-dev libavcodec-dev                # speech-to-text: decode mp3, flac, ogg/opus, m4a, webm in-process
+  libswresample-dev libavutil-dev               # ... and resample to Whisper's 16 kHz mono
+  libfftw3-dev                                  # FFT of Whisper's log-mel spectrogram
   nginx-light                                   # the replica load-balancing test (docs/deploy.md)
   python3-numpy python3-jinja2                  # independent numeric / template references
   nodejs npm                                    # test tooling (reference tokenizer, API clients)

@@ -1,0 +1,16 @@
+// The one error the audio layer throws for bad input: audio that cannot be
+// parsed or decoded. Its message is written for the client that sent the
+// bytes ("WAV data chunk ends inside a sample frame"), so the server can hand
+// it back as an HTTP 400 as it is.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace hearth::audio {
+
+struct AudioError : std::runtime_error {
+  explicit AudioError(const std::string& what) : std::runtime_error(what) {}
+};
+
+}  // namespace hearth::audio

@@ -1,0 +1,30 @@
+// Audio bytes, as a client uploads them, to what Whisper listens to: 16 kHz
+// mono float32. WAV goes through the exact parser of wav.h; everything else
+// (MP3, FLAC, Ogg Vorbis/Opus, M4A/AAC, WebM/Matroska, MP4/MOV's audio track,
+// AIFF, CAF, AMR, WMA) through FFmpeg's libraries, in-process and from memory:
+// no temporary file, no ffmpeg binary, no network or file access by the
+// demuxers. Both paths end in one resampler (libswresample) that averages
+// the channels to mono and converts the rate to 16 kHz.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace hearth::audio {
+
+constexpr int kSampleRate = 16000;
+// Decoding stops with AudioError past this much audio: a few kilobytes of
+// compressed silence can otherwise expand to gigabytes of samples.
+constexpr double kMaxDecodeSeconds = 3 * 3600;
+
+// RIFF....WAVE: the bytes are for parse_wav.
+bool looks_like_wav(std::span<const uint8_t> bytes);
+
+// 16 kHz mono samples, never empty. Unreadable, empty, silent-by-absence (no
+// audio stream) or over-long input throws AudioError with a message for the
+// client. Any sample rate from 1 kHz to 768 kHz and up to 64 channels.
+std::vector<float> decode_audio(std::span<const uint8_t> bytes,
+                                double max_seconds = kMaxDecodeSeconds);
+
+}  // namespace hearth::audio
