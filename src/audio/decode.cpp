@@ -1,6 +1,7 @@
 #include "audio/decode.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -259,6 +260,9 @@ std::vector<float> decode_audio(std::span<const uint8_t> bytes, double max_secon
   else
     decode_ffmpeg(bytes, out, max_samples);
   if (out.empty()) throw AudioError("the audio holds no samples");
+  // Float codecs can carry NaN or infinity, which would poison the whole log-mel.
+  if (!std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }))
+    throw AudioError("the audio holds NaN or infinite samples");
   return out;
 }
 

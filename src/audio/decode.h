@@ -21,9 +21,9 @@ constexpr double kMaxDecodeSeconds = 3 * 3600;
 // RIFF....WAVE: the bytes are for parse_wav.
 bool looks_like_wav(std::span<const uint8_t> bytes);
 
-// 16 kHz mono samples, never empty. Unreadable, empty, silent-by-absence (no
-// audio stream) or over-long input throws AudioError with a message for the
-// client. Any sample rate from 1 kHz to 768 kHz and up to 64 channels.
+// 16 kHz mono samples, never empty, all finite. Unreadable, empty, NaN,
+// stream-less (no audio track) or over-long input throws AudioError with a
+// message for the client. Any sample rate from 1 kHz to 768 kHz and up to 64 channels.
 std::vector<float> decode_audio(std::span<const uint8_t> bytes,
                                 double max_seconds = kMaxDecodeSeconds);
 

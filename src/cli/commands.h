@@ -12,5 +12,6 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_template(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
+int cmd_mel(int argc, char** argv);
 
 }  // namespace hearth::cli

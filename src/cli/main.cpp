@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"mkmodel", hearth::cli::cmd_mkmodel, "write a random-weight checkpoint in a published layout"},
     {"tokenize", hearth::cli::cmd_tokenize, "encode text to token ids (or --decode ids) with a tokenizer"},
     {"template", hearth::cli::cmd_template, "render a model's chat template for a conversation"},
+    {"mel", hearth::cli::cmd_mel, "decode audio to 16 kHz and write its Whisper log-mel spectrogram (.npy)"},
 };
 
 void usage() {

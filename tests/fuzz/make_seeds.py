@@ -445,6 +445,34 @@ def output_parser():
         write(d, f"{fmt}_notools", bytes([i, 0]) + texts[0].encode())
 
 
+# ---- audio_decode: audio files -------------------------------------------------
+
+def wav_file(tag, channels, rate, bits, frames, extensible=False, extra=b""):
+    align = channels * bits // 8
+    fmt = struct.pack("<HHIIHH", 0xFFFE if extensible else tag, channels, rate, rate * align, align, bits)
+    if extensible:
+        fmt += struct.pack("<HHI", 22, bits, 0) + struct.pack("<H", tag) + bytes.fromhex("000000001000800000aa00389b71")
+    data = bytes((i * 37 + 11) % 256 for i in range(frames * align))
+    body = b"WAVE" + extra + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def audio_decode():
+    d = out_dir("audio_decode")
+    write(d, "u8_mono_8k.wav", wav_file(1, 1, 8000, 8, 100))
+    write(d, "s16_stereo_16k.wav", wav_file(1, 2, 16000, 16, 60))
+    write(d, "s24_mono_22k.wav", wav_file(1, 1, 22050, 24, 60, extra=b"LIST\x03\x00\x00\x00abc\x00"))
+    write(d, "s32_mono_48k.wav", wav_file(1, 1, 48000, 32, 50))
+    write(d, "f32_extensible.wav", wav_file(3, 2, 44100, 32, 20, extensible=True))
+    write(d, "f64_mono.wav", wav_file(3, 1, 16000, 64, 20))
+    # The ID3 tag and first frames of the shared MP3 sample, when it is there.
+    for mp3 in (os.path.join(ROOT, "..", "shared", "audio", "jfk.mp3"), os.path.join(ROOT, "shared", "audio", "jfk.mp3")):
+        if os.path.isfile(mp3):
+            with open(mp3, "rb") as f:
+                write(d, "jfk_start.mp3", f.read(1200))
+            break
+
+
 # ---- libFuzzer dictionaries (tests/fuzz/<name>.dict) ------------------------
 
 JSON_TOKENS = ["{", "}", "[", "]", ",", ":", "\"", "null", "true", "false", "-1", "0", "1e400", "0.5",
@@ -490,6 +518,7 @@ if __name__ == "__main__":
     safetensors()
     config()
     output_parser()
+    audio_decode()
     for name in sorted(os.listdir(CORPUS)):
         files = os.listdir(os.path.join(CORPUS, name))
         size = sum(os.path.getsize(os.path.join(CORPUS, name, f)) for f in files)
