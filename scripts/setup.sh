@@ -18,6 +18,7 @@ packages=(
   libavformat-dev libavcodec-dev                # speech-to-text: decode mp3, flac, ogg/opus, m4a, webm in-process
   libswresample-dev libavutil-dev               # ... and resample to Whisper's 16 kHz mono
   libfftw3-dev                                  # FFT of Whisper's log-mel spectrogram
+  zlib1g-dev                                    # Whisper's compression-ratio fallback check (zlib, as openai-whisper)
   nginx-light                                   # the replica load-balancing test (docs/deploy.md)
   python3-numpy python3-jinja2                  # independent numeric / template references
   nodejs npm                                    # test tooling (reference tokenizer, API clients)

@@ -73,6 +73,11 @@ beats the built-in defaults. See docs/server-config.md.
                                idle and slow connections take no thread
   --shutdown-timeout S         on SIGINT/SIGTERM, seconds in-flight requests may finish (default: 10)
   --response-store-mb N        memory for stored /v1/responses responses (default: 32; LRU past it)
+  --whisper-model DIR          serve speech to text (/v1/audio/transcriptions, /translations) with
+                               this Whisper checkpoint beside the chat model; loaded on first use
+  --whisper-idle-unload S      unload the Whisper model after S idle seconds (default: 300; 0: keep)
+  --whisper-resident           load the Whisper model at start and never unload it
+  --max-audio-bytes BYTES      largest audio upload (default: 26214400; past it 413)
   --response-store-ttl S       seconds a stored response lives (default: 3600)
 )";
 
@@ -113,7 +118,7 @@ std::string model_id(const std::filesystem::path& dir) {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
-  Args args(argc, argv, {"help"});
+  Args args(argc, argv, {"help", "whisper-resident"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -124,7 +129,8 @@ int cmd_serve(int argc, char** argv) {
                                     "max-connections-per-client", "http-threads", "shutdown-timeout", "response-store-mb", "response-store-ttl", "kv-type",
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
                                     "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
-                                    "generation-checkpoint-tokens", "step-tokens"};
+                                    "generation-checkpoint-tokens", "step-tokens", "whisper-model",
+                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
@@ -161,6 +167,14 @@ int cmd_serve(int argc, char** argv) {
   sopt.response_ttl_seconds = args.number("response-store-ttl", 3600.0);
   if (sopt.response_store_bytes < 0 || !(sopt.response_ttl_seconds > 0))
     throw std::runtime_error("--response-store-mb must be >= 0 and --response-store-ttl > 0");
+  sopt.whisper_model = args.str("whisper-model");
+  sopt.whisper_idle_unload_seconds = args.number("whisper-idle-unload", 300.0);
+  sopt.whisper_resident = args.has("whisper-resident");
+  sopt.max_audio_bytes = size_t(args.integer("max-audio-bytes", 25 << 20));
+  if (sopt.whisper_idle_unload_seconds < 0 || sopt.max_audio_bytes < 1024)
+    throw std::runtime_error("--whisper-idle-unload must be >= 0 and --max-audio-bytes >= 1024");
+  if ((args.has("whisper-resident") || args.has("whisper-idle-unload")) && sopt.whisper_model.empty())
+    throw std::runtime_error("--whisper-resident and --whisper-idle-unload need --whisper-model DIR");
   sopt.max_queue = int(args.integer("max-queue", 64));
   sopt.max_batch = int(args.integer("max-batch", 8));
   if (sopt.port < 0 || sopt.port > 65535) throw std::runtime_error("--port must be in [0, 65535]");

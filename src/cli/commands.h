@@ -13,5 +13,6 @@ int cmd_template(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
 int cmd_mel(int argc, char** argv);
+int cmd_transcribe(int argc, char** argv);
 
 }  // namespace hearth::cli

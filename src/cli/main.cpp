@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"serve", hearth::cli::cmd_serve, "serve the model over HTTP (OpenAI API) with a chat page"},
     {"generate", hearth::cli::cmd_generate, "generate text from a prompt"},
     {"embed", hearth::cli::cmd_embed, "embed texts: pooled, normalized final hidden states, as JSON lines"},
+    {"transcribe", hearth::cli::cmd_transcribe, "speech to text with a Whisper checkpoint"},
     {"chat", hearth::cli::cmd_chat, "chat with the model in the terminal"},
     {"bench", hearth::cli::cmd_bench, "measure prefill/decode speed and memory bandwidth"},
     {"mkmodel", hearth::cli::cmd_mkmodel, "write a random-weight checkpoint in a published layout"},

@@ -36,6 +36,8 @@ const Route kRoutes[] = {
     {"GET", "/v1/responses/([^/]+)", "/v1/responses/{id}", "a stored response", true},
     {"DELETE", "/v1/responses/([^/]+)", "/v1/responses/{id}", "delete a stored response", true},
     {"POST", "/v1/embeddings", "/v1/embeddings", "embeddings of strings or token ids (OpenAI)", true},
+    {"POST", "/v1/audio/transcriptions", "/v1/audio/transcriptions", "speech to text (OpenAI; --whisper-model)", true},
+    {"POST", "/v1/audio/translations", "/v1/audio/translations", "speech to English text (OpenAI; --whisper-model)", true},
     {"POST", "/v1/messages/count_tokens", "/v1/messages/count_tokens", "the prompt tokens of a Messages request", true},
     {"POST", "/api/chat", "/api/chat", "Ollama chat (NDJSON stream unless \"stream\": false)", true},
     {"POST", "/api/generate", "/api/generate", "Ollama generate", true},
@@ -50,6 +52,8 @@ const Route kRoutes[] = {
      "forget a session's prompt-cache checkpoint (its blocks stay cached)", true},
     {"POST", "/admin/cache/flush", "/admin/cache/flush",
      "wait until every published prompt-cache block is durable on SSD", true},
+    {"POST", "/admin/transcription/unload", "/admin/transcription/unload",
+     "unload the Whisper model now (it loads again on the next transcription)", true},
 };
 
 const std::vector<std::regex>& route_patterns() {
@@ -89,7 +93,10 @@ std::string route_label(const std::string& path) {
 http::Limits http_limits(const ServerOptions& opt) {
   http::Limits l;
   l.max_header_bytes = opt.max_header_bytes;
-  l.max_body_bytes = opt.max_body_bytes;
+  // Audio may come as base64 in JSON: a third larger than the file.
+  l.max_body_bytes = opt.whisper_model.empty()
+                         ? opt.max_body_bytes
+                         : std::max(opt.max_body_bytes, opt.max_audio_bytes / 3 * 4 + (64u << 10));
   l.header_timeout = opt.header_timeout;
   l.keep_alive_timeout = opt.keep_alive_timeout;
   l.max_connections = opt.max_connections;
@@ -209,6 +216,7 @@ void Server::Impl::setup() {
                  {"uptime_seconds", std::chrono::duration<double>(Clock::now() - started).count()},
                  {"queued", st.queued},
                  {"running", st.running}};
+    if (transcription) out["transcription"] = transcription->status();
     res.status = draining ? 503 : 200;
     res.set_content(dump(out), "application/json");
   },
@@ -247,6 +255,21 @@ void Server::Impl::setup() {
             }));
   post("/v1/embeddings", guarded(true, [this](const http::Request& req, http::Response& res) {
               openai_embeddings(req, res);
+            }));
+  post("/v1/audio/transcriptions", guarded(true, [this](const http::Request& req, http::Response& res) {
+              audio_transcribe(req, res, false);
+            }));
+  post("/v1/audio/translations", guarded(true, [this](const http::Request& req, http::Response& res) {
+              audio_transcribe(req, res, true);
+            }));
+  post("/admin/transcription/unload", guarded(true, [this](const http::Request&, http::Response& res) {
+              if (!transcription)
+                throw ApiError(503, "this server has no speech-to-text model (--whisper-model DIR)",
+                               "server_error", {}, "model_unavailable");
+              const bool unloaded = transcription->unload();
+              ojson out = {{"unloaded", unloaded}};
+              out.update(transcription->status());
+              res.set_content(dump(out), "application/json");
             }));
   post("/v1/responses", guarded(true, [this](const http::Request& req, http::Response& res) {
               responses_create(req, res);

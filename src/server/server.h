@@ -38,6 +38,12 @@ struct ServerOptions {
   int max_queue = 64, max_batch = 8;   // as given to the engine (shown in /stats)
   int64_t response_store_bytes = 32 << 20;  // stored Responses API responses, at most
   double response_ttl_seconds = 3600;       // and for this long
+  // Speech to text beside the chat model (server/transcription.h); no
+  // whisper_model: the audio routes answer 503.
+  std::filesystem::path whisper_model;
+  double whisper_idle_unload_seconds = 300;  // 0: kept once loaded
+  bool whisper_resident = false;             // loaded at start, never unloaded
+  size_t max_audio_bytes = 25u << 20;        // larger audio uploads get 413
 };
 
 struct ServedModel {

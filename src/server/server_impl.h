@@ -30,6 +30,7 @@
 #include "server/reply.h"
 #include "server/response_store.h"
 #include "server/server.h"
+#include "server/transcription.h"
 
 namespace hearth::server {
 
@@ -95,6 +96,7 @@ struct Server::Impl {
   std::mutex flight_mutex;
   std::condition_variable flight_cv;
   std::set<std::shared_ptr<RequestHandle>> in_flight;
+  std::unique_ptr<Transcription> transcription;  // null: no Whisper model served
 
   Impl(Engine& e, const text::Tokenizer& t, const PromptBuilder& p, ServedModel m, ServerOptions o)
       : engine(e),
@@ -108,6 +110,9 @@ struct Server::Impl {
       anchor = ids.back();
       anchor_text = tok.decode(std::span<const int32_t>(&anchor, 1));
     }
+    if (!opt.whisper_model.empty())
+      transcription = std::make_unique<Transcription>(TranscriptionOptions{
+          opt.whisper_model, opt.whisper_idle_unload_seconds, opt.whisper_resident, engine.threads()});
     setup();
   }
   ~Impl() {
@@ -165,6 +170,9 @@ struct Server::Impl {
   void openai_embeddings(const http::Request& req, http::Response& res);
   void ollama_embed(const http::Request& req, http::Response& res);
   ojson embedding_info() const;  // what /v1/models says of the embeddings it serves
+
+  // OpenAI audio (server_audio.cpp): translate picks the translations route.
+  void audio_transcribe(const http::Request& req, http::Response& res, bool translate);
 
   // Ollama (server_ollama.cpp).
   void ollama_generate(const http::Request& req, http::Response& res, bool chat);

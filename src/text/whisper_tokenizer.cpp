@@ -147,6 +147,16 @@ WhisperTokenizer WhisperTokenizer::load_tiktoken(const std::filesystem::path& ra
                           rank_file.string());
 }
 
+WhisperTokenizer WhisperTokenizer::load_dir(const std::filesystem::path& model_dir,
+                                            int32_t model_vocab_size) {
+  for (const auto& entry : std::filesystem::directory_iterator(model_dir))
+    if (entry.path().extension() == ".tiktoken") return load_tiktoken(entry.path(), model_vocab_size);
+  if (std::filesystem::exists(model_dir / "tokenizer.json"))
+    return load_hf(model_dir / "tokenizer.json", model_vocab_size);
+  throw std::runtime_error(model_dir.string() +
+                           " has no Whisper vocabulary (a .tiktoken file or tokenizer.json)");
+}
+
 WhisperTokenizer WhisperTokenizer::load_hf(const std::filesystem::path& tokenizer_json,
                                            int32_t model_vocab_size) {
   const std::string name = tokenizer_json.string();

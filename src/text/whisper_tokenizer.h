@@ -39,6 +39,10 @@ class WhisperTokenizer {
   // files), they are implied after <|notimestamps|>.
   static WhisperTokenizer load_hf(const std::filesystem::path& tokenizer_json,
                                   int32_t model_vocab_size);
+  // A checkpoint directory's vocabulary: its .tiktoken file if it has one
+  // (as `hearth mkmodel --arch whisper` writes), else its tokenizer.json.
+  static WhisperTokenizer load_dir(const std::filesystem::path& model_dir,
+                                   int32_t model_vocab_size);
 
   WhisperTokenizer(WhisperTokenizer&&) noexcept;
   WhisperTokenizer& operator=(WhisperTokenizer&&) noexcept;

@@ -1,0 +1,79 @@
+#include "audio/subtitles.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace hearth::audio {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\n\r\f\v");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\n\r\f\v") + 1 - b);
+}
+
+// A cue's text, with "-->" (the cue timing arrow) made harmless, as openai-whisper does.
+std::string cue_text(const std::string& s) {
+  std::string out = trim(s);
+  for (size_t at; (at = out.find("-->")) != std::string::npos;) out.replace(at, 3, "->");
+  return out;
+}
+
+}  // namespace
+
+std::string format_timestamp(double seconds, bool always_hours, char decimal) {
+  const long long ms = std::llround(std::max(0.0, seconds) * 1000.0);
+  const long long h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60, rest = ms % 1000;
+  char buf[48];
+  if (always_hours || h > 0)
+    std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld%c%03lld", h, m, s, decimal, rest);
+  else
+    std::snprintf(buf, sizeof buf, "%02lld:%02lld%c%03lld", m, s, decimal, rest);
+  return buf;
+}
+
+FormattedTranscript format_transcript(const Transcript& t, const std::string& format,
+                                      const std::string& task) {
+  if (format == "text") return {t.text + "\n", "text/plain; charset=utf-8"};
+  if (format == "json") return {nlohmann::ordered_json{{"text", t.text}}.dump(), "application/json"};
+  if (format == "verbose_json") {
+    nlohmann::ordered_json segments = nlohmann::ordered_json::array();
+    for (const Segment& s : t.segments)
+      segments.push_back({{"id", s.id},
+                          {"seek", s.seek},
+                          {"start", s.start},
+                          {"end", s.end},
+                          {"text", s.text},
+                          {"tokens", s.tokens},
+                          {"temperature", s.temperature},
+                          {"avg_logprob", s.avg_logprob},
+                          {"compression_ratio", s.compression_ratio},
+                          {"no_speech_prob", s.no_speech_prob}});
+    return {nlohmann::ordered_json{{"task", task},
+                           {"language", t.language},
+                           {"duration", t.duration},
+                           {"text", t.text},
+                           {"segments", segments}}
+                .dump(),
+            "application/json"};
+  }
+  const bool srt = format == "srt";
+  if (!srt && format != "vtt")
+    throw std::invalid_argument("response_format must be json, text, srt, verbose_json or vtt, not '" +
+                                format + "'");
+  std::string out = srt ? "" : "WEBVTT\n\n";
+  int index = 1;
+  for (const Segment& s : t.segments) {
+    const std::string text = cue_text(s.text);
+    if (text.empty()) continue;
+    if (srt) out += std::to_string(index++) + "\n";
+    out += format_timestamp(s.start, srt, srt ? ',' : '.') + " --> " +
+           format_timestamp(s.end, srt, srt ? ',' : '.') + "\n" + text + "\n\n";
+  }
+  return {out, srt ? "application/x-subrip; charset=utf-8" : "text/vtt; charset=utf-8"};
+}
+
+}  // namespace hearth::audio

@@ -1,0 +1,24 @@
+// A transcript in the response formats of OpenAI's audio routes and
+// openai-whisper's writers: text, json, verbose_json, srt and vtt.
+#pragma once
+
+#include <string>
+
+#include "audio/transcriber.h"
+
+namespace hearth::audio {
+
+struct FormattedTranscript {
+  std::string body;
+  std::string content_type;
+};
+
+// format: text | json | verbose_json | srt | vtt; task goes into verbose_json.
+// Throws std::invalid_argument for another format.
+FormattedTranscript format_transcript(const Transcript& t, const std::string& format,
+                                      const std::string& task);
+
+// "HH:MM:SS,mmm" (srt) or "MM:SS.mmm", with hours when needed (vtt).
+std::string format_timestamp(double seconds, bool always_hours, char decimal);
+
+}  // namespace hearth::audio

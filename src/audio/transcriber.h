@@ -1,0 +1,76 @@
+// Transcribing a whole clip as openai-whisper's transcribe() does it
+// (whisper/transcribe.py): log-mel of the clip plus 30 s of padding, 30 s
+// windows advanced by the last timestamp the model gives, the temperature
+// fallback on compression-ratio and log-probability thresholds, the
+// no-speech skip, the previous text as the next window's prompt, and
+// segments cut at timestamp pairs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "audio/whisper_decoding.h"
+
+namespace hearth::audio {
+
+struct TranscribeOptions {
+  std::string task = "transcribe";
+  std::string language;  // empty: detected on the first window
+  std::vector<float> temperatures = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+  std::optional<float> compression_ratio_threshold = 2.4f;
+  std::optional<float> logprob_threshold = -1.0f;
+  std::optional<float> no_speech_threshold = 0.6f;
+  bool condition_on_previous_text = true;
+  std::string initial_prompt;
+  std::string suppress_tokens = "-1";
+  bool suppress_blank = true;
+  bool without_timestamps = false;
+  uint64_t seed = 0;  // for sampled fallbacks
+};
+
+struct Segment {
+  int id = 0;
+  int64_t seek = 0;  // mel frame where its window started
+  double start = 0, end = 0;
+  std::string text;
+  std::vector<int32_t> tokens;
+  float temperature = 0, avg_logprob = 0, compression_ratio = 0, no_speech_prob = 0;
+};
+
+struct Transcript {
+  std::string text;
+  std::string language;
+  double duration = 0;  // seconds of audio
+  std::vector<Segment> segments;
+};
+
+// Thrown out of transcribe() when hooks.cancelled says so.
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("the transcription was cancelled") {}
+};
+
+struct TranscribeHooks {
+  StepObserver first_window_steps;  // raw logits per step of the first window's first decode
+  std::function<void(const Segment&)> on_segment;                  // as each is final
+  std::function<void(int64_t done, int64_t total)> on_progress;    // in mel frames
+  std::function<bool()> cancelled;  // checked between windows
+};
+
+// audio: 16 kHz mono samples. Throws std::invalid_argument for bad options.
+Transcript transcribe(WhisperModel& model, const text::WhisperTokenizer& tokenizer,
+                      ThreadPool& pool, std::span<const float> audio,
+                      const TranscribeOptions& options, const TranscribeHooks& hooks = {});
+
+// The same from a log-mel spectrogram ([n_mels][frames] row-major) whose
+// first content_frames frames are the clip (the rest is padding).
+Transcript transcribe_mel(WhisperModel& model, const text::WhisperTokenizer& tokenizer,
+                          ThreadPool& pool, std::span<const float> mel, int64_t frames,
+                          int64_t content_frames, const TranscribeOptions& options,
+                          const TranscribeHooks& hooks = {});
+
+}  // namespace hearth::audio

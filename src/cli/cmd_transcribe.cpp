@@ -1,0 +1,142 @@
+// hearth transcribe: speech to text with a Whisper checkpoint, as
+// openai-whisper's command line does it, with a progress bar on stderr.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "audio/decode.h"
+#include "audio/subtitles.h"
+#include "audio/transcriber.h"
+#include "cli/commands.h"
+#include "cli/model_options.h"
+
+namespace hearth::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kHelp =
+    R"(usage: hearth transcribe FILE --model DIR [options]
+
+  FILE                 audio: WAV, or any container FFmpeg reads (mp3, flac, ogg, m4a, webm...)
+  --model DIR          a Whisper checkpoint (Hugging Face layout, with its .tiktoken vocabulary)
+  --format F           text (default) | json | verbose_json | srt | vtt
+  --language L         language code or name (default: detected on the first 30 s)
+  --translate          translate to English instead of transcribing
+  --temperature T      a single temperature (default: the fallback ladder 0, 0.2, ..., 1.0)
+  --no-fallback        decode once per window at the first temperature
+  --without-timestamps sample text only (one segment per window)
+  --initial-prompt T   text that conditions the first window
+  --suppress-tokens L  comma-separated token ids to suppress; -1 (default) is the non-speech set
+  --seed S             seed of the sampled fallbacks (default 0)
+  --threads N          kernel threads (default: physical cores)
+  --logits K           print one JSON line per decoding step of the first window, the
+                       chosen token and the top-K raw logits: {"step", "token", "top"}
+  --mel FILE.npy       use this log-mel window (float32 [n_mels, 3000]) instead of FILE
+)";
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A float32 C-order .npy of shape [rows, cols].
+std::vector<float> read_npy(const fs::path& path, int64_t rows, int64_t cols) {
+  const std::string bytes = read_file(path);
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    throw std::runtime_error(path.string() + " is not a .npy file");
+  const size_t header_len = bytes[6] == 1 ? size_t(uint8_t(bytes[8])) | size_t(uint8_t(bytes[9])) << 8
+                                          : size_t(-1);
+  const size_t data = 10 + header_len;
+  if (header_len == size_t(-1) || data > bytes.size())
+    throw std::runtime_error(path.string() + ": only .npy version 1 is read");
+  const std::string header = bytes.substr(10, header_len);
+  const std::string shape = "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+  if (header.find("'<f4'") == std::string::npos || header.find("'fortran_order': False") == std::string::npos ||
+      header.find(shape) == std::string::npos || bytes.size() - data != size_t(rows * cols) * 4)
+    throw std::runtime_error(path.string() + " must be float32 " + shape + " in C order");
+  std::vector<float> out(size_t(rows * cols));
+  std::memcpy(out.data(), bytes.data() + data, out.size() * 4);
+  return out;
+}
+
+
+}  // namespace
+
+int cmd_transcribe(int argc, char** argv) {
+  Args args(argc, argv, {"help", "translate", "no-fallback", "without-timestamps"});
+  if (args.has("help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  args.allow_only({"model", "format", "language", "translate", "temperature", "no-fallback",
+                   "without-timestamps", "initial-prompt", "suppress-tokens", "seed", "threads",
+                   "logits", "mel"});
+  if (!args.has("model")) throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
+  const bool from_mel = args.has("mel");
+  if (args.positional().size() != (from_mel ? 0u : 1u))
+    throw std::runtime_error(from_mel ? "--mel replaces FILE" : "expected one audio FILE");
+
+  const fs::path dir = args.str("model");
+  auto model = WhisperModel::load(dir);
+  const text::WhisperTokenizer tokenizer =
+      text::WhisperTokenizer::load_dir(dir, model->config().vocab_size);
+  ThreadPool pool(thread_count(args));
+
+  audio::TranscribeOptions options;
+  options.task = args.has("translate") ? "translate" : "transcribe";
+  options.language = args.str("language");
+  if (args.has("temperature")) options.temperatures = {float(args.number("temperature", 0))};
+  if (args.has("no-fallback")) options.temperatures.resize(1);
+  options.without_timestamps = args.has("without-timestamps");
+  options.initial_prompt = args.str("initial-prompt");
+  options.suppress_tokens = args.str("suppress-tokens", "-1");
+  options.seed = uint64_t(args.integer("seed", 0));
+  const std::string format = args.str("format", "text");
+
+  audio::TranscribeHooks hooks;
+  const int logits_k = int(args.integer("logits", 0));
+  if (logits_k > 0)
+    hooks.first_window_steps = [&](int step, std::span<const float> logits, int32_t token) {
+      std::cout << nlohmann::json{{"step", step}, {"token", token}, {"top", top_logits(logits, logits_k)}}
+                       .dump()
+                << "\n";
+    };
+  const bool bar = logits_k == 0 && isatty(fileno(stderr));
+  if (bar)
+    hooks.on_progress = [](int64_t done, int64_t total) {
+      const int width = 40, filled = total ? int(width * done / total) : width;
+      std::fprintf(stderr, "\r[%s%s] %3d%%", std::string(size_t(filled), '#').c_str(),
+                   std::string(size_t(width - filled), ' ').c_str(),
+                   total ? int(100 * done / total) : 100);
+    };
+
+  audio::Transcript transcript;
+  if (from_mel) {
+    const int64_t frames = model->config().mel_frames();
+    const std::vector<float> mel = read_npy(args.str("mel"), model->config().n_mels, frames);
+    transcript = audio::transcribe_mel(*model, tokenizer, pool, mel, frames, frames, options, hooks);
+  } else {
+    const std::string bytes = read_file(args.positional()[0]);
+    const std::vector<float> samples = audio::decode_audio(
+        std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    transcript = audio::transcribe(*model, tokenizer, pool, samples, options, hooks);
+  }
+  if (bar) std::fputs("\n", stderr);
+  if (logits_k > 0) return 0;
+  std::cout << audio::format_transcript(transcript, format, options.task).body;
+  if (format == "json" || format == "verbose_json") std::cout << "\n";
+  return 0;
+}
+
+}  // namespace hearth::cli

@@ -1,0 +1,211 @@
+#include "server/audio_request.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include "http/multipart.h"
+#include "server/api_error.h"
+#include "server/json_fields.h"
+
+namespace hearth::server {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+// Standard base64 (padding optional, no whitespace), or nothing if malformed.
+std::optional<std::string> base64_decode(std::string_view in) {
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  std::string out;
+  out.reserve(in.size() * 3 / 4);
+  uint32_t bits = 0;
+  int n = 0;
+  for (char c : in) {
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+' || c == '-') v = 62;
+    else if (c == '/' || c == '_') v = 63;
+    else return std::nullopt;
+    bits = bits << 6 | uint32_t(v);
+    if (++n == 4) {
+      out += char(bits >> 16), out += char(bits >> 8 & 0xff), out += char(bits & 0xff);
+      bits = 0, n = 0;
+    }
+  }
+  if (n == 1) return std::nullopt;
+  if (n == 2) out += char(bits >> 4);
+  if (n == 3) out += char(bits >> 10), out += char(bits >> 2 & 0xff);
+  return out;
+}
+
+// A query-string component: %XX escapes and '+' for space.
+std::string percent_decode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit((unsigned char)s[i + 1]) &&
+               std::isxdigit((unsigned char)s[i + 2])) {
+      out += char(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// A JSON audio value: base64, or a data: URL holding base64.
+std::string audio_from_json(const std::string& value, const std::string& field) {
+  std::string_view b64 = value;
+  if (b64.starts_with("data:")) {
+    const size_t comma = b64.find(',');
+    if (comma == std::string_view::npos || b64.substr(0, comma).find(";base64") == std::string_view::npos)
+      throw bad_request(field, "'" + field + "' must be a base64 data: URL (data:audio/...;base64,...)");
+    b64.remove_prefix(comma + 1);
+  }
+  std::optional<std::string> bytes = base64_decode(b64);
+  if (!bytes) throw bad_request(field, "'" + field + "' is not valid base64");
+  return *bytes;
+}
+
+// The request's fields as strings, whatever the encoding: multipart form
+// values, or JSON values rendered (strings as they are).
+struct Fields {
+  std::map<std::string, std::string> values;
+  std::vector<std::string> granularities;
+  std::optional<std::string> get(const std::string& name) const {
+    auto it = values.find(name);
+    return it == values.end() ? std::nullopt : std::optional(it->second);
+  }
+};
+
+bool parse_bool(const std::string& v, const std::string& field) {
+  const std::string l = lower(v);
+  if (l == "true" || l == "1") return true;
+  if (l == "false" || l == "0") return false;
+  throw bad_request(field, "'" + field + "' must be true or false");
+}
+
+}  // namespace
+
+AudioRequest parse_audio_request(const http::Request& req, bool translate) {
+  AudioRequest r;
+  Fields f;
+  const std::string content_type = req.header("Content-Type");
+  const std::string type = lower(content_type.substr(0, content_type.find(';')));
+  std::optional<std::string> boundary;
+  try {
+    boundary = http::multipart_boundary(content_type);
+  } catch (const http::MultipartError& e) {
+    throw ApiError(400, e.what());
+  }
+  if (boundary) {
+    std::vector<http::FormPart> parts;
+    try {
+      parts = http::parse_multipart(req.body, *boundary);
+    } catch (const http::MultipartError& e) {
+      throw ApiError(400, std::string("malformed multipart body: ") + e.what());
+    }
+    bool have_file = false;
+    for (const http::FormPart& p : parts) {
+      if (p.name == "file") {
+        r.audio.assign(p.data);
+        have_file = true;
+      } else if (p.name == "timestamp_granularities[]" || p.name == "timestamp_granularities") {
+        f.granularities.emplace_back(p.data);
+      } else {
+        f.values[p.name] = std::string(p.data);
+      }
+    }
+    if (!have_file) throw bad_request("file", "'file' is required: the audio to transcribe");
+  } else if (type == "application/json" || (type.empty() && !req.body.empty() && req.body[0] == '{')) {
+    json body;
+    try {
+      body = json::parse(req.body);
+    } catch (const json::exception&) {
+      throw ApiError(400, "the body is not valid JSON");
+    }
+    if (!body.is_object()) throw ApiError(400, "the body must be a JSON object");
+    if (const json* file = field(body, "file")) {
+      if (!file->is_string()) wrong_type("file", "a base64 string or a data: URL", *file);
+      r.audio = audio_from_json(file->get<std::string>(), "file");
+    } else if (const json* input = field(body, "input_audio")) {
+      if (!input->is_object() || !input->contains("data") || !(*input)["data"].is_string())
+        throw bad_request("input_audio.data", "'input_audio.data' must be a base64 string");
+      r.audio = audio_from_json((*input)["data"].get<std::string>(), "input_audio.data");
+    } else if (const json* audio = field(body, "audio")) {
+      if (!audio->is_string()) wrong_type("audio", "a base64 string or a data: URL", *audio);
+      r.audio = audio_from_json(audio->get<std::string>(), "audio");
+    } else {
+      throw bad_request("file", "'file' is required: the audio as base64 or a data: URL");
+    }
+    for (const auto& [key, value] : body.items()) {
+      if (key == "file" || key == "input_audio" || key == "audio" || value.is_null()) continue;
+      if (key == "timestamp_granularities") {
+        if (!value.is_array()) wrong_type(key, "an array", value);
+        for (const json& g : value) {
+          if (!g.is_string()) wrong_type(key, "an array of strings", g);
+          f.granularities.push_back(g.get<std::string>());
+        }
+      } else {
+        f.values[key] = value.is_string() ? value.get<std::string>() : value.dump();
+      }
+    }
+  } else if (type.starts_with("audio/") || type.starts_with("video/") ||
+             type == "application/octet-stream") {
+    // The audio itself; the other fields, if any, in the query string.
+    r.audio = req.body;
+    for (size_t at = 0; at < req.query.size();) {
+      size_t end = std::min(req.query.find('&', at), req.query.size());
+      const std::string pair = req.query.substr(at, end - at);
+      const size_t eq = pair.find('=');
+      if (eq != std::string::npos) f.values[percent_decode(pair.substr(0, eq))] = percent_decode(pair.substr(eq + 1));
+      at = end + 1;
+    }
+  } else {
+    throw ApiError(415, "unsupported content type '" + content_type +
+                            "': send multipart/form-data, application/json or the audio itself",
+                   "invalid_request_error", {}, "unsupported_media_type");
+  }
+
+  r.model = f.get("model").value_or("");
+  r.response_format = f.get("response_format").value_or("json");
+  static const char* kFormats[] = {"json", "text", "srt", "verbose_json", "vtt"};
+  if (std::find(std::begin(kFormats), std::end(kFormats), r.response_format) == std::end(kFormats))
+    throw bad_request("response_format", "'response_format' must be json, text, srt, verbose_json or vtt");
+  if (auto s = f.get("stream")) r.stream = parse_bool(*s, "stream");
+  for (const std::string& g : f.granularities) {
+    if (g == "word")
+      throw bad_request("timestamp_granularities[]", "word timestamps are not supported yet; use segment");
+    if (g != "segment")
+      throw bad_request("timestamp_granularities[]", "'timestamp_granularities[]' takes segment or word");
+  }
+  audio::TranscribeOptions& o = r.options;
+  o.task = translate ? "translate" : "transcribe";
+  if (!translate) o.language = f.get("language").value_or("");
+  o.initial_prompt = f.get("prompt").value_or("");
+  if (auto t = f.get("temperature")) {
+    double value;
+    try {
+      size_t used = 0;
+      value = std::stod(*t, &used);
+      if (used != t->size()) throw std::invalid_argument(*t);
+    } catch (const std::exception&) {
+      throw bad_request("temperature", "'temperature' must be a number");
+    }
+    if (!(value >= 0 && value <= 1)) throw bad_request("temperature", "'temperature' must be between 0 and 1");
+    // 0 (the default) is openai-whisper's fallback ladder; above it, that temperature only.
+    if (value > 0) o.temperatures = {float(value)};
+  }
+  if (r.audio.empty()) throw bad_request("file", "the audio file is empty");
+  return r;
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,115 @@
+// OpenAI's audio routes: /v1/audio/transcriptions and /v1/audio/translations
+// on the Whisper model served beside the chat model (server/transcription.h),
+// and POST /admin/transcription/unload.
+#include <chrono>
+
+#include "audio/audio_error.h"
+#include "audio/decode.h"
+#include "audio/subtitles.h"
+#include "server/audio_request.h"
+#include "server/server_impl.h"
+
+namespace hearth::server {
+
+namespace {
+
+constexpr size_t kMinSamples = audio::kSampleRate / 10;  // 0.1 s
+
+std::string sse(const ojson& event) { return "data: " + dump(event) + "\n\n"; }
+
+ojson segment_json(const audio::Segment& s) {
+  return {{"id", s.id}, {"start", s.start}, {"end", s.end}};
+}
+
+}  // namespace
+
+void Server::Impl::audio_transcribe(const http::Request& req, http::Response& res, bool translate) {
+  if (!transcription)
+    throw ApiError(503,
+                   "this server has no speech-to-text model: start it with --whisper-model DIR (a "
+                   "Whisper checkpoint in the Hugging Face layout)",
+                   "server_error", {}, "model_unavailable");
+  const auto t0 = Clock::now();
+  AudioRequest r = parse_audio_request(req, translate);
+  if (r.audio.size() > opt.max_audio_bytes)
+    throw ApiError(413, "the audio is " + std::to_string(r.audio.size()) + " bytes; the limit is " +
+                            std::to_string(opt.max_audio_bytes) + " (--max-audio-bytes)",
+                   "invalid_request_error", "file", "request_too_large");
+  std::vector<float> samples;
+  try {
+    samples = audio::decode_audio(
+        std::span(reinterpret_cast<const uint8_t*>(r.audio.data()), r.audio.size()));
+  } catch (const audio::AudioError& e) {
+    throw bad_request("file", std::string("the audio could not be decoded: ") + e.what(), "invalid_audio");
+  }
+  r.audio.clear();
+  if (samples.size() < kMinSamples)
+    throw bad_request("file", "the audio is shorter than 0.1 s", "audio_too_short");
+  const double decode_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+
+  auto run = [this, client = req.client, t0, decode_ms](const std::vector<float>& samples,
+                                                        const AudioRequest& r,
+                                                        audio::TranscribeHooks hooks) {
+    hooks.cancelled = [client] { return client->gone(); };
+    const auto t1 = Clock::now();
+    audio::Transcript t;
+    try {
+      t = transcription->transcribe(samples, r.options, hooks);
+    } catch (const audio::Cancelled&) {
+      throw ApiError(499, "the client closed the request", "invalid_request_error", {}, "client_closed_request");
+    } catch (const std::invalid_argument& e) {
+      throw ApiError(400, e.what());
+    }
+    audio::FormattedTranscript f = audio::format_transcript(t, r.response_format, r.options.task);
+    if (r.response_format == "json" || r.response_format == "verbose_json") {
+      ojson body = ojson::parse(f.body);
+      const auto now = Clock::now();
+      body["hearth"] = {{"model", transcription->model_id()},
+                        {"language", t.language},
+                        {"duration", t.duration},
+                        {"timings",
+                         {{"decode_ms", decode_ms},
+                          {"transcribe_ms", std::chrono::duration<double, std::milli>(now - t1).count()},
+                          {"total_ms", std::chrono::duration<double, std::milli>(now - t0).count()}}}};
+      f.body = dump(body);
+    }
+    return f;
+  };
+
+  if (!r.stream) {
+    const audio::FormattedTranscript f = run(samples, r, {});
+    res.set_content(f.body, f.content_type);
+    return;
+  }
+  // Streamed: a delta per final segment, progress per window, then the whole body.
+  res.set_header("Cache-Control", "no-cache");
+  res.set_stream("text/event-stream", [this, run, samples = std::move(samples),
+                                       r = std::move(r)](http::StreamSink& sink) {
+    audio::TranscribeHooks hooks;
+    hooks.on_segment = [&](const audio::Segment& s) {
+      sink.write(sse({{"type", "transcript.text.delta"}, {"delta", s.text}, {"segment", segment_json(s)}}));
+    };
+    hooks.on_progress = [&](int64_t done, int64_t total) {
+      sink.write(sse({{"type", "transcript.progress"}, {"done", done}, {"total", total}}));
+    };
+    try {
+      const audio::FormattedTranscript f = run(samples, r, hooks);
+      ojson done = {{"type", "transcript.text.done"}};
+      if (f.content_type == "application/json") {
+        ojson body = ojson::parse(f.body);
+        done["text"] = body["text"];
+        done["response"] = body;
+      } else {
+        done["text"] = f.body;
+      }
+      sink.write(sse(done));
+    } catch (const ApiError& e) {
+      sink.write(sse(e.body()));
+    } catch (const std::exception& e) {
+      sink.write(sse(ApiError(500, std::string("internal error: ") + e.what(), "server_error").body()));
+    }
+    sink.write("data: [DONE]\n\n");
+  });
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,65 @@
+// The Whisper model a server runs beside its chat model: loaded on the first
+// transcription, unloaded after an idle period (unless resident), one
+// transcription at a time on its own kernel threads. /health, /stats and
+// POST /admin/transcription/unload read and drive it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "audio/transcriber.h"
+#include "core/thread_pool.h"
+#include "model/whisper.h"
+#include "text/whisper_tokenizer.h"
+
+namespace hearth::server {
+
+struct TranscriptionOptions {
+  std::filesystem::path model_dir;
+  double idle_unload_seconds = 300;  // 0: never unloaded once loaded
+  bool resident = false;             // loaded at start and never unloaded
+  int threads = 0;                   // kernel threads; 0: physical cores
+};
+
+class Transcription {
+ public:
+  explicit Transcription(TranscriptionOptions options);
+  ~Transcription();
+
+  std::string model_id() const { return options_.model_dir.filename().string(); }
+
+  // Loads the model if needed (throws std::runtime_error when it cannot) and
+  // transcribes; waits while another transcription runs.
+  audio::Transcript transcribe(std::span<const float> samples, const audio::TranscribeOptions& o,
+                               const audio::TranscribeHooks& hooks);
+  bool unload();  // false if it was not loaded (or is resident)
+  nlohmann::ordered_json status() const;
+
+ private:
+  void load_locked();
+  void idle_watch();
+
+  void unload_locked();  // with run_ held
+
+  TranscriptionOptions options_;
+  std::mutex run_;             // held for a whole load, transcription or unload
+  mutable std::mutex state_;   // the counters and loaded_, so status() never waits on a run
+  std::condition_variable wake_;
+  bool loaded_ = false;
+  std::unique_ptr<WhisperModel> model_;
+  std::optional<text::WhisperTokenizer> tokenizer_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::chrono::steady_clock::time_point last_used_;
+  int64_t loads_ = 0, unloads_ = 0, requests_ = 0;
+  double last_load_ms_ = 0;
+  bool stopping_ = false;
+  std::thread watcher_;
+};
+
+}  // namespace hearth::server

@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""hearth's Whisper against the independent NumPy reference (whisper_reference.py).
+
+    /usr/bin/python3 tests/numerics/test_whisper.py --hearth build/hearth [-k SUBSTR] [-v]
+
+On random-weight checkpoints written by `hearth mkmodel --arch whisper`
+(tiny in f32 and bf16; large-v3-turbo's shape with --big): hearth decodes the
+first window of a log-mel input greedily (`hearth transcribe --mel --logits`),
+and the reference, teacher-forced on hearth's tokens, must give the same
+logits at every step (within tolerance) and the same greedy choice under the
+same suppression rules. The special-token ids the rules need are derived here
+from the .tiktoken file, as openai-whisper numbers them.
+
+The last line is "whisper numerics: N passed, M failed".
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+AUDIO = os.path.join(os.path.dirname(ROOT), "shared", "audio")
+sys.path.insert(0, HERE)
+from test_numerics import Failure, check, crashed, run  # noqa: E402
+from whisper_reference import Whisper  # noqa: E402
+
+TOP_K = 8
+MAX_STEPS = 24
+# max |hearth - reference| <= REL * max(1, max |reference logit|): f32
+# accumulation order only (f32); activations rounded to BF16 in the BF16
+# dot-product kernels, as for the Llama family (bf16).
+REL = {"f32": 1e-3, "bf16": 1e-2}
+
+
+def special_tokens(tiktoken_file, vocab_size):
+    """openai-whisper's numbering: the specials follow the ranks."""
+    with open(tiktoken_file, "rb") as f:
+        ranks = sum(1 for line in f if line.strip())
+    multilingual = vocab_size >= 51865
+    languages = vocab_size - 51765 - int(multilingual)
+    eot = ranks
+    sot = eot + 1
+    transcribe = sot + 1 + languages + 1
+    ids = {"eot": eot, "sot": sot, "en": sot + 1, "translate": transcribe - 1,
+           "transcribe": transcribe, "sot_lm": transcribe + 1, "sot_prev": transcribe + 2,
+           "no_speech": transcribe + 3, "no_timestamps": transcribe + 4,
+           "timestamp_begin": transcribe + 5}
+    # SuppressBlank needs encode(" "): the rank of the single byte 0x20.
+    import base64
+    with open(tiktoken_file, "rb") as f:
+        for line in f:
+            token, rank = line.split()
+            if base64.b64decode(token) == b" ":
+                ids["space"] = int(rank)
+    return ids
+
+
+class Suite:
+    def __init__(self, args):
+        self.args = args
+        self.hearth = os.path.abspath(args.hearth)
+        self.tmp = tempfile.mkdtemp(prefix="hearth-whisper-")
+        self.passed = self.failed = 0
+
+    def test(self, name, fn):
+        if self.args.k and not any(k in name for k in self.args.k):
+            return
+        notes = []
+        t0 = time.time()
+        try:
+            fn(notes)
+            self.passed += 1
+            status = "ok  "
+        except Failure as e:
+            self.failed += 1
+            status = "FAIL"
+            notes.insert(0, str(e))
+        except Exception as e:
+            self.failed += 1
+            status = "FAIL"
+            notes.insert(0, f"{type(e).__name__}: {e}")
+            if self.args.verbose:
+                traceback.print_exc()
+        line = f"{status} {name} ({time.time() - t0:.1f}s)"
+        if notes and (status == "FAIL" or self.args.verbose):
+            line += "\n       " + "\n       ".join(notes)
+        print(line, flush=True)
+
+    def mkmodel(self, preset, dtype, seed=3):
+        out = os.path.join(self.tmp, f"{preset}-{dtype}")
+        if not os.path.exists(out):
+            p = run([self.hearth, "mkmodel", "--arch", "whisper", "--preset", preset, "--dtype", dtype,
+                     "--seed", str(seed), "--tokenizer", os.path.join(AUDIO, "multilingual.tiktoken"),
+                     "--out", out], timeout=600)
+            check(p.returncode == 0, f"mkmodel failed: {p.err.strip()}")
+        return out
+
+    def greedy_window(self, preset, dtype, notes):
+        model_dir = self.mkmodel(preset, dtype)
+        with open(os.path.join(model_dir, "config.json")) as f:
+            cfg = json.load(f)
+        rng = np.random.default_rng(11)
+        # A log-mel window in the range Whisper's scaling gives ((log10 + 4) / 4).
+        mel = rng.uniform(-0.8, 1.2, size=(cfg["num_mel_bins"], 3000)).astype(np.float32)
+        mel_path = os.path.join(self.tmp, f"mel-{cfg['num_mel_bins']}.npy")
+        np.save(mel_path, mel)
+        p = run([self.hearth, "transcribe", "--model", model_dir, "--mel", mel_path, "--logits", str(TOP_K),
+                 "--language", "en", "--without-timestamps", "--suppress-tokens", "", "--no-fallback",
+                 "--temperature", "0"], timeout=600)
+        check(not crashed(p) and p.returncode == 0, f"hearth transcribe failed: {p.err.strip()[-400:]}")
+        steps = [json.loads(line) for line in p.out.splitlines() if line.strip()]
+        check(steps, "no decoding steps printed")
+        steps = steps[:MAX_STEPS]
+
+        ids = special_tokens(os.path.join(model_dir, "multilingual.tiktoken"), cfg["vocab_size"])
+        ref = Whisper.load(model_dir)
+        features = ref.encode(mel.astype(np.float64))
+        start = [ids["sot"], ids["en"], ids["transcribe"], ids["no_timestamps"]]
+        chosen = [s["token"] for s in steps]
+        logits = ref.decode(start + chosen[:-1], features)[len(start) - 1:]
+        scale = max(1.0, float(np.abs(logits).max()))
+        tol = REL[dtype] * scale
+        suppressed = [ids[k] for k in ("transcribe", "translate", "sot", "sot_prev", "sot_lm", "no_speech")]
+        worst = 0.0
+        for i, step in enumerate(steps):
+            row = logits[i]
+            for token, value in step["top"]:
+                worst = max(worst, abs(value - row[token]))
+            masked = row.copy()
+            masked[suppressed] = -np.inf
+            if i == 0:
+                masked[[ids["space"], ids["eot"]]] = -np.inf
+            best = int(np.argmax(masked))
+            if step["token"] != best:
+                gap = masked[best] - masked[step["token"]]
+                check(gap <= tol, f"step {i}: hearth chose {step['token']}, the reference {best} "
+                                  f"(by {gap:.4g} > tolerance {tol:.4g})")
+                notes.append(f"step {i}: a near tie ({gap:.3g}) decided the other way")
+        check(worst <= tol, f"max |logit difference| {worst:.4g} > tolerance {tol:.4g}")
+        notes.append(f"{len(steps)} steps, max |logit difference| {worst:.3g} (tolerance {tol:.3g}, "
+                     f"logit scale {scale:.3g})")
+
+    def run_all(self):
+        for dtype in ("f32", "bf16"):
+            self.test(f"whisper tiny {dtype}: greedy window, logits vs NumPy",
+                      lambda notes, dtype=dtype: self.greedy_window("tiny", dtype, notes))
+        if self.args.big:
+            self.test("whisper large-v3-turbo bf16: greedy window, logits vs NumPy",
+                      lambda notes: self.greedy_window("large-v3-turbo", "bf16", notes))
+
+
+def main():
+    ap = argparse.ArgumentParser(description="hearth's Whisper against the NumPy reference")
+    ap.add_argument("--hearth", required=True)
+    ap.add_argument("-k", action="append")
+    ap.add_argument("--big", action="store_true", help="also the large-v3-turbo shape (1.6 GB)")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    s = Suite(args)
+    try:
+        s.run_all()
+    finally:
+        shutil.rmtree(s.tmp, ignore_errors=True)
+    print(f"whisper numerics: {s.passed} passed, {s.failed} failed")
+    return 1 if s.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

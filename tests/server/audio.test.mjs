@@ -1,0 +1,210 @@
+// Speech to text end to end: /v1/audio/transcriptions and /translations
+// through the official `openai` client (multipart, as the SDK sends it), JSON
+// bodies with base64 audio, raw audio bodies, every response format, SSE
+// streaming, the Whisper model's lifecycle (/health, /stats, unload), and the
+// error paths. The model is a random-weight Whisper tiny written by `hearth
+// mkmodel` (its numerics are checked against NumPy by tests/numerics), so the
+// text is noise: here the protocol is under test, and the server's answer
+// must equal `hearth transcribe` on the same file and options.
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { toFile } from 'openai';
+import { startServer, run, HEARTH, postRaw, getJSON, expectErrorShape } from './lib.mjs';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const shared = path.resolve(root, '../shared/audio');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-audio-'));
+const whisper = path.join(tmp, 'whisper-tiny');
+const jfkWav = fs.readFileSync(path.join(shared, 'jfk.wav'));
+const jfkMp3 = fs.readFileSync(path.join(shared, 'jfk.mp3'));
+// One temperature, no fallback ladder: a random model would climb all six.
+const FAST = { temperature: 0.2 };
+
+before(async () => {
+  await run(HEARTH, ['mkmodel', '--arch', 'whisper', '--preset', 'tiny', '--out', whisper,
+    '--tokenizer', path.join(shared, 'multilingual.tiktoken')]);
+});
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+async function multipart(url, fields, file = jfkWav, filename = 'jfk.wav') {
+  const form = new FormData();
+  if (file) form.append('file', new Blob([file]), filename);
+  for (const [k, v] of Object.entries(fields)) form.append(k, String(v));
+  const r = await fetch(url, { method: 'POST', body: form });
+  return { status: r.status, type: r.headers.get('content-type'), text: await r.text() };
+}
+
+describe('audio routes with a Whisper model', () => {
+  let srv, client;
+  before(async () => {
+    srv = await startServer(['--whisper-model', whisper, '--whisper-idle-unload', '0']);
+    client = srv.client();
+  });
+  after(async () => { await srv.stop(); });
+
+  test('transcriptions.create (json): text, and the same text as `hearth transcribe`', async () => {
+    const r = await client.audio.transcriptions.create({
+      file: await toFile(jfkWav, 'jfk.wav'), model: 'whisper-1', language: 'en', ...FAST,
+    });
+    assert.equal(typeof r.text, 'string');
+    assert.equal(r.hearth.model, 'whisper-tiny');
+    assert.equal(r.hearth.language, 'en');
+    assert.ok(Math.abs(r.hearth.duration - 11.0) < 0.1, `duration ${r.hearth.duration}`);
+    for (const k of ['decode_ms', 'transcribe_ms', 'total_ms']) assert.ok(r.hearth.timings[k] >= 0, k);
+    const { stdout } = await run(HEARTH, ['transcribe', path.join(shared, 'jfk.wav'), '--model', whisper,
+      '--language', 'en', '--temperature', '0.2', '--format', 'json']);
+    assert.equal(r.text, JSON.parse(stdout).text);
+  });
+
+  test('every response format, with its content type', async () => {
+    const url = srv.url + '/v1/audio/transcriptions';
+    const text = await multipart(url, { response_format: 'text', language: 'en', ...FAST });
+    assert.equal(text.status, 200);
+    assert.match(text.type, /^text\/plain/);
+    const srt = await multipart(url, { response_format: 'srt', language: 'en', ...FAST });
+    assert.match(srt.type, /subrip/);
+    assert.match(srt.text, /^(1\n\d\d:\d\d:\d\d,\d\d\d --> \d\d:\d\d:\d\d,\d\d\d\n[^\n]*\n\n)?/);
+    const vtt = await multipart(url, { response_format: 'vtt', language: 'en', ...FAST });
+    assert.match(vtt.type, /^text\/vtt/);
+    assert.ok(vtt.text.startsWith('WEBVTT\n\n'));
+    const verbose = await client.audio.transcriptions.create({
+      file: await toFile(jfkMp3, 'jfk.mp3'), model: 'whisper-1', response_format: 'verbose_json', language: 'en', ...FAST,
+    });
+    assert.equal(verbose.task, 'transcribe');
+    assert.equal(verbose.language, 'en');
+    assert.ok(Math.abs(verbose.duration - 11.0) < 0.2, `mp3 duration ${verbose.duration}`);
+    assert.ok(Array.isArray(verbose.segments));
+    for (const s of verbose.segments) {
+      for (const k of ['id', 'seek', 'start', 'end', 'text', 'tokens', 'temperature', 'avg_logprob',
+        'compression_ratio', 'no_speech_prob']) assert.ok(k in s, `segment has ${k}`);
+      assert.ok(s.end >= s.start && s.start >= 0 && s.end <= 30.0001, `segment ${s.start}..${s.end}`);
+    }
+    assert.equal(text.text, verbose.text + '\n', 'text is the json text plus a newline');
+  });
+
+  test('translations.create: task translate', async () => {
+    const r = await client.audio.translations.create({
+      file: await toFile(jfkWav, 'jfk.wav'), model: 'whisper-1', response_format: 'verbose_json', ...FAST,
+    });
+    assert.equal(r.task, 'translate');
+  });
+
+  test('JSON bodies: base64, a data: URL, input_audio.data; a raw audio/wav body with the fields in the query', async () => {
+    const url = srv.url + '/v1/audio/transcriptions';
+    const b64 = jfkWav.toString('base64');
+    const plain = await postRaw(url, JSON.stringify({ file: b64, language: 'en', ...FAST }));
+    assert.equal(plain.status, 200, JSON.stringify(plain.body));
+    const dataUrl = await postRaw(url, JSON.stringify({ file: 'data:audio/wav;base64,' + b64, language: 'en', ...FAST }));
+    const input = await postRaw(url, JSON.stringify({ input_audio: { data: b64 }, language: 'en', ...FAST }));
+    assert.equal(dataUrl.body.text, plain.body.text);
+    assert.equal(input.body.text, plain.body.text);
+    const raw = await postRaw(url + '?language=en&temperature=0.2', jfkWav, { 'Content-Type': 'audio/wav' });
+    assert.equal(raw.status, 200);
+    assert.equal(raw.body.text, plain.body.text);
+  });
+
+  test('stream: a delta per segment, progress, then the whole body and [DONE]', async () => {
+    const form = new FormData();
+    form.append('file', new Blob([jfkWav]), 'jfk.wav');
+    for (const [k, v] of Object.entries({ stream: 'true', language: 'en', response_format: 'verbose_json', ...FAST }))
+      form.append(k, String(v));
+    const r = await fetch(srv.url + '/v1/audio/transcriptions', { method: 'POST', body: form });
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type'), /^text\/event-stream/);
+    const events = (await r.text()).split('\n\n').filter(Boolean).map((e) => e.replace(/^data: /, ''));
+    assert.equal(events.at(-1), '[DONE]');
+    const parsed = events.slice(0, -1).map((e) => JSON.parse(e));
+    const done = parsed.at(-1);
+    assert.equal(done.type, 'transcript.text.done');
+    const deltas = parsed.filter((e) => e.type === 'transcript.text.delta');
+    assert.equal(deltas.length, done.response.segments.length);
+    assert.equal(deltas.map((d) => d.delta).join(''), done.response.segments.map((s) => s.text).join(''));
+    const progress = parsed.filter((e) => e.type === 'transcript.progress');
+    assert.ok(progress.length >= 1);
+    assert.equal(progress.at(-1).done, progress.at(-1).total);
+  });
+
+  test('bad requests: OpenAI error shape naming the field; the server lives', async () => {
+    const url = srv.url + '/v1/audio/transcriptions';
+    const cases = [
+      [await multipart(url, { model: 'whisper-1' }, null), 400, 'file'],
+      [await multipart(url, {}, Buffer.from('definitely not audio'), 'x.wav'), 400, 'file'],
+      [await multipart(url, {}, jfkWav.subarray(0, 44 + 2000), 'short.wav'), 400, 'file'],
+      [await multipart(url, { response_format: 'xml' }), 400, 'response_format'],
+      [await multipart(url, { temperature: 'hot' }), 400, 'temperature'],
+      [await multipart(url, { 'timestamp_granularities[]': 'word' }), 400, 'timestamp_granularities[]'],
+      [await multipart(url, { language: 'klingon', ...FAST }), 400, null],
+    ];
+    for (const [r, status, param] of cases) {
+      assert.equal(r.status, status, r.text);
+      const body = JSON.parse(r.text);
+      expectErrorShape(assert, body, status);
+      assert.equal(body.error.param, param, r.text);
+    }
+    const notB64 = await postRaw(url, JSON.stringify({ file: '***' }));
+    assert.equal(notB64.status, 400);
+    assert.equal(notB64.body.error.param, 'file');
+    const badJson = await postRaw(url, '{"file": ');
+    assert.equal(badJson.status, 400);
+    const text = await postRaw(url, 'hello', { 'Content-Type': 'text/plain' });
+    assert.equal(text.status, 415);
+    const broken = await postRaw(url, '--x\r\nContent-Disposition: form-data; name="file"\r\n\r\nabc',
+      { 'Content-Type': 'multipart/form-data; boundary=x' });
+    assert.equal(broken.status, 400);
+    assert.equal((await getJSON(srv.url + '/health')).status, 200);
+  });
+
+  test('lifecycle: /health and /stats report the model; unload, then the next request loads it again', async () => {
+    const health = await getJSON(srv.url + '/health');
+    const t = health.body.transcription;
+    assert.equal(t.model, 'whisper-tiny');
+    assert.equal(t.loaded, true);
+    assert.ok(t.requests >= 1);
+    const stats = await getJSON(srv.url + '/stats');
+    assert.equal(stats.body.transcription.loads, t.loads);
+    const unloaded = await postRaw(srv.url + '/admin/transcription/unload', '{}');
+    assert.equal(unloaded.status, 200);
+    assert.equal(unloaded.body.unloaded, true);
+    assert.equal(unloaded.body.loaded, false);
+    const again = await postRaw(srv.url + '/admin/transcription/unload', '{}');
+    assert.equal(again.body.unloaded, false);
+    await multipart(srv.url + '/v1/audio/transcriptions', { language: 'en', ...FAST });
+    const after = (await getJSON(srv.url + '/health')).body.transcription;
+    assert.equal(after.loaded, true);
+    assert.equal(after.loads, t.loads + 1);
+    assert.equal(after.unloads, t.unloads + 1);
+  });
+});
+
+describe('audio routes', () => {
+  test('an idle Whisper model is unloaded after --whisper-idle-unload', async () => {
+    const srv = await startServer(['--whisper-model', whisper, '--whisper-idle-unload', '1']);
+    try {
+      await multipart(srv.url + '/v1/audio/transcriptions', { language: 'en', ...FAST });
+      assert.equal((await getJSON(srv.url + '/health')).body.transcription.loaded, true);
+      await new Promise((r) => setTimeout(r, 2000));
+      const t = (await getJSON(srv.url + '/health')).body.transcription;
+      assert.equal(t.loaded, false);
+      assert.equal(t.unloads, 1);
+    } finally {
+      await srv.stop();
+    }
+  });
+
+  test('without --whisper-model: 503 model_unavailable saying how to configure one', async () => {
+    const srv = await startServer([]);
+    try {
+      const r = await multipart(srv.url + '/v1/audio/transcriptions', {});
+      assert.equal(r.status, 503);
+      const body = JSON.parse(r.text);
+      assert.equal(body.error.code, 'model_unavailable');
+      assert.match(body.error.message, /--whisper-model/);
+      assert.equal((await getJSON(srv.url + '/health')).body.transcription, undefined);
+    } finally {
+      await srv.stop();
+    }
+  });
+});
