@@ -101,6 +101,10 @@ Transcript transcribe_mel(WhisperModel& model, const text::WhisperTokenizer& tok
     decoding.suppress_tokens = options.suppress_tokens;
     decoding.suppress_blank = options.suppress_blank;
     decoding.without_timestamps = options.without_timestamps;
+    decoding.beam_size = options.beam_size;
+    decoding.patience = options.patience;
+    decoding.best_of = options.best_of;
+    decoding.sample_len = options.sample_len;
     DecodingResult result;
     for (size_t i = 0; i < options.temperatures.size(); ++i) {
       decoding.temperature = options.temperatures[i];

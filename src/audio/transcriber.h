@@ -22,6 +22,10 @@ struct TranscribeOptions {
   std::string task = "transcribe";
   std::string language;  // empty: detected on the first window
   std::vector<float> temperatures = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+  int beam_size = 0;      // > 1: beam search at temperature 0
+  float patience = 1.0f;  // beam search's patience
+  int best_of = 0;        // > 1: candidates sampled per window above temperature 0
+  int sample_len = 0;     // tokens sampled per window at most; 0: half the text context (224)
   std::optional<float> compression_ratio_threshold = 2.4f;
   std::optional<float> logprob_threshold = -1.0f;
   std::optional<float> no_speech_threshold = 0.6f;

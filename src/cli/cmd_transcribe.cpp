@@ -32,6 +32,10 @@ const char* kHelp =
   --translate          translate to English instead of transcribing
   --temperature T      a single temperature (default: the fallback ladder 0, 0.2, ..., 1.0)
   --no-fallback        decode once per window at the first temperature
+  --beam-size N        beam search with N beams at temperature 0 (default: greedy)
+  --patience P         beam search ends after round(N * P) finished candidates (default: 1)
+  --best-of N          sample N candidates per window above temperature 0, keep the likeliest
+  --sample-len N       tokens sampled per window at most (default: 224)
   --without-timestamps sample text only (one segment per window)
   --initial-prompt T   text that conditions the first window
   --suppress-tokens L  comma-separated token ids to suppress; -1 (default) is the non-speech set
@@ -81,7 +85,7 @@ int cmd_transcribe(int argc, char** argv) {
   }
   args.allow_only({"model", "format", "language", "translate", "temperature", "no-fallback",
                    "without-timestamps", "initial-prompt", "suppress-tokens", "seed", "threads",
-                   "logits", "mel"});
+                   "logits", "mel", "beam-size", "patience", "best-of", "sample-len"});
   if (!args.has("model")) throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
   const bool from_mel = args.has("mel");
   if (args.positional().size() != (from_mel ? 0u : 1u))
@@ -99,6 +103,14 @@ int cmd_transcribe(int argc, char** argv) {
   if (args.has("temperature")) options.temperatures = {float(args.number("temperature", 0))};
   if (args.has("no-fallback")) options.temperatures.resize(1);
   options.without_timestamps = args.has("without-timestamps");
+  options.beam_size = int(args.integer("beam-size", 0));
+  options.patience = float(args.number("patience", 1.0));
+  options.best_of = int(args.integer("best-of", 0));
+  options.sample_len = int(args.integer("sample-len", 0));
+  if (options.sample_len < 0) throw std::runtime_error("--sample-len must be positive");
+  if (options.beam_size < 0 || options.beam_size > 16 || options.best_of < 0 || options.best_of > 16 ||
+      !(options.patience > 0))
+    throw std::runtime_error("--beam-size and --best-of must be 0 to 16, --patience positive");
   options.initial_prompt = args.str("initial-prompt");
   options.suppress_tokens = args.str("suppress-tokens", "-1");
   options.seed = uint64_t(args.integer("seed", 0));

@@ -330,6 +330,17 @@ WhisperModel::Sequence WhisperModel::new_sequence() const {
   return s;
 }
 
+void WhisperModel::copy_sequence(const Sequence& from, Sequence& to) const {
+  const int64_t heads = config_.decoder_heads, hd = config_.d_model / heads;
+  for (size_t l = 0; l < decoder_.size(); ++l)
+    for (int64_t h = 0; h < heads; ++h) {
+      const size_t at = size_t(h * config_.text_ctx * hd), n = size_t(from.length * hd);
+      std::copy_n(from.keys[l].begin() + ptrdiff_t(at), n, to.keys[l].begin() + ptrdiff_t(at));
+      std::copy_n(from.values[l].begin() + ptrdiff_t(at), n, to.values[l].begin() + ptrdiff_t(at));
+    }
+  to.length = from.length;
+}
+
 void WhisperModel::decode(ThreadPool& pool, const CrossKv& cross, std::span<const Row> rows,
                           std::vector<float>& logits) {
   const auto& c = config_;

@@ -66,6 +66,9 @@ class WhisperModel {
     std::vector<std::vector<float>> keys, values;
   };
   Sequence new_sequence() const;
+  // to = from, copying only the positions decoded so far (beam search
+  // reorders its beams' caches every step).
+  void copy_sequence(const Sequence& from, Sequence& to) const;
 
   struct Row {
     Sequence* seq = nullptr;

@@ -69,6 +69,7 @@ class Suite:
         self.hearth = os.path.abspath(args.hearth)
         self.tmp = tempfile.mkdtemp(prefix="hearth-whisper-")
         self.passed = self.failed = 0
+        self.windows = {}
 
     def test(self, name, fn):
         if self.args.k and not any(k in name for k in self.args.k):
@@ -103,26 +104,37 @@ class Suite:
             check(p.returncode == 0, f"mkmodel failed: {p.err.strip()}")
         return out
 
-    def greedy_window(self, preset, dtype, notes):
-        model_dir = self.mkmodel(preset, dtype)
-        with open(os.path.join(model_dir, "config.json")) as f:
-            cfg = json.load(f)
-        rng = np.random.default_rng(11)
-        # A log-mel window in the range Whisper's scaling gives ((log10 + 4) / 4).
-        mel = rng.uniform(-0.8, 1.2, size=(cfg["num_mel_bins"], 3000)).astype(np.float32)
-        mel_path = os.path.join(self.tmp, f"mel-{cfg['num_mel_bins']}.npy")
-        np.save(mel_path, mel)
-        p = run([self.hearth, "transcribe", "--model", model_dir, "--mel", mel_path, "--logits", str(TOP_K),
-                 "--language", "en", "--without-timestamps", "--suppress-tokens", "", "--no-fallback",
-                 "--temperature", "0"], timeout=600)
+    def window(self, preset, dtype):
+        """A model, a random log-mel window, its special ids, the reference and its encoder output."""
+        key = (preset, dtype)
+        if key not in self.windows:
+            model_dir = self.mkmodel(preset, dtype)
+            with open(os.path.join(model_dir, "config.json")) as f:
+                cfg = json.load(f)
+            rng = np.random.default_rng(11)
+            # A log-mel window in the range Whisper's scaling gives ((log10 + 4) / 4).
+            mel = rng.uniform(-0.8, 1.2, size=(cfg["num_mel_bins"], 3000)).astype(np.float32)
+            mel_path = os.path.join(self.tmp, f"mel-{cfg['num_mel_bins']}.npy")
+            np.save(mel_path, mel)
+            ids = special_tokens(os.path.join(model_dir, "multilingual.tiktoken"), cfg["vocab_size"])
+            ref = Whisper.load(model_dir)
+            self.windows[key] = (model_dir, mel_path, ids, ref, ref.encode(mel.astype(np.float64)))
+        return self.windows[key]
+
+    def transcribe(self, model_dir, mel_path, *extra):
+        p = run([self.hearth, "transcribe", "--model", model_dir, "--mel", mel_path, "--language", "en",
+                 "--without-timestamps", "--suppress-tokens", "", "--no-fallback", "--temperature", "0",
+                 *extra], timeout=600)
         check(not crashed(p) and p.returncode == 0, f"hearth transcribe failed: {p.err.strip()[-400:]}")
-        steps = [json.loads(line) for line in p.out.splitlines() if line.strip()]
+        return p.out
+
+    def greedy_window(self, preset, dtype, notes):
+        model_dir, mel_path, ids, ref, features = self.window(preset, dtype)
+        out = self.transcribe(model_dir, mel_path, "--logits", str(TOP_K))
+        steps = [json.loads(line) for line in out.splitlines() if line.strip()]
         check(steps, "no decoding steps printed")
         steps = steps[:MAX_STEPS]
 
-        ids = special_tokens(os.path.join(model_dir, "multilingual.tiktoken"), cfg["vocab_size"])
-        ref = Whisper.load(model_dir)
-        features = ref.encode(mel.astype(np.float64))
         start = [ids["sot"], ids["en"], ids["transcribe"], ids["no_timestamps"]]
         chosen = [s["token"] for s in steps]
         logits = ref.decode(start + chosen[:-1], features)[len(start) - 1:]
@@ -148,10 +160,67 @@ class Suite:
         notes.append(f"{len(steps)} steps, max |logit difference| {worst:.3g} (tolerance {tol:.3g}, "
                      f"logit scale {scale:.3g})")
 
+    def beam_window(self, notes, beam=3, steps=8):
+        """openai-whisper's BeamSearchDecoder and MaximumLikelihoodRanker, in NumPy on the reference."""
+        model_dir, mel_path, ids, ref, features = self.window("tiny", "f32")
+        out = self.transcribe(model_dir, mel_path, "--beam-size", str(beam), "--sample-len", str(steps),
+                              "--format", "verbose_json")
+        got = [t for seg in json.loads(out)["segments"] for t in seg["tokens"]]
+        start = [ids["sot"], ids["en"], ids["transcribe"], ids["no_timestamps"]]
+        suppressed = [ids[k] for k in ("transcribe", "translate", "sot", "sot_prev", "sot_lm", "no_speech")]
+
+        def logprobs(seq, first):
+            row = ref.decode(seq, features)[-1].copy()
+            row[suppressed] = -np.inf
+            if first:
+                row[[ids["space"], ids["eot"]]] = -np.inf
+            m = row[np.isfinite(row)].max()
+            return row - (m + np.log(np.exp(row[np.isfinite(row)] - m).sum()))
+
+        beams = [(tuple(start), 0.0)] * beam
+        finished = {}
+        for i in range(steps):
+            scores, order = {}, []
+            for seq, total in beams:
+                lp = logprobs(list(seq), i == 0)
+                for token in np.argsort(-lp, kind="stable")[: beam + 1]:
+                    cand = seq + (int(token),)
+                    if cand not in scores:
+                        order.append(cand)
+                    scores[cand] = total + float(lp[token])
+            ranked = sorted(order, key=lambda c: scores[c], reverse=True)
+            beams, newly = [], {}
+            for cand in ranked:
+                if cand[-1] == ids["eot"]:
+                    newly[cand] = scores[cand]
+                else:
+                    beams.append((cand, scores[cand]))
+                    if len(beams) == beam:
+                        break
+            for cand in sorted(newly, key=newly.get, reverse=True):
+                if len(finished) >= beam:
+                    break
+                finished[cand] = newly[cand]
+            if len(finished) >= beam:
+                break
+        if len(finished) < beam:
+            for seq, total in sorted(beams, key=lambda b: b[1], reverse=True):
+                finished[seq + (ids["eot"],)] = total
+                if len(finished) >= beam:
+                    break
+        def body(seq):
+            body = list(seq[len(start):])
+            return body[: body.index(ids["eot"])] if ids["eot"] in body else body
+        best = max(finished, key=lambda c: finished[c] / max(1, len(body(c))))
+        want = body(best)
+        check(got == want, f"hearth's beam search chose {got}, the reference {want}")
+        notes.append(f"{beam} beams, {steps} steps: {len(want)} tokens, score {finished[best]:.4f}")
+
     def run_all(self):
         for dtype in ("f32", "bf16"):
             self.test(f"whisper tiny {dtype}: greedy window, logits vs NumPy",
                       lambda notes, dtype=dtype: self.greedy_window("tiny", dtype, notes))
+        self.test("whisper tiny f32: beam search = NumPy beam search", self.beam_window)
         if self.args.big:
             self.test("whisper large-v3-turbo bf16: greedy window, logits vs NumPy",
                       lambda notes: self.greedy_window("large-v3-turbo", "bf16", notes))
