@@ -32,7 +32,8 @@ constexpr int kBlock = 256;
 // first), name, data.
 class Reader {
  public:
-  Reader(std::vector<uint8_t> bytes, std::string file) : b_(std::move(bytes)), file_(file) {}
+  Reader(std::vector<uint8_t> bytes, std::string file)
+      : b_(std::move(bytes)), file_(std::move(file)) {}
 
   [[noreturn]] void fail(const std::string& what) const {
     throw std::runtime_error("Silero VAD file " + file_ + ": " + what);
@@ -41,7 +42,7 @@ class Reader {
   const uint8_t* take(size_t n, const char* what) {
     if (b_.size() - pos_ < n) fail(std::string("truncated (in ") + what + ")");
     pos_ += n;
-    return &b_[pos_ - n];
+    return b_.data() + pos_ - n;
   }
   int32_t i32(const char* what) {
     int32_t v;
@@ -170,10 +171,10 @@ std::unique_ptr<SileroVad> SileroVad::load(const std::filesystem::path& file) {
 std::vector<float> SileroVad::probabilities(std::span<const float> samples) const {
   const int64_t n_windows = (int64_t(samples.size()) + kVadWindow - 1) / kVadWindow;
   std::vector<float> probs(static_cast<size_t>(n_windows));
-  // The audio with the first window's (empty) context before it and zeros
-  // after it up to a whole window: window i's model input is [512 i, 512 i + 576).
-  std::vector<float> audio(size_t(kVadContext + n_windows * kVadWindow), 0.0f);
-  std::copy(samples.begin(), samples.end(), audio.begin() + kVadContext);
+  // Window i's model input is samples [512 i - 64, 512 i + 512): the
+  // previous window's last 64 (zeros before the first), zeros past the end.
+  const int64_t n_samples = int64_t(samples.size());
+  auto sample = [&](int64_t i) { return i >= 0 && i < n_samples ? samples[size_t(i)] : 0.0f; };
 
   ThreadPool pool(1);  // one thread: the calls stay independent, the work is small
   const Matrix basis = f32_matrix(stft_basis_, 2 * kBins, kFft);
@@ -189,12 +190,13 @@ std::vector<float> SileroVad::probabilities(std::span<const float> samples) cons
     // with the basis, magnitudes of the 129 bins.
     frames.resize(size_t(nw) * kFrames * kFft);
     for (int w = 0; w < nw; ++w) {
-      const float* x = &audio[size_t(w0 + w) * kVadWindow];
+      const int64_t first = (w0 + w) * kVadWindow - kVadContext;
       constexpr int n = kVadContext + kVadWindow;
       for (int f = 0; f < kFrames; ++f)
         for (int k = 0; k < kFft; ++k) {
           const int t = f * kHop + k;
-          frames[(size_t(w) * kFrames + f) * kFft + k] = t < n ? x[t] : x[2 * n - 2 - t];
+          frames[(size_t(w) * kFrames + f) * kFft + k] =
+              sample(first + (t < n ? t : 2 * n - 2 - t));
         }
     }
     spectrum.resize(size_t(nw) * kFrames * 2 * kBins);
