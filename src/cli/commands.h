@@ -14,5 +14,6 @@ int cmd_serve(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
 int cmd_mel(int argc, char** argv);
 int cmd_transcribe(int argc, char** argv);
+int cmd_vad(int argc, char** argv);
 
 }  // namespace hearth::cli

@@ -25,6 +25,7 @@ const Command kCommands[] = {
     {"tokenize", hearth::cli::cmd_tokenize, "encode text to token ids (or --decode ids) with a tokenizer"},
     {"template", hearth::cli::cmd_template, "render a model's chat template for a conversation"},
     {"mel", hearth::cli::cmd_mel, "decode audio to 16 kHz and write its Whisper log-mel spectrogram (.npy)"},
+    {"vad", hearth::cli::cmd_vad, "find the speech in audio with Silero VAD (spans as JSON)"},
 };
 
 void usage() {
