@@ -93,6 +93,8 @@ std::vector<int> id_list(const json& v) {
   return ids;
 }
 
+}  // namespace
+
 // bits, group_size and mode of a quantization object; missing keys fall
 // back to MLX's own defaults (4, 64, affine), not the global entry's.
 QuantSpec read_quant(const json& v, const std::string& file, const std::string& key) {
@@ -118,8 +120,6 @@ QuantSpec quant_spec(const json& v, const std::string& file, const std::string& 
   if (v.empty()) return {};
   return read_quant(v, file, key);
 }
-
-}  // namespace
 
 QuantSpec ModelConfig::quant_for(const std::string& module_path) const {
   if (auto it = quant_overrides.find(module_path); it != quant_overrides.end()) return it->second;

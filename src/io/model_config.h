@@ -29,6 +29,12 @@ struct QuantSpec {
   int group_size = 0;
 };
 
+// An MLX "quantization" object's bits and group size (missing keys take
+// MLX's defaults, 4 and 64), and a per-module entry ({} or false: not
+// quantized). Throws std::runtime_error naming file and key.
+QuantSpec read_quant(const nlohmann::json& v, const std::string& file, const std::string& key);
+QuantSpec quant_spec(const nlohmann::json& v, const std::string& file, const std::string& key);
+
 struct ModelConfig {
   Arch arch = Arch::Llama;
   std::string architecture;  // as written, e.g. "Qwen3ForCausalLM"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -64,20 +65,58 @@ Matrix f32_matrix(const float* data, int64_t rows, int64_t cols) {
 
 }  // namespace
 
+std::vector<float> whisper_sinusoids(int64_t length, int64_t channels) {
+  const int64_t half = channels / 2;
+  const double increment = std::log(10000.0) / double(half - 1);
+  std::vector<float> out(size_t(length * channels));
+  for (int64_t t = 0; t < length; ++t)
+    for (int64_t j = 0; j < half; ++j) {
+      const double angle = double(t) * std::exp(-increment * double(j));
+      out[size_t(t * channels + j)] = float(std::sin(angle));
+      out[size_t(t * channels + half + j)] = float(std::cos(angle));
+    }
+  return out;
+}
+
 WhisperConfig WhisperConfig::load(const std::filesystem::path& dir) {
   const nlohmann::json c = read_json(dir / "config.json");
   WhisperConfig w;
-  w.n_mels = positive(c, "num_mel_bins");
-  w.d_model = positive(c, "d_model");
-  w.encoder_layers = positive(c, "encoder_layers");
-  w.encoder_heads = positive(c, "encoder_attention_heads");
-  w.encoder_ffn = positive(c, "encoder_ffn_dim");
-  w.decoder_layers = positive(c, "decoder_layers");
-  w.decoder_heads = positive(c, "decoder_attention_heads");
-  w.decoder_ffn = positive(c, "decoder_ffn_dim");
-  w.audio_ctx = positive(c, "max_source_positions");
-  w.text_ctx = positive(c, "max_target_positions");
-  w.vocab_size = positive(c, "vocab_size");
+  w.mlx_layout = c.contains("n_audio_state");
+  if (w.mlx_layout) {  // openai-whisper's ModelDimensions, as mlx-examples saves them
+    w.n_mels = positive(c, "n_mels");
+    w.d_model = positive(c, "n_audio_state");
+    w.encoder_layers = positive(c, "n_audio_layer");
+    w.encoder_heads = positive(c, "n_audio_head");
+    w.decoder_layers = positive(c, "n_text_layer");
+    w.decoder_heads = positive(c, "n_text_head");
+    w.encoder_ffn = w.decoder_ffn = 4 * w.d_model;
+    w.audio_ctx = positive(c, "n_audio_ctx");
+    w.text_ctx = positive(c, "n_text_ctx");
+    w.vocab_size = positive(c, "n_vocab");
+    if (positive(c, "n_text_state") != w.d_model)
+      throw std::runtime_error("config.json: n_text_state differs from n_audio_state");
+    const std::string file = (dir / "config.json").string();
+    if (c.contains("quantization")) {
+      if (!c["quantization"].is_object())
+        throw std::runtime_error(file + ": quantization must be an object");
+      w.quantization = io::read_quant(c["quantization"], file, "quantization");
+      for (const auto& [key, v] : c["quantization"].items())
+        if (key != "bits" && key != "group_size" && key != "mode")
+          w.quant_overrides[key] = io::quant_spec(v, file, key);
+    }
+  } else {
+    w.n_mels = positive(c, "num_mel_bins");
+    w.d_model = positive(c, "d_model");
+    w.encoder_layers = positive(c, "encoder_layers");
+    w.encoder_heads = positive(c, "encoder_attention_heads");
+    w.encoder_ffn = positive(c, "encoder_ffn_dim");
+    w.decoder_layers = positive(c, "decoder_layers");
+    w.decoder_heads = positive(c, "decoder_attention_heads");
+    w.decoder_ffn = positive(c, "decoder_ffn_dim");
+    w.audio_ctx = positive(c, "max_source_positions");
+    w.text_ctx = positive(c, "max_target_positions");
+    w.vocab_size = positive(c, "vocab_size");
+  }
   if (w.d_model % w.encoder_heads || w.d_model % w.decoder_heads)
     throw std::runtime_error("config.json: d_model is not a multiple of the attention heads");
   if (c.contains("activation_function") && c["activation_function"] != "gelu")
@@ -110,8 +149,37 @@ std::unique_ptr<WhisperModel> WhisperModel::load(const std::filesystem::path& di
   return m;
 }
 
-Matrix WhisperModel::load_matrix(const std::string& name, int64_t rows, int64_t cols) const {
-  const io::TensorInfo& t = weights_.get(name);
+std::string WhisperModel::stored(const std::string& hf_name) const {
+  if (!config_.mlx_layout) return hf_name;
+  // Hugging Face's names -> openai-whisper's, as mlx-examples keeps them.
+  static const std::pair<const char*, const char*> kRenames[] = {
+      {"model.encoder.layers.", "encoder.blocks."},
+      {"model.decoder.layers.", "decoder.blocks."},
+      {"model.encoder.layer_norm", "encoder.ln_post"},
+      {"model.encoder.", "encoder."},
+      {"model.decoder.embed_tokens", "decoder.token_embedding"},
+      {"model.decoder.embed_positions.weight", "decoder.positional_embedding"},
+      {"model.decoder.layer_norm", "decoder.ln"},
+      {".self_attn_layer_norm", ".attn_ln"},
+      {".encoder_attn_layer_norm", ".cross_attn_ln"},
+      {".final_layer_norm", ".mlp_ln"},
+      {".self_attn.", ".attn."},
+      {".encoder_attn.", ".cross_attn."},
+      {".q_proj", ".query"},
+      {".k_proj", ".key"},
+      {".v_proj", ".value"},
+      {".out_proj", ".out"},
+      {".fc1", ".mlp1"},
+      {".fc2", ".mlp2"},
+  };
+  std::string name = hf_name;
+  for (const auto& [from, to] : kRenames)
+    if (const size_t at = name.find(from); at != std::string::npos) name.replace(at, std::strlen(from), to);
+  return name;
+}
+
+Matrix WhisperModel::load_dense(const std::string& name, int64_t rows, int64_t cols) const {
+  const io::TensorInfo& t = weights_.get(stored(name));
   if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
     throw std::runtime_error("tensor " + t.describe() + " must be F32, F16 or BF16");
   if (t.numel() != rows * cols || t.shape.empty() || t.shape[0] != rows)
@@ -122,8 +190,42 @@ Matrix WhisperModel::load_matrix(const std::string& name, int64_t rows, int64_t 
   return m;
 }
 
+Matrix WhisperModel::load_matrix(const std::string& module, int64_t rows, int64_t cols) const {
+  const std::string name = stored(module);
+  const io::TensorInfo* scales = weights_.find(name + ".scales");
+  if (!scales) return load_dense(module + ".weight", rows, cols);
+  // MLX marks a quantized module by its scales; config.json says how.
+  const auto over = config_.quant_overrides.find(name);
+  const io::QuantSpec spec = over != config_.quant_overrides.end() ? over->second
+                                                                    : config_.quantization.value_or(io::QuantSpec{});
+  if (spec.bits == 0)
+    throw std::runtime_error("tensor " + scales->describe() +
+                             " marks a quantized module, but config.json does not quantize it");
+  if (cols % spec.group_size != 0)
+    throw std::runtime_error(name + ": input size " + std::to_string(cols) +
+                             " is not a multiple of the group size " + std::to_string(spec.group_size));
+  const io::TensorInfo& w = weights_.get(name + ".weight");
+  const io::TensorInfo& biases = weights_.get(name + ".biases");
+  auto expect = [](const io::TensorInfo& t, std::vector<int64_t> shape) {
+    if (t.shape != shape)
+      throw std::runtime_error("tensor " + t.describe() + " does not have the shape config.json implies");
+  };
+  if (w.dtype != DType::U32) throw std::runtime_error("tensor " + w.describe() + " must be U32 (packed codes)");
+  expect(w, {rows, cols * spec.bits / 32});
+  expect(*scales, {rows, cols / spec.group_size});
+  expect(biases, {rows, cols / spec.group_size});
+  if (biases.dtype != scales->dtype || (scales->dtype != DType::F32 && scales->dtype != DType::F16 &&
+                                        scales->dtype != DType::BF16))
+    throw std::runtime_error("tensor " + scales->describe() + ": scales and biases must be one float type");
+  Matrix m;
+  m.rows = rows, m.cols = cols, m.dtype = DType::U32, m.data = w.data;
+  m.bits = spec.bits, m.group_size = spec.group_size;
+  m.scale_dtype = scales->dtype, m.scales = scales->data, m.biases = biases.data;
+  return m;
+}
+
 std::vector<float> WhisperModel::load_vector(const std::string& name, int64_t n) const {
-  const Matrix m = load_matrix(name, n, 1);
+  const Matrix m = load_dense(name, n, 1);
   std::vector<float> values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) values[size_t(i)] = load_as_f32(m.dtype, m.data, i);
   return values;
@@ -132,7 +234,7 @@ std::vector<float> WhisperModel::load_vector(const std::string& name, int64_t n)
 WhisperModel::Linear WhisperModel::load_linear(const std::string& module, int64_t rows,
                                                int64_t cols, bool bias) const {
   Linear l;
-  l.w = load_matrix(module + ".weight", rows, cols);
+  l.w = load_matrix(module, rows, cols);
   if (bias) l.b = load_vector(module + ".bias", rows);
   return l;
 }
@@ -155,10 +257,14 @@ void WhisperModel::load_weights() {
   const int64_t d = c.d_model;
   conv1_ = load_linear("model.encoder.conv1", d, int64_t(c.n_mels) * 3, true);
   conv2_ = load_linear("model.encoder.conv2", d, d * 3, true);
-  const Matrix enc_pos = load_matrix("model.encoder.embed_positions.weight", c.audio_ctx, d);
-  encoder_positions_.resize(size_t(c.audio_ctx * d));
-  for (int64_t i = 0; i < c.audio_ctx * d; ++i)
-    encoder_positions_[size_t(i)] = load_as_f32(enc_pos.dtype, enc_pos.data, i);
+  if (c.mlx_layout) {  // computed, as mlx-examples does (not a parameter there)
+    encoder_positions_ = whisper_sinusoids(c.audio_ctx, d);
+  } else {
+    const Matrix enc_pos = load_dense("model.encoder.embed_positions.weight", c.audio_ctx, d);
+    encoder_positions_.resize(size_t(c.audio_ctx * d));
+    for (int64_t i = 0; i < c.audio_ctx * d; ++i)
+      encoder_positions_[size_t(i)] = load_as_f32(enc_pos.dtype, enc_pos.data, i);
+  }
   for (int i = 0; i < c.encoder_layers; ++i) {
     const std::string p = "model.encoder.layers." + std::to_string(i) + ".";
     encoder_.push_back(EncoderLayer{load_norm(p + "self_attn_layer_norm"),
@@ -168,8 +274,8 @@ void WhisperModel::load_weights() {
                                     load_linear(p + "fc2", d, c.encoder_ffn, true)});
   }
   encoder_norm_ = load_norm("model.encoder.layer_norm");
-  token_embedding_ = load_matrix("model.decoder.embed_tokens.weight", c.vocab_size, d);
-  const Matrix dec_pos = load_matrix("model.decoder.embed_positions.weight", c.text_ctx, d);
+  token_embedding_ = load_matrix("model.decoder.embed_tokens", c.vocab_size, d);
+  const Matrix dec_pos = load_dense("model.decoder.embed_positions.weight", c.text_ctx, d);
   decoder_positions_.resize(size_t(c.text_ctx * d));
   for (int64_t i = 0; i < c.text_ctx * d; ++i)
     decoder_positions_[size_t(i)] = load_as_f32(dec_pos.dtype, dec_pos.data, i);
@@ -184,7 +290,7 @@ void WhisperModel::load_weights() {
   decoder_norm_ = load_norm("model.decoder.layer_norm");
   // proj_out is tied to the token embedding; checkpoints that store it get it read.
   output_head_ = weights_.find("proj_out.weight")
-                     ? load_matrix("proj_out.weight", c.vocab_size, d)
+                     ? load_matrix("proj_out", c.vocab_size, d)
                      : token_embedding_;
 
   // The same int8 / BF16 rearrangements as the Llama family, where they apply.
@@ -226,7 +332,12 @@ void WhisperModel::encode(ThreadPool& pool, const float* mel, std::vector<float>
   const auto& c = config_;
   const int64_t d = c.d_model, frames = c.mel_frames(), T = c.audio_ctx, mels = c.n_mels;
   // conv1 (kernel 3, padding 1) as a matmul over unfolded windows:
-  // unfolded[t][ch * 3 + k] = mel[ch][t + k - 1], the weight's [d][ch][k] order.
+  // unfolded[t][ch * 3 + k] = mel[ch][t + k - 1], the weight's [d][ch][k] order
+  // (Hugging Face's; MLX stores [d][k][ch]: unfolded[t][k * channels + ch]).
+  const bool kernel_major = c.mlx_layout;
+  auto unfold_at = [kernel_major](int64_t channels, int64_t ch, int64_t k) {
+    return kernel_major ? k * channels + ch : ch * 3 + k;
+  };
   unfolded_.assign(size_t(frames * mels * 3), 0.0f);
   pool.parallel_for(frames, 64, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t)
@@ -234,13 +345,13 @@ void WhisperModel::encode(ThreadPool& pool, const float* mel, std::vector<float>
         for (int64_t k = 0; k < 3; ++k) {
           const int64_t src = t + k - 1;
           if (src >= 0 && src < frames)
-            unfolded_[size_t(t * mels * 3 + ch * 3 + k)] = mel[ch * frames + src];
+            unfolded_[size_t(t * mels * 3 + unfold_at(mels, ch, k))] = mel[ch * frames + src];
         }
   });
   h_.resize(size_t(frames * d));
   linear(pool, conv1_, unfolded_.data(), frames, h_.data());
   gelu(h_.data(), frames * d);
-  // conv2 (kernel 3, stride 2, padding 1): unfolded[t][ch * 3 + k] = h[2t + k - 1][ch].
+  // conv2 (kernel 3, stride 2, padding 1): the same over h[2t + k - 1][ch].
   unfolded_.assign(size_t(T * d * 3), 0.0f);
   pool.parallel_for(T, 64, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t)
@@ -248,7 +359,7 @@ void WhisperModel::encode(ThreadPool& pool, const float* mel, std::vector<float>
         const int64_t src = 2 * t + k - 1;
         if (src < 0 || src >= frames) continue;
         for (int64_t ch = 0; ch < d; ++ch)
-          unfolded_[size_t(t * d * 3 + ch * 3 + k)] = h_[size_t(src * d + ch)];
+          unfolded_[size_t(t * d * 3 + unfold_at(d, ch, k))] = h_[size_t(src * d + ch)];
       }
   });
   x_.resize(size_t(T * d));

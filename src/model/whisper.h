@@ -1,4 +1,5 @@
-// Whisper (WhisperForConditionalGeneration, Hugging Face layout): the audio
+// Whisper (WhisperForConditionalGeneration in the Hugging Face layout, or
+// the MLX layout of mlx-community's conversions, MLX-quantized or not): the audio
 // encoder (two convolutions, then pre-norm transformer layers over 1500
 // frames) and the text decoder (causal self-attention with a KV cache,
 // cross-attention to the encoder output, output head tied to the token
@@ -11,13 +12,16 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/matrix.h"
 #include "core/thread_pool.h"
+#include "io/model_config.h"
 #include "io/safetensors.h"
 
 namespace hearth {
@@ -33,11 +37,20 @@ struct WhisperConfig {
   // (decoder layer, head) pairs whose cross-attention follows the alignment
   // (generation_config.json "alignment_heads"); empty when not given.
   std::vector<std::pair<int, int>> alignment_heads;
+  // mlx-examples' layout: openai-whisper's names and dimensions in config.json
+  // (n_audio_state, ...), convolution weights [out][3][in], the encoder's
+  // positions computed, MLX affine quantization by module.
+  bool mlx_layout = false;
+  std::optional<io::QuantSpec> quantization;
+  std::map<std::string, io::QuantSpec> quant_overrides;
 
   // config.json (and generation_config.json, where present) of a checkpoint.
   static WhisperConfig load(const std::filesystem::path& dir);
   int mel_frames() const { return audio_ctx * 2; }
 };
+
+// openai-whisper's sinusoidal positions, [length][channels] (the encoder's).
+std::vector<float> whisper_sinusoids(int64_t length, int64_t channels);
 
 class WhisperModel {
  public:
@@ -106,7 +119,9 @@ class WhisperModel {
 
   WhisperModel() = default;
   void load_weights();
-  Matrix load_matrix(const std::string& name, int64_t rows, int64_t cols) const;
+  std::string stored(const std::string& hf_name) const;  // the name in this checkpoint's layout
+  Matrix load_dense(const std::string& name, int64_t rows, int64_t cols) const;
+  Matrix load_matrix(const std::string& module, int64_t rows, int64_t cols) const;  // module.weight
   std::vector<float> load_vector(const std::string& name, int64_t n) const;
   Linear load_linear(const std::string& module, int64_t rows, int64_t cols, bool bias) const;
   Norm load_norm(const std::string& module) const;
