@@ -33,6 +33,7 @@ const char* kHelp =
   --temperature T      a single temperature (default: the fallback ladder 0, 0.2, ..., 1.0)
   --no-fallback        decode once per window at the first temperature
   --without-timestamps sample text only (one segment per window)
+  --word-timestamps    times per word (openai-whisper's alignment; "words" in verbose_json)
   --initial-prompt T   text that conditions the first window
   --suppress-tokens L  comma-separated token ids to suppress; -1 (default) is the non-speech set
   --seed S             seed of the sampled fallbacks (default 0)
@@ -74,14 +75,15 @@ std::vector<float> read_npy(const fs::path& path, int64_t rows, int64_t cols) {
 }  // namespace
 
 int cmd_transcribe(int argc, char** argv) {
-  Args args(argc, argv, {"help", "translate", "no-fallback", "without-timestamps"});
+  Args args(argc, argv,
+            {"help", "translate", "no-fallback", "without-timestamps", "word-timestamps"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   args.allow_only({"model", "format", "language", "translate", "temperature", "no-fallback",
-                   "without-timestamps", "initial-prompt", "suppress-tokens", "seed", "threads",
-                   "logits", "mel"});
+                   "without-timestamps", "word-timestamps", "initial-prompt", "suppress-tokens",
+                   "seed", "threads", "logits", "mel"});
   if (!args.has("model")) throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
   const bool from_mel = args.has("mel");
   if (args.positional().size() != (from_mel ? 0u : 1u))
@@ -99,6 +101,7 @@ int cmd_transcribe(int argc, char** argv) {
   if (args.has("temperature")) options.temperatures = {float(args.number("temperature", 0))};
   if (args.has("no-fallback")) options.temperatures.resize(1);
   options.without_timestamps = args.has("without-timestamps");
+  options.word_timestamps = args.has("word-timestamps");
   options.initial_prompt = args.str("initial-prompt");
   options.suppress_tokens = args.str("suppress-tokens", "-1");
   options.seed = uint64_t(args.integer("seed", 0));
@@ -134,7 +137,8 @@ int cmd_transcribe(int argc, char** argv) {
   }
   if (bar) std::fputs("\n", stderr);
   if (logits_k > 0) return 0;
-  std::cout << audio::format_transcript(transcript, format, options.task).body;
+  std::cout
+      << audio::format_transcript(transcript, format, options.task, options.word_timestamps).body;
   if (format == "json" || format == "verbose_json") std::cout << "\n";
   return 0;
 }
