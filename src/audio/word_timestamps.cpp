@@ -136,7 +136,9 @@ std::vector<float> median_filter(std::span<const float> row, int width) {
   const int pad = width / 2;
   const int n = int(row.size());
   if (n <= pad) return {row.begin(), row.end()};
-  std::vector<float> padded(size_t(n + 2 * pad)), window(size_t(width)), out(size_t(n));
+  auto padded = std::vector<float>(size_t(n + 2 * pad));
+  auto window = std::vector<float>(size_t(width));
+  auto out = std::vector<float>(size_t(n));
   for (int i = 0; i < n + 2 * pad; ++i) {
     const int k = i - pad;  // reflected without repeating the edge
     padded[size_t(i)] = row[size_t(k < 0 ? -k : k >= n ? 2 * (n - 1) - k : k)];
