@@ -3,13 +3,13 @@
 // merge_punctuations on word lists, and the tokenizer's word split with the
 // real multilingual vocabulary. The whole alignment is compared with a NumPy
 // timing.py in tests/numerics/test_whisper_words.py.
-#include "audio/word_timestamps.h"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "audio/word_timestamps.h"
 
 using namespace hearth::audio;
 using Path = std::vector<std::pair<int, int>>;
@@ -108,9 +108,9 @@ TEST(WordTimestampsSplit, EnglishSplitsAtSpacesAndPunctuation) {
   std::vector<int32_t> ids = tok.encode(" And so, my fellow supercalifragilistic Americans.");
   ids.push_back(tok.eot());
   const auto [words, word_tokens] = split_to_word_tokens(tok, "en", ids);
-  EXPECT_EQ(words, (std::vector<std::string>{" And", " so", ",", " my", " fellow",
-                                             " supercalifragilistic", " Americans", ".",
-                                             "<|endoftext|>"}));
+  EXPECT_EQ(words,
+            (std::vector<std::string>{" And", " so", ",", " my", " fellow", " supercalifragilistic",
+                                      " Americans", ".", "<|endoftext|>"}));
   ASSERT_EQ(word_tokens.size(), words.size());
   EXPECT_GT(word_tokens[5].size(), 1u);  // one word of several tokens
   std::vector<int32_t> joined;
