@@ -13,10 +13,11 @@ struct FormattedTranscript {
   std::string content_type;
 };
 
-// format: text | json | verbose_json | srt | vtt; task goes into verbose_json.
+// format: text | json | verbose_json | srt | vtt; task goes into verbose_json,
+// and with_words adds "words" to it (per segment and for the whole clip).
 // Throws std::invalid_argument for another format.
 FormattedTranscript format_transcript(const Transcript& t, const std::string& format,
-                                      const std::string& task);
+                                      const std::string& task, bool with_words = false);
 
 // "HH:MM:SS,mmm" (srt) or "MM:SS.mmm", with hours when needed (vtt).
 std::string format_timestamp(double seconds, bool always_hours, char decimal);

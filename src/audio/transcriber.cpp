@@ -1,9 +1,12 @@
 #include "audio/transcriber.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "audio/mel.h"
+#include "audio/word_timestamps.h"
 
 namespace hearth::audio {
 
@@ -26,6 +29,14 @@ std::vector<float> window(std::span<const float> mel, int n_mels, int64_t frames
     std::copy_n(mel.begin() + ptrdiff_t(m * frames + seek), size,
                 out.begin() + ptrdiff_t(m * window_frames));
   return out;
+}
+
+// utils.get_end: the end of the last word, else of the last segment.
+std::optional<double> speech_end(std::span<const Segment> segments) {
+  for (size_t i = segments.size(); i-- > 0;)
+    if (!segments[i].words.empty()) return segments[i].words.back().end;
+  if (segments.empty()) return std::nullopt;
+  return segments.back().end;
 }
 
 }  // namespace
@@ -87,6 +98,7 @@ Transcript transcribe_mel(WhisperModel& model, const text::WhisperTokenizer& tok
   const size_t initial_prompt_tokens = all_tokens.size();
   std::mt19937_64 rng(options.seed);
   bool first_window = true;
+  double last_speech_timestamp = 0;
 
   for (int64_t seek = 0; seek < content_frames;) {
     if (hooks.cancelled && hooks.cancelled()) throw Cancelled();
@@ -175,10 +187,21 @@ Transcript transcribe_mel(WhisperModel& model, const text::WhisperTokenizer& tok
       seek += segment_size;
     }
 
+    if (options.word_timestamps) {
+      add_word_timestamps(current, model, tokenizer, pool, cross, out.language, options.task,
+                          segment_size, last_speech_timestamp);
+      // The next window starts after the last word, unless this one was done.
+      const std::optional<double> end = speech_end(current);
+      if (!single_timestamp_ending && end && *end > time_offset)
+        seek = int64_t(std::nearbyint(*end * 100));
+      if (end) last_speech_timestamp = *end;
+    }
+
     for (Segment& s : current) {
       if (s.start == s.end || blank(s.text)) {  // instantaneous or empty: kept, but cleared
         s.text.clear();
         s.tokens.clear();
+        s.words.clear();
       }
       s.id = int(out.segments.size());
       all_tokens.insert(all_tokens.end(), s.tokens.begin(), s.tokens.end());

@@ -3,7 +3,7 @@
 // windows advanced by the last timestamp the model gives, the temperature
 // fallback on compression-ratio and log-probability thresholds, the
 // no-speech skip, the previous text as the next window's prompt, and
-// segments cut at timestamp pairs.
+// segments cut at timestamp pairs; optionally words with their times.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,14 @@ struct TranscribeOptions {
   std::string suppress_tokens = "-1";
   bool suppress_blank = true;
   bool without_timestamps = false;
+  bool word_timestamps = false;  // words with times (word_timestamps.h)
   uint64_t seed = 0;  // for sampled fallbacks
+};
+
+struct Word {
+  std::string word;  // with its leading space, as the model spelled it
+  double start = 0, end = 0;
+  float probability = 0;  // mean of its tokens' probabilities
 };
 
 struct Segment {
@@ -44,6 +51,7 @@ struct Segment {
   std::string text;
   std::vector<int32_t> tokens;
   float temperature = 0, avg_logprob = 0, compression_ratio = 0, no_speech_prob = 0;
+  std::vector<Word> words;  // with TranscribeOptions::word_timestamps
 };
 
 struct Transcript {

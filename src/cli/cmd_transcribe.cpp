@@ -37,6 +37,7 @@ const char* kHelp =
   --best-of N          sample N candidates per window above temperature 0, keep the likeliest
   --sample-len N       tokens sampled per window at most (default: 224)
   --without-timestamps sample text only (one segment per window)
+  --word-timestamps    times per word (openai-whisper's alignment; "words" in verbose_json)
   --initial-prompt T   text that conditions the first window
   --suppress-tokens L  comma-separated token ids to suppress; -1 (default) is the non-speech set
   --seed S             seed of the sampled fallbacks (default 0)
@@ -78,14 +79,16 @@ std::vector<float> read_npy(const fs::path& path, int64_t rows, int64_t cols) {
 }  // namespace
 
 int cmd_transcribe(int argc, char** argv) {
-  Args args(argc, argv, {"help", "translate", "no-fallback", "without-timestamps"});
+  Args args(argc, argv,
+            {"help", "translate", "no-fallback", "without-timestamps", "word-timestamps"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   args.allow_only({"model", "format", "language", "translate", "temperature", "no-fallback",
-                   "without-timestamps", "initial-prompt", "suppress-tokens", "seed", "threads",
-                   "logits", "mel", "beam-size", "patience", "best-of", "sample-len"});
+                   "without-timestamps", "word-timestamps", "initial-prompt", "suppress-tokens",
+                   "seed", "threads", "logits", "mel", "beam-size", "patience", "best-of",
+                   "sample-len"});
   if (!args.has("model")) throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
   const bool from_mel = args.has("mel");
   if (args.positional().size() != (from_mel ? 0u : 1u))
@@ -103,6 +106,7 @@ int cmd_transcribe(int argc, char** argv) {
   if (args.has("temperature")) options.temperatures = {float(args.number("temperature", 0))};
   if (args.has("no-fallback")) options.temperatures.resize(1);
   options.without_timestamps = args.has("without-timestamps");
+  options.word_timestamps = args.has("word-timestamps");
   options.beam_size = int(args.integer("beam-size", 0));
   options.patience = float(args.number("patience", 1.0));
   options.best_of = int(args.integer("best-of", 0));
@@ -146,7 +150,8 @@ int cmd_transcribe(int argc, char** argv) {
   }
   if (bar) std::fputs("\n", stderr);
   if (logits_k > 0) return 0;
-  std::cout << audio::format_transcript(transcript, format, options.task).body;
+  std::cout
+      << audio::format_transcript(transcript, format, options.task, options.word_timestamps).body;
   if (format == "json" || format == "verbose_json") std::cout << "\n";
   return 0;
 }

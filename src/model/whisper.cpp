@@ -453,7 +453,7 @@ void WhisperModel::copy_sequence(const Sequence& from, Sequence& to) const {
 }
 
 void WhisperModel::decode(ThreadPool& pool, const CrossKv& cross, std::span<const Row> rows,
-                          std::vector<float>& logits) {
+                          std::vector<float>& logits, CrossScores* keep) {
   const auto& c = config_;
   const int64_t d = c.d_model, heads = c.decoder_heads, hd = d / heads, T_audio = c.audio_ctx;
   const float scale = 1.0f / std::sqrt(float(hd));
@@ -467,6 +467,7 @@ void WhisperModel::decode(ThreadPool& pool, const CrossKv& cross, std::span<cons
     n += int64_t(r.tokens.size());
   }
   if (n == 0) return;
+  if (keep) keep->scores.resize(keep->heads.size());
   x_.resize(size_t(n * d)), h_.resize(size_t(n * d)), q_.resize(size_t(n * d));
   k_.resize(size_t(n * d)), v_.resize(size_t(n * d)), attn_.resize(size_t(n * d));
   int64_t t = 0;
@@ -534,6 +535,9 @@ void WhisperModel::decode(ThreadPool& pool, const CrossKv& cross, std::span<cons
           head_q_[size_t(i * hd + j)] = q_[size_t(i * d + h * hd + j)] * scale;
       matmul(pool, f32_matrix(&cross.keys[l][size_t(h * T_audio * hd)], T_audio, hd),
              head_q_.data(), n, scores_.data());
+      for (size_t a = 0; keep && a < keep->heads.size(); ++a)
+        if (keep->heads[a] == std::pair(int(l), int(h)))
+          keep->scores[a].assign(scores_.begin(), scores_.begin() + ptrdiff_t(n * T_audio));
       for (int64_t i = 0; i < n; ++i) softmax(&scores_[size_t(i * T_audio)], T_audio);
       matmul(pool, f32_matrix(&cross.values_t[l][size_t(h * hd * T_audio)], hd, T_audio),
              scores_.data(), n, head_out_.data());

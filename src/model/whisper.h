@@ -88,12 +88,20 @@ class WhisperModel {
     std::span<const int32_t> tokens;  // new tokens at positions seq->length...
     bool all_positions = false;       // logits for every new token, else only the last
   };
+  // Cross-attention scores before the softmax (q k^T / sqrt(head_dim)) of
+  // chosen heads: what openai-whisper's hooks read to align words with audio.
+  struct CrossScores {
+    std::vector<std::pair<int, int>> heads;  // (decoder layer, head) to keep
+    std::vector<std::vector<float>> scores;  // per head: [every row's new tokens][audio_ctx]
+  };
   // Runs the rows against one window's cross keys/values, appends to each
   // sequence's cache and advances it; logits receives vocab_size floats per
-  // requested position, row after row. Throws std::out_of_range for a token
-  // outside the vocabulary or past text_ctx.
+  // requested position, row after row. When `keep` is given its heads'
+  // scores are filled (only then, so the usual decode copies nothing).
+  // Throws std::out_of_range for a token outside the vocabulary or past
+  // text_ctx.
   void decode(ThreadPool& pool, const CrossKv& cross, std::span<const Row> rows,
-              std::vector<float>& logits);
+              std::vector<float>& logits, CrossScores* keep = nullptr);
 
  private:
   struct Linear {

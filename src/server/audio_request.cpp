@@ -181,13 +181,12 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
   if (std::find(std::begin(kFormats), std::end(kFormats), r.response_format) == std::end(kFormats))
     throw bad_request("response_format", "'response_format' must be json, text, srt, verbose_json or vtt");
   if (auto s = f.get("stream")) r.stream = parse_bool(*s, "stream");
-  for (const std::string& g : f.granularities) {
-    if (g == "word")
-      throw bad_request("timestamp_granularities[]", "word timestamps are not supported yet; use segment");
-    if (g != "segment")
-      throw bad_request("timestamp_granularities[]", "'timestamp_granularities[]' takes segment or word");
-  }
   audio::TranscribeOptions& o = r.options;
+  for (const std::string& g : f.granularities) {
+    if (g != "segment" && g != "word")
+      throw bad_request("timestamp_granularities[]", "'timestamp_granularities[]' takes segment or word");
+    if (g == "word") o.word_timestamps = true;
+  }
   o.task = translate ? "translate" : "transcribe";
   if (!translate) o.language = f.get("language").value_or("");
   o.initial_prompt = f.get("prompt").value_or("");

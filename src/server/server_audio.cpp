@@ -60,7 +60,8 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
     } catch (const std::invalid_argument& e) {
       throw ApiError(400, e.what());
     }
-    audio::FormattedTranscript f = audio::format_transcript(t, r.response_format, r.options.task);
+    audio::FormattedTranscript f =
+        audio::format_transcript(t, r.response_format, r.options.task, r.options.word_timestamps);
     if (r.response_format == "json" || r.response_format == "verbose_json") {
       ojson body = ojson::parse(f.body);
       const auto now = Clock::now();

@@ -8,6 +8,7 @@ safetensors weights itself and computes in float64.
     model = Whisper.load(dir)
     features = model.encode(mel)            # mel: [n_mels, 3000]
     logits = model.decode(tokens, features) # [len(tokens), vocab], teacher-forced
+    qk, logits = model.cross_attention(tokens, features)  # qk: [layers][heads, len(tokens), 1500]
 """
 
 import json
@@ -67,7 +68,7 @@ class Whisper:
         bias = self.t.get(name + ".bias")
         return y if bias is None else y + bias
 
-    def _attention(self, name, x, source, heads, causal):
+    def _attention(self, name, x, source, heads, causal, keep=None):
         q = self._linear(name + ".q_proj", x)
         k = self._linear(name + ".k_proj", source)
         v = self._linear(name + ".v_proj", source)
@@ -79,6 +80,8 @@ class Whisper:
             scores = q[:, s] @ k[:, s].T / math.sqrt(hd)
             if causal:
                 scores = scores + np.triu(np.full((n, n), -np.inf), 1)
+            if keep is not None:
+                keep.append(scores)
             out[:, s] = softmax(scores) @ v[:, s]
         return self._linear(name + ".out_proj", out)
 
@@ -99,8 +102,10 @@ class Whisper:
             x = x + self._mlp(p, layer_norm(x, self._norm(p + "final_layer_norm")))
         return layer_norm(x, self._norm("model.encoder.layer_norm"))
 
-    def decode(self, tokens, features):
-        """Logits at every position of tokens (from position 0), teacher-forced."""
+    def decode(self, tokens, features, cross_qk=None):
+        """Logits at every position of tokens (from position 0), teacher-forced.
+        cross_qk, if a list, receives per decoder layer the cross-attention
+        scores before the softmax, [heads, len(tokens), frames]."""
         t = self.t
         n = len(tokens)
         x = t["model.decoder.embed_tokens.weight"][tokens] + t["model.decoder.embed_positions.weight"][:n]
@@ -110,8 +115,19 @@ class Whisper:
             h = layer_norm(x, self._norm(p + "self_attn_layer_norm"))
             x = x + self._attention(p + "self_attn", h, h, heads, causal=True)
             h = layer_norm(x, self._norm(p + "encoder_attn_layer_norm"))
-            x = x + self._attention(p + "encoder_attn", h, features, heads, causal=False)
+            kept = None if cross_qk is None else []
+            x = x + self._attention(p + "encoder_attn", h, features, heads, causal=False, keep=kept)
+            if kept is not None:
+                cross_qk.append(np.stack(kept))
             x = x + self._mlp(p, layer_norm(x, self._norm(p + "final_layer_norm")))
         x = layer_norm(x, self._norm("model.decoder.layer_norm"))
         head = t.get("proj_out.weight", t["model.decoder.embed_tokens.weight"])
         return x @ head.T
+
+    def cross_attention(self, tokens, features):
+        """What openai-whisper's word-timestamp hooks read: per decoder layer,
+        the cross-attention scores q k^T / sqrt(head_dim) before the softmax,
+        [heads, len(tokens), frames], with the logits: (qk, logits)."""
+        qk = []
+        logits = self.decode(tokens, features, cross_qk=qk)
+        return qk, logits

@@ -85,6 +85,32 @@ describe('audio routes with a Whisper model', () => {
     assert.equal(text.text, verbose.text + '\n', 'text is the json text plus a newline');
   });
 
+  test('timestamp_granularities word: words per segment and for the clip', async () => {
+    const r = await client.audio.transcriptions.create({
+      file: await toFile(jfkWav, 'jfk.wav'), model: 'whisper-1', response_format: 'verbose_json',
+      timestamp_granularities: ['word', 'segment'], language: 'en', ...FAST,
+    });
+    assert.ok(Array.isArray(r.words), 'top-level words');
+    const perSegment = [];
+    for (const s of r.segments) {
+      assert.ok(Array.isArray(s.words), `segment ${s.id} has words`);
+      let previous = -Infinity;
+      for (const w of s.words) {
+        assert.equal(typeof w.word, 'string');
+        assert.ok(w.start <= w.end && w.start >= previous, `word ${JSON.stringify(w)} after ${previous}`);
+        // openai-whisper may stretch the first and last word by up to the median word (<= 0.7 s).
+        assert.ok(w.start >= s.start - 0.7 && w.end <= s.end + 0.7, `word ${JSON.stringify(w)} in ${s.start}..${s.end}`);
+        previous = w.start;
+        perSegment.push({ word: w.word.trimStart(), start: w.start, end: w.end });
+      }
+    }
+    assert.deepEqual(r.words, perSegment);
+    const plain = await client.audio.transcriptions.create({
+      file: await toFile(jfkWav, 'jfk.wav'), model: 'whisper-1', response_format: 'verbose_json', language: 'en', ...FAST,
+    });
+    assert.ok(!('words' in plain), 'no words unless asked');
+  });
+
   test('translations.create: task translate', async () => {
     const r = await client.audio.translations.create({
       file: await toFile(jfkWav, 'jfk.wav'), model: 'whisper-1', response_format: 'verbose_json', ...FAST,
@@ -135,7 +161,7 @@ describe('audio routes with a Whisper model', () => {
       [await multipart(url, {}, jfkWav.subarray(0, 44 + 2000), 'short.wav'), 400, 'file'],
       [await multipart(url, { response_format: 'xml' }), 400, 'response_format'],
       [await multipart(url, { temperature: 'hot' }), 400, 'temperature'],
-      [await multipart(url, { 'timestamp_granularities[]': 'word' }), 400, 'timestamp_granularities[]'],
+      [await multipart(url, { 'timestamp_granularities[]': 'minute' }), 400, 'timestamp_granularities[]'],
       [await multipart(url, { language: 'klingon', ...FAST }), 400, null],
     ];
     for (const [r, status, param] of cases) {
