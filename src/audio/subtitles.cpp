@@ -38,7 +38,8 @@ std::string format_timestamp(double seconds, bool always_hours, char decimal) {
 FormattedTranscript format_transcript(const Transcript& t, const std::string& format,
                                       const std::string& task, bool with_words) {
   if (format == "text") return {t.text + "\n", "text/plain; charset=utf-8"};
-  if (format == "json") return {nlohmann::ordered_json{{"text", t.text}}.dump(), "application/json"};
+  if (format == "json")
+    return {nlohmann::ordered_json{{"text", t.text}}.dump(), "application/json"};
   if (format == "verbose_json") {
     nlohmann::ordered_json segments = nlohmann::ordered_json::array();
     nlohmann::ordered_json all_words = nlohmann::ordered_json::array();
@@ -75,8 +76,8 @@ FormattedTranscript format_transcript(const Transcript& t, const std::string& fo
   }
   const bool srt = format == "srt";
   if (!srt && format != "vtt")
-    throw std::invalid_argument("response_format must be json, text, srt, verbose_json or vtt, not '" +
-                                format + "'");
+    throw std::invalid_argument(
+        "response_format must be json, text, srt, verbose_json or vtt, not '" + format + "'");
   std::string out = srt ? "" : "WEBVTT\n\n";
   int index = 1;
   for (const Segment& s : t.segments) {

@@ -12,8 +12,8 @@ namespace hearth::audio {
 
 namespace {
 
-constexpr double kFrameSeconds = double(kHop) / 16000.0;  // one mel frame: 10 ms
-constexpr int kInputStride = 2;                           // mel frames per encoder position
+constexpr double kFrameSeconds = double(kHop) / 16000.0;         // one mel frame: 10 ms
+constexpr int kInputStride = 2;                                  // mel frames per encoder position
 constexpr double kTimePrecision = kInputStride * kFrameSeconds;  // one timestamp step: 20 ms
 
 bool blank(const std::string& s) {

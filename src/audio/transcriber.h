@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,7 +35,7 @@ struct TranscribeOptions {
   bool suppress_blank = true;
   bool without_timestamps = false;
   bool word_timestamps = false;  // words with times (word_timestamps.h)
-  uint64_t seed = 0;  // for sampled fallbacks
+  uint64_t seed = 0;             // for sampled fallbacks
 };
 
 struct Word {
@@ -68,9 +68,9 @@ struct Cancelled : std::runtime_error {
 
 struct TranscribeHooks {
   StepObserver first_window_steps;  // raw logits per step of the first window's first decode
-  std::function<void(const Segment&)> on_segment;                  // as each is final
-  std::function<void(int64_t done, int64_t total)> on_progress;    // in mel frames
-  std::function<bool()> cancelled;  // checked between windows
+  std::function<void(const Segment&)> on_segment;                // as each is final
+  std::function<void(int64_t done, int64_t total)> on_progress;  // in mel frames
+  std::function<bool()> cancelled;                               // checked between windows
 };
 
 // audio: 16 kHz mono samples. Throws std::invalid_argument for bad options.

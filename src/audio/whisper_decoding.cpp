@@ -113,7 +113,8 @@ std::vector<int32_t> WindowDecoder::suppressed(const DecodingOptions& options) c
     ids.insert(ids.end(), non_speech.begin(), non_speech.end());
   }
   const auto& t = tokenizer_;
-  ids.insert(ids.end(), {t.transcribe(), t.translate(), t.sot(), t.sot_prev(), t.sot_lm(), t.no_speech()});
+  ids.insert(ids.end(),
+             {t.transcribe(), t.translate(), t.sot(), t.sot_prev(), t.sot_lm(), t.no_speech()});
   for (int32_t id : ids)
     if (id < 0 || id >= model_.config().vocab_size)
       throw std::invalid_argument("suppress_tokens: " + std::to_string(id) +
@@ -144,9 +145,10 @@ DecodingResult WindowDecoder::decode(const WhisperModel::CrossKv& cross,
   // openai-whisper decodes a group per window: beam_size beams at
   // temperature 0, best_of samples above it, else one sequence.
   const bool beam = options.beam_size > 1 && options.temperature == 0;
-  const int group = beam ? options.beam_size : options.temperature > 0 ? std::max(1, options.best_of) : 1;
-  if (beam && !(options.patience > 0))
-    throw std::invalid_argument("patience must be positive");
+  const int group = beam                      ? options.beam_size
+                    : options.temperature > 0 ? std::max(1, options.best_of)
+                                              : 1;
+  if (beam && !(options.patience > 0)) throw std::invalid_argument("patience must be positive");
   const size_t max_candidates = size_t(std::lround(group * options.patience));
 
   DecodingResult result;
@@ -158,7 +160,7 @@ DecodingResult WindowDecoder::decode(const WhisperModel::CrossKv& cross,
   for (int g = 0; g < group; ++g) seqs.push_back(model_.new_sequence());
   if (beam)
     for (int g = 0; g < group; ++g) spare.push_back(model_.new_sequence());
-  std::vector<bool> done(size_t(group), false);  // sampled rows that reached the end
+  std::vector<bool> done(size_t(group), false);     // sampled rows that reached the end
   std::map<std::vector<int32_t>, double> finished;  // beam search's complete candidates
   std::vector<float> filtered(size_t(vocab) * size_t(group));
 
@@ -168,8 +170,10 @@ DecodingResult WindowDecoder::decode(const WhisperModel::CrossKv& cross,
       // probability is read at <|startoftranscript|>); the other rows copy it.
       const WhisperModel::Row row{&seqs[0], initial, true};
       model_.decode(pool_, cross, std::span(&row, 1), logits_);
-      const std::span<const float> at_sot(logits_.data() + sot_index * size_t(vocab), size_t(vocab));
-      result.no_speech_prob = float(std::exp(double(at_sot[size_t(t.no_speech())]) - log_sum_exp(at_sot)));
+      const std::span<const float> at_sot(logits_.data() + sot_index * size_t(vocab),
+                                          size_t(vocab));
+      result.no_speech_prob =
+          float(std::exp(double(at_sot[size_t(t.no_speech())]) - log_sum_exp(at_sot)));
       logits_.erase(logits_.begin(), logits_.end() - vocab);
       for (int g = 1; g < group; ++g) {
         model_.copy_sequence(seqs[0], seqs[size_t(g)]);
@@ -220,8 +224,7 @@ DecodingResult WindowDecoder::decode(const WhisperModel::CrossKv& cross,
             weights[i] = std::exp(double(row[i] - top) / options.temperature);
           next = int32_t(std::discrete_distribution<size_t>(weights.begin(), weights.end())(rng));
         }
-        if (observe && g == 0)
-          observe(step, std::span(logits_.data(), size_t(vocab)), next);
+        if (observe && g == 0) observe(step, std::span(logits_.data(), size_t(vocab)), next);
         sum_logprob[size_t(g)] += double(row[size_t(next)]) - log_sum_exp(row);
         if (next == t.eot())
           done[size_t(g)] = true;
@@ -251,7 +254,8 @@ DecodingResult WindowDecoder::decode(const WhisperModel::CrossKv& cross,
         scores[seq] = {sum_logprob[size_t(g)] + double(row[size_t(ids[i])]) - norm, g};
       }
     }
-    std::vector<std::pair<std::vector<int32_t>, std::pair<double, int>>> ranked(scores.begin(), scores.end());
+    std::vector<std::pair<std::vector<int32_t>, std::pair<double, int>>> ranked(scores.begin(),
+                                                                                scores.end());
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
     std::vector<std::vector<int32_t>> next_tokens;
@@ -268,8 +272,11 @@ DecodingResult WindowDecoder::decode(const WhisperModel::CrossKv& cross,
         if (int(next_tokens.size()) == group) break;
       }
     }
-    if (observe) observe(step, std::span(logits_.data(), size_t(vocab)), next_tokens.empty() ? t.eot() : next_tokens[0].back());
-    for (int g = 0; g < int(next_tokens.size()); ++g) model_.copy_sequence(seqs[size_t(sources[size_t(g)])], spare[size_t(g)]);
+    if (observe)
+      observe(step, std::span(logits_.data(), size_t(vocab)),
+              next_tokens.empty() ? t.eot() : next_tokens[0].back());
+    for (int g = 0; g < int(next_tokens.size()); ++g)
+      model_.copy_sequence(seqs[size_t(sources[size_t(g)])], spare[size_t(g)]);
     seqs.swap(spare);
     tokens = std::move(next_tokens);
     sum_logprob = std::move(next_sum);
@@ -284,11 +291,13 @@ DecodingResult WindowDecoder::decode(const WhisperModel::CrossKv& cross,
   // finalize), ranked by log-probability over length.
   std::vector<std::pair<std::vector<int32_t>, double>> candidates(finished.begin(), finished.end());
   if (!beam) {
-    for (int g = 0; g < group; ++g) candidates.emplace_back(tokens[size_t(g)], sum_logprob[size_t(g)]);
+    for (int g = 0; g < group; ++g)
+      candidates.emplace_back(tokens[size_t(g)], sum_logprob[size_t(g)]);
   } else if (int(candidates.size()) < group) {
     std::vector<int> order(tokens.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return sum_logprob[size_t(a)] > sum_logprob[size_t(b)]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return sum_logprob[size_t(a)] > sum_logprob[size_t(b)]; });
     for (int i : order) {
       if (int(candidates.size()) >= group) break;
       candidates.emplace_back(tokens[size_t(i)], sum_logprob[size_t(i)]);
@@ -299,16 +308,18 @@ DecodingResult WindowDecoder::decode(const WhisperModel::CrossKv& cross,
   for (size_t i = 0; i < candidates.size(); ++i) {
     std::vector<int32_t>& seq = candidates[i].first;
     seq.erase(seq.begin(), seq.begin() + ptrdiff_t(sample_begin));
-    if (const auto end = std::find(seq.begin(), seq.end(), t.eot()); end != seq.end()) seq.erase(end, seq.end());
+    if (const auto end = std::find(seq.begin(), seq.end(), t.eot()); end != seq.end())
+      seq.erase(end, seq.end());
     const double score = candidates[i].second / double(std::max<size_t>(seq.size(), 1));
     if (score > best_score) best = i, best_score = score;
   }
   result.tokens = candidates[best].first;
   result.text = t.decode(result.tokens);
   const size_t begin = result.text.find_first_not_of(" \t\n\r\f\v");
-  result.text = begin == std::string::npos
-                    ? std::string()
-                    : result.text.substr(begin, result.text.find_last_not_of(" \t\n\r\f\v") + 1 - begin);
+  result.text =
+      begin == std::string::npos
+          ? std::string()
+          : result.text.substr(begin, result.text.find_last_not_of(" \t\n\r\f\v") + 1 - begin);
   result.avg_logprob = float(candidates[best].second / double(result.tokens.size() + 1));
   result.compression_ratio = compression_ratio(result.text);
   return result;

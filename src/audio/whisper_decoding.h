@@ -23,11 +23,11 @@ struct DecodingOptions {
   std::string task = "transcribe";  // or "translate"
   std::string language = "en";      // a code; ignored by English-only models
   float temperature = 0;
-  int beam_size = 0;     // > 1: beam search (temperature 0 only)
-  float patience = 1.0f; // beam search ends with round(beam_size * patience) finished candidates
-  int best_of = 0;       // > 1: that many samples (temperature > 0), the likeliest kept
-  int sample_len = 0;                // 0: text_ctx / 2
-  std::vector<int32_t> prompt;       // previous text, after <|startofprev|>
+  int beam_size = 0;      // > 1: beam search (temperature 0 only)
+  float patience = 1.0f;  // beam search ends with round(beam_size * patience) finished candidates
+  int best_of = 0;        // > 1: that many samples (temperature > 0), the likeliest kept
+  int sample_len = 0;     // 0: text_ctx / 2
+  std::vector<int32_t> prompt;         // previous text, after <|startofprev|>
   std::string suppress_tokens = "-1";  // comma-separated ids; -1: the non-speech set
   bool suppress_blank = true;
   bool without_timestamps = false;

@@ -60,21 +60,21 @@ std::vector<float> read_npy(const fs::path& path, int64_t rows, int64_t cols) {
   const std::string bytes = read_file(path);
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
     throw std::runtime_error(path.string() + " is not a .npy file");
-  const size_t header_len = bytes[6] == 1 ? size_t(uint8_t(bytes[8])) | size_t(uint8_t(bytes[9])) << 8
-                                          : size_t(-1);
+  const size_t header_len =
+      bytes[6] == 1 ? size_t(uint8_t(bytes[8])) | size_t(uint8_t(bytes[9])) << 8 : size_t(-1);
   const size_t data = 10 + header_len;
   if (header_len == size_t(-1) || data > bytes.size())
     throw std::runtime_error(path.string() + ": only .npy version 1 is read");
   const std::string header = bytes.substr(10, header_len);
   const std::string shape = "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
-  if (header.find("'<f4'") == std::string::npos || header.find("'fortran_order': False") == std::string::npos ||
+  if (header.find("'<f4'") == std::string::npos ||
+      header.find("'fortran_order': False") == std::string::npos ||
       header.find(shape) == std::string::npos || bytes.size() - data != size_t(rows * cols) * 4)
     throw std::runtime_error(path.string() + " must be float32 " + shape + " in C order");
   std::vector<float> out(size_t(rows * cols));
   std::memcpy(out.data(), bytes.data() + data, out.size() * 4);
   return out;
 }
-
 
 }  // namespace
 
@@ -89,7 +89,8 @@ int cmd_transcribe(int argc, char** argv) {
                    "without-timestamps", "word-timestamps", "initial-prompt", "suppress-tokens",
                    "seed", "threads", "logits", "mel", "beam-size", "patience", "best-of",
                    "sample-len"});
-  if (!args.has("model")) throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
+  if (!args.has("model"))
+    throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
   const bool from_mel = args.has("mel");
   if (args.positional().size() != (from_mel ? 0u : 1u))
     throw std::runtime_error(from_mel ? "--mel replaces FILE" : "expected one audio FILE");
@@ -112,8 +113,8 @@ int cmd_transcribe(int argc, char** argv) {
   options.best_of = int(args.integer("best-of", 0));
   options.sample_len = int(args.integer("sample-len", 0));
   if (options.sample_len < 0) throw std::runtime_error("--sample-len must be positive");
-  if (options.beam_size < 0 || options.beam_size > 16 || options.best_of < 0 || options.best_of > 16 ||
-      !(options.patience > 0))
+  if (options.beam_size < 0 || options.beam_size > 16 || options.best_of < 0 ||
+      options.best_of > 16 || !(options.patience > 0))
     throw std::runtime_error("--beam-size and --best-of must be 0 to 16, --patience positive");
   options.initial_prompt = args.str("initial-prompt");
   options.suppress_tokens = args.str("suppress-tokens", "-1");
@@ -124,7 +125,9 @@ int cmd_transcribe(int argc, char** argv) {
   const int logits_k = int(args.integer("logits", 0));
   if (logits_k > 0)
     hooks.first_window_steps = [&](int step, std::span<const float> logits, int32_t token) {
-      std::cout << nlohmann::json{{"step", step}, {"token", token}, {"top", top_logits(logits, logits_k)}}
+      std::cout << nlohmann::json{{"step", step},
+                                  {"token", token},
+                                  {"top", top_logits(logits, logits_k)}}
                        .dump()
                 << "\n";
     };
@@ -141,7 +144,8 @@ int cmd_transcribe(int argc, char** argv) {
   if (from_mel) {
     const int64_t frames = model->config().mel_frames();
     const std::vector<float> mel = read_npy(args.str("mel"), model->config().n_mels, frames);
-    transcript = audio::transcribe_mel(*model, tokenizer, pool, mel, frames, frames, options, hooks);
+    transcript =
+        audio::transcribe_mel(*model, tokenizer, pool, mel, frames, frames, options, hooks);
   } else {
     const std::string bytes = read_file(args.positional()[0]);
     const std::vector<float> samples = audio::decode_audio(

@@ -9,7 +9,8 @@ namespace {
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
   return out;
 }
 
@@ -69,7 +70,8 @@ std::vector<FormPart> parse_multipart(std::string_view body, std::string_view bo
   const std::string delimiter = "--" + std::string(boundary);
   // The first delimiter may open the body or follow a preamble line.
   size_t at = body.starts_with(delimiter) ? 0 : body.find("\r\n" + delimiter);
-  if (at == std::string_view::npos) throw MultipartError("the body has no part with the declared boundary");
+  if (at == std::string_view::npos)
+    throw MultipartError("the body has no part with the declared boundary");
   if (at > 0) at += 2;
   std::vector<FormPart> parts;
   for (;;) {
@@ -106,7 +108,8 @@ std::vector<FormPart> parse_multipart(std::string_view body, std::string_view bo
     if (!disposition) throw MultipartError("a part has no Content-Disposition header");
     const size_t data = head_end + 4;
     const size_t end = body.find("\r\n" + delimiter, data);
-    if (end == std::string_view::npos) throw MultipartError("the body ends inside a part (no closing boundary)");
+    if (end == std::string_view::npos)
+      throw MultipartError("the body ends inside a part (no closing boundary)");
     part.data = body.substr(data, end - data);
     parts.push_back(std::move(part));
     at = end + 2;

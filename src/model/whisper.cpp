@@ -35,8 +35,8 @@ int positive(const nlohmann::json& c, const char* key) {
   return c[key].get<int>();
 }
 
-void layer_norm(const float* x, const std::vector<float>& w, const std::vector<float>& b,
-                int64_t n, float* out) {
+void layer_norm(const float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n,
+                float* out) {
   double mean = 0, var = 0;
   for (int64_t i = 0; i < n; ++i) mean += x[i];
   mean /= double(n);
@@ -120,8 +120,8 @@ WhisperConfig WhisperConfig::load(const std::filesystem::path& dir) {
   if (w.d_model % w.encoder_heads || w.d_model % w.decoder_heads)
     throw std::runtime_error("config.json: d_model is not a multiple of the attention heads");
   if (c.contains("activation_function") && c["activation_function"] != "gelu")
-    throw std::runtime_error("config.json: activation_function " +
-                             c["activation_function"].dump() + " is not supported (gelu)");
+    throw std::runtime_error("config.json: activation_function " + c["activation_function"].dump() +
+                             " is not supported (gelu)");
   if (c.value("scale_embedding", false))
     throw std::runtime_error("config.json: scale_embedding true is not supported");
   if (std::filesystem::exists(dir / "generation_config.json")) {
@@ -149,8 +149,7 @@ std::unique_ptr<WhisperModel> WhisperModel::load(const std::filesystem::path& di
   return m;
 }
 
-std::string WhisperModel::stored(const std::string& hf_name) const {
-  if (!config_.mlx_layout) return hf_name;
+std::string whisper_mlx_name(const std::string& hf_name) {
   // Hugging Face's names -> openai-whisper's, as mlx-examples keeps them.
   static const std::pair<const char*, const char*> kRenames[] = {
       {"model.encoder.layers.", "encoder.blocks."},
@@ -174,8 +173,13 @@ std::string WhisperModel::stored(const std::string& hf_name) const {
   };
   std::string name = hf_name;
   for (const auto& [from, to] : kRenames)
-    if (const size_t at = name.find(from); at != std::string::npos) name.replace(at, std::strlen(from), to);
+    if (const size_t at = name.find(from); at != std::string::npos)
+      name.replace(at, std::strlen(from), to);
   return name;
+}
+
+std::string WhisperModel::stored(const std::string& hf_name) const {
+  return config_.mlx_layout ? whisper_mlx_name(hf_name) : hf_name;
 }
 
 Matrix WhisperModel::load_dense(const std::string& name, int64_t rows, int64_t cols) const {
@@ -183,8 +187,9 @@ Matrix WhisperModel::load_dense(const std::string& name, int64_t rows, int64_t c
   if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
     throw std::runtime_error("tensor " + t.describe() + " must be F32, F16 or BF16");
   if (t.numel() != rows * cols || t.shape.empty() || t.shape[0] != rows)
-    throw std::runtime_error("tensor " + t.describe() + " does not match config.json, which implies [" +
-                             std::to_string(rows) + ", " + std::to_string(cols) + "]");
+    throw std::runtime_error("tensor " + t.describe() +
+                             " does not match config.json, which implies [" + std::to_string(rows) +
+                             ", " + std::to_string(cols) + "]");
   Matrix m;
   m.rows = rows, m.cols = cols, m.dtype = t.dtype, m.data = t.data;
   return m;
@@ -196,27 +201,32 @@ Matrix WhisperModel::load_matrix(const std::string& module, int64_t rows, int64_
   if (!scales) return load_dense(module + ".weight", rows, cols);
   // MLX marks a quantized module by its scales; config.json says how.
   const auto over = config_.quant_overrides.find(name);
-  const io::QuantSpec spec = over != config_.quant_overrides.end() ? over->second
-                                                                    : config_.quantization.value_or(io::QuantSpec{});
+  const io::QuantSpec spec = over != config_.quant_overrides.end()
+                                 ? over->second
+                                 : config_.quantization.value_or(io::QuantSpec{});
   if (spec.bits == 0)
     throw std::runtime_error("tensor " + scales->describe() +
                              " marks a quantized module, but config.json does not quantize it");
   if (cols % spec.group_size != 0)
     throw std::runtime_error(name + ": input size " + std::to_string(cols) +
-                             " is not a multiple of the group size " + std::to_string(spec.group_size));
+                             " is not a multiple of the group size " +
+                             std::to_string(spec.group_size));
   const io::TensorInfo& w = weights_.get(name + ".weight");
   const io::TensorInfo& biases = weights_.get(name + ".biases");
   auto expect = [](const io::TensorInfo& t, std::vector<int64_t> shape) {
     if (t.shape != shape)
-      throw std::runtime_error("tensor " + t.describe() + " does not have the shape config.json implies");
+      throw std::runtime_error("tensor " + t.describe() +
+                               " does not have the shape config.json implies");
   };
-  if (w.dtype != DType::U32) throw std::runtime_error("tensor " + w.describe() + " must be U32 (packed codes)");
+  if (w.dtype != DType::U32)
+    throw std::runtime_error("tensor " + w.describe() + " must be U32 (packed codes)");
   expect(w, {rows, cols * spec.bits / 32});
   expect(*scales, {rows, cols / spec.group_size});
   expect(biases, {rows, cols / spec.group_size});
-  if (biases.dtype != scales->dtype || (scales->dtype != DType::F32 && scales->dtype != DType::F16 &&
-                                        scales->dtype != DType::BF16))
-    throw std::runtime_error("tensor " + scales->describe() + ": scales and biases must be one float type");
+  if (biases.dtype != scales->dtype ||
+      (scales->dtype != DType::F32 && scales->dtype != DType::F16 && scales->dtype != DType::BF16))
+    throw std::runtime_error("tensor " + scales->describe() +
+                             ": scales and biases must be one float type");
   Matrix m;
   m.rows = rows, m.cols = cols, m.dtype = DType::U32, m.data = w.data;
   m.bits = spec.bits, m.group_size = spec.group_size;
@@ -267,11 +277,10 @@ void WhisperModel::load_weights() {
   }
   for (int i = 0; i < c.encoder_layers; ++i) {
     const std::string p = "model.encoder.layers." + std::to_string(i) + ".";
-    encoder_.push_back(EncoderLayer{load_norm(p + "self_attn_layer_norm"),
-                                    load_norm(p + "final_layer_norm"),
-                                    load_attention(p + "self_attn"),
-                                    load_linear(p + "fc1", c.encoder_ffn, d, true),
-                                    load_linear(p + "fc2", d, c.encoder_ffn, true)});
+    encoder_.push_back(EncoderLayer{
+        load_norm(p + "self_attn_layer_norm"), load_norm(p + "final_layer_norm"),
+        load_attention(p + "self_attn"), load_linear(p + "fc1", c.encoder_ffn, d, true),
+        load_linear(p + "fc2", d, c.encoder_ffn, true)});
   }
   encoder_norm_ = load_norm("model.encoder.layer_norm");
   token_embedding_ = load_matrix("model.decoder.embed_tokens", c.vocab_size, d);
@@ -289,9 +298,8 @@ void WhisperModel::load_weights() {
   }
   decoder_norm_ = load_norm("model.decoder.layer_norm");
   // proj_out is tied to the token embedding; checkpoints that store it get it read.
-  output_head_ = weights_.find("proj_out.weight")
-                     ? load_matrix("proj_out", c.vocab_size, d)
-                     : token_embedding_;
+  output_head_ = weights_.find("proj_out.weight") ? load_matrix("proj_out", c.vocab_size, d)
+                                                  : token_embedding_;
 
   // The same int8 / BF16 rearrangements as the Llama family, where they apply.
   ThreadPool pool(ThreadPool::default_threads());

@@ -51,6 +51,10 @@ struct WhisperConfig {
 
 // openai-whisper's sinusoidal positions, [length][channels] (the encoder's).
 std::vector<float> whisper_sinusoids(int64_t length, int64_t channels);
+// A tensor's name in the MLX layout from its Hugging Face name
+// ("model.decoder.layers.0.encoder_attn.q_proj.weight" ->
+// "decoder.blocks.0.cross_attn.query.weight").
+std::string whisper_mlx_name(const std::string& hf_name);
 
 class WhisperModel {
  public:

@@ -13,7 +13,8 @@ namespace hearth::server {
 namespace {
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
   return s;
 }
 
@@ -26,12 +27,18 @@ std::optional<std::string> base64_decode(std::string_view in) {
   int n = 0;
   for (char c : in) {
     int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+' || c == '-') v = 62;
-    else if (c == '/' || c == '_') v = 63;
-    else return std::nullopt;
+    if (c >= 'A' && c <= 'Z')
+      v = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      v = c - '0' + 52;
+    else if (c == '+' || c == '-')
+      v = 62;
+    else if (c == '/' || c == '_')
+      v = 63;
+    else
+      return std::nullopt;
     bits = bits << 6 | uint32_t(v);
     if (++n == 4) {
       out += char(bits >> 16), out += char(bits >> 8 & 0xff), out += char(bits & 0xff);
@@ -66,8 +73,10 @@ std::string audio_from_json(const std::string& value, const std::string& field) 
   std::string_view b64 = value;
   if (b64.starts_with("data:")) {
     const size_t comma = b64.find(',');
-    if (comma == std::string_view::npos || b64.substr(0, comma).find(";base64") == std::string_view::npos)
-      throw bad_request(field, "'" + field + "' must be a base64 data: URL (data:audio/...;base64,...)");
+    if (comma == std::string_view::npos ||
+        b64.substr(0, comma).find(";base64") == std::string_view::npos)
+      throw bad_request(field,
+                        "'" + field + "' must be a base64 data: URL (data:audio/...;base64,...)");
     b64.remove_prefix(comma + 1);
   }
   std::optional<std::string> bytes = base64_decode(b64);
@@ -125,7 +134,8 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
       }
     }
     if (!have_file) throw bad_request("file", "'file' is required: the audio to transcribe");
-  } else if (type == "application/json" || (type.empty() && !req.body.empty() && req.body[0] == '{')) {
+  } else if (type == "application/json" ||
+             (type.empty() && !req.body.empty() && req.body[0] == '{')) {
     json body;
     try {
       body = json::parse(req.body);
@@ -166,12 +176,14 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
       size_t end = std::min(req.query.find('&', at), req.query.size());
       const std::string pair = req.query.substr(at, end - at);
       const size_t eq = pair.find('=');
-      if (eq != std::string::npos) f.values[percent_decode(pair.substr(0, eq))] = percent_decode(pair.substr(eq + 1));
+      if (eq != std::string::npos)
+        f.values[percent_decode(pair.substr(0, eq))] = percent_decode(pair.substr(eq + 1));
       at = end + 1;
     }
   } else {
-    throw ApiError(415, "unsupported content type '" + content_type +
-                            "': send multipart/form-data, application/json or the audio itself",
+    throw ApiError(415,
+                   "unsupported content type '" + content_type +
+                       "': send multipart/form-data, application/json or the audio itself",
                    "invalid_request_error", {}, "unsupported_media_type");
   }
 
@@ -179,12 +191,14 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
   r.response_format = f.get("response_format").value_or("json");
   static const char* kFormats[] = {"json", "text", "srt", "verbose_json", "vtt"};
   if (std::find(std::begin(kFormats), std::end(kFormats), r.response_format) == std::end(kFormats))
-    throw bad_request("response_format", "'response_format' must be json, text, srt, verbose_json or vtt");
+    throw bad_request("response_format",
+                      "'response_format' must be json, text, srt, verbose_json or vtt");
   if (auto s = f.get("stream")) r.stream = parse_bool(*s, "stream");
   audio::TranscribeOptions& o = r.options;
   for (const std::string& g : f.granularities) {
     if (g != "segment" && g != "word")
-      throw bad_request("timestamp_granularities[]", "'timestamp_granularities[]' takes segment or word");
+      throw bad_request("timestamp_granularities[]",
+                        "'timestamp_granularities[]' takes segment or word");
     if (g == "word") o.word_timestamps = true;
   }
   o.task = translate ? "translate" : "transcribe";
@@ -199,7 +213,8 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
     } catch (const std::exception&) {
       throw bad_request("temperature", "'temperature' must be a number");
     }
-    if (!(value >= 0 && value <= 1)) throw bad_request("temperature", "'temperature' must be between 0 and 1");
+    if (!(value >= 0 && value <= 1))
+      throw bad_request("temperature", "'temperature' must be between 0 and 1");
     // 0 (the default) is openai-whisper's fallback ladder; above it, that temperature only.
     if (value > 0) o.temperatures = {float(value)};
   }

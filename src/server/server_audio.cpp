@@ -15,7 +15,9 @@ namespace {
 
 constexpr size_t kMinSamples = audio::kSampleRate / 10;  // 0.1 s
 
-std::string sse(const ojson& event) { return "data: " + dump(event) + "\n\n"; }
+std::string sse(const ojson& event) {
+  return "data: " + dump(event) + "\n\n";
+}
 
 ojson segment_json(const audio::Segment& s) {
   return {{"id", s.id}, {"start", s.start}, {"end", s.end}};
@@ -32,15 +34,17 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   const auto t0 = Clock::now();
   AudioRequest r = parse_audio_request(req, translate);
   if (r.audio.size() > opt.max_audio_bytes)
-    throw ApiError(413, "the audio is " + std::to_string(r.audio.size()) + " bytes; the limit is " +
-                            std::to_string(opt.max_audio_bytes) + " (--max-audio-bytes)",
+    throw ApiError(413,
+                   "the audio is " + std::to_string(r.audio.size()) + " bytes; the limit is " +
+                       std::to_string(opt.max_audio_bytes) + " (--max-audio-bytes)",
                    "invalid_request_error", "file", "request_too_large");
   std::vector<float> samples;
   try {
     samples = audio::decode_audio(
         std::span(reinterpret_cast<const uint8_t*>(r.audio.data()), r.audio.size()));
   } catch (const audio::AudioError& e) {
-    throw bad_request("file", std::string("the audio could not be decoded: ") + e.what(), "invalid_audio");
+    throw bad_request("file", std::string("the audio could not be decoded: ") + e.what(),
+                      "invalid_audio");
   }
   r.audio.clear();
   if (samples.size() < kMinSamples)
@@ -56,7 +60,8 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
     try {
       t = transcription->transcribe(samples, r.options, hooks);
     } catch (const audio::Cancelled&) {
-      throw ApiError(499, "the client closed the request", "invalid_request_error", {}, "client_closed_request");
+      throw ApiError(499, "the client closed the request", "invalid_request_error", {},
+                     "client_closed_request");
     } catch (const std::invalid_argument& e) {
       throw ApiError(400, e.what());
     }
@@ -65,13 +70,14 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
     if (r.response_format == "json" || r.response_format == "verbose_json") {
       ojson body = ojson::parse(f.body);
       const auto now = Clock::now();
-      body["hearth"] = {{"model", transcription->model_id()},
-                        {"language", t.language},
-                        {"duration", t.duration},
-                        {"timings",
-                         {{"decode_ms", decode_ms},
-                          {"transcribe_ms", std::chrono::duration<double, std::milli>(now - t1).count()},
-                          {"total_ms", std::chrono::duration<double, std::milli>(now - t0).count()}}}};
+      body["hearth"] = {
+          {"model", transcription->model_id()},
+          {"language", t.language},
+          {"duration", t.duration},
+          {"timings",
+           {{"decode_ms", decode_ms},
+            {"transcribe_ms", std::chrono::duration<double, std::milli>(now - t1).count()},
+            {"total_ms", std::chrono::duration<double, std::milli>(now - t0).count()}}}};
       f.body = dump(body);
     }
     return f;
@@ -88,7 +94,8 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
                                        r = std::move(r)](http::StreamSink& sink) {
     audio::TranscribeHooks hooks;
     hooks.on_segment = [&](const audio::Segment& s) {
-      sink.write(sse({{"type", "transcript.text.delta"}, {"delta", s.text}, {"segment", segment_json(s)}}));
+      sink.write(sse(
+          {{"type", "transcript.text.delta"}, {"delta", s.text}, {"segment", segment_json(s)}}));
     };
     hooks.on_progress = [&](int64_t done, int64_t total) {
       sink.write(sse({{"type", "transcript.progress"}, {"done", done}, {"total", total}}));
@@ -107,7 +114,8 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
     } catch (const ApiError& e) {
       sink.write(sse(e.body()));
     } catch (const std::exception& e) {
-      sink.write(sse(ApiError(500, std::string("internal error: ") + e.what(), "server_error").body()));
+      sink.write(
+          sse(ApiError(500, std::string("internal error: ") + e.what(), "server_error").body()));
     }
     sink.write("data: [DONE]\n\n");
   });

@@ -28,13 +28,15 @@ void Transcription::load_locked() {
   auto model = WhisperModel::load(options_.model_dir);
   tokenizer_.emplace(
       text::WhisperTokenizer::load_dir(options_.model_dir, model->config().vocab_size));
-  if (!pool_) pool_ = std::make_unique<ThreadPool>(options_.threads > 0 ? options_.threads
-                                                                       : ThreadPool::default_threads());
+  if (!pool_)
+    pool_ = std::make_unique<ThreadPool>(options_.threads > 0 ? options_.threads
+                                                              : ThreadPool::default_threads());
   model_ = std::move(model);
   std::lock_guard lock(state_);
   loaded_ = true;
   ++loads_;
-  last_load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  last_load_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void Transcription::unload_locked() {
@@ -93,14 +95,10 @@ void Transcription::idle_watch() {
 
 nlohmann::ordered_json Transcription::status() const {
   std::lock_guard lock(state_);
-  return {{"model", model_id()},
-          {"loaded", loaded_},
-          {"resident", options_.resident},
-          {"loads", loads_},
-          {"unloads", unloads_},
-          {"requests", requests_},
-          {"last_load_ms", last_load_ms_},
-          {"idle_unload_sec", options_.idle_unload_seconds}};
+  return {{"model", model_id()},           {"loaded", loaded_},
+          {"resident", options_.resident}, {"loads", loads_},
+          {"unloads", unloads_},           {"requests", requests_},
+          {"last_load_ms", last_load_ms_}, {"idle_unload_sec", options_.idle_unload_seconds}};
 }
 
 }  // namespace hearth::server

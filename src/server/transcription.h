@@ -48,8 +48,8 @@ class Transcription {
   void unload_locked();  // with run_ held
 
   TranscriptionOptions options_;
-  std::mutex run_;             // held for a whole load, transcription or unload
-  mutable std::mutex state_;   // the counters and loaded_, so status() never waits on a run
+  std::mutex run_;            // held for a whole load, transcription or unload
+  mutable std::mutex state_;  // the counters and loaded_, so status() never waits on a run
   std::condition_variable wake_;
   bool loaded_ = false;
   std::unique_ptr<WhisperModel> model_;

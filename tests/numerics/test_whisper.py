@@ -37,7 +37,11 @@ MAX_STEPS = 24
 # max |hearth - reference| <= REL * max(1, max |reference logit|): f32
 # accumulation order only (f32); activations rounded to BF16 in the BF16
 # dot-product kernels, as for the Llama family (bf16).
-REL = {"f32": 1e-3, "bf16": 1e-2}
+REL = {"f32": 1e-3, "bf16": 1e-2, "mlx-f32": 1e-3, "mlx4": 2e-2}
+# The checkpoint each kind names: mkmodel's --dtype and layout options.
+KINDS = {"f32": ["--dtype", "f32"], "bf16": ["--dtype", "bf16"],
+         "mlx-f32": ["--dtype", "f32", "--layout", "mlx"],
+         "mlx4": ["--dtype", "f16", "--layout", "mlx", "--quant", "mlx4"]}
 
 
 def special_tokens(tiktoken_file, vocab_size):
@@ -98,7 +102,7 @@ class Suite:
     def mkmodel(self, preset, dtype, seed=3):
         out = os.path.join(self.tmp, f"{preset}-{dtype}")
         if not os.path.exists(out):
-            p = run([self.hearth, "mkmodel", "--arch", "whisper", "--preset", preset, "--dtype", dtype,
+            p = run([self.hearth, "mkmodel", "--arch", "whisper", "--preset", preset, *KINDS[dtype],
                      "--seed", str(seed), "--tokenizer", os.path.join(AUDIO, "multilingual.tiktoken"),
                      "--out", out], timeout=600)
             check(p.returncode == 0, f"mkmodel failed: {p.err.strip()}")
@@ -109,15 +113,14 @@ class Suite:
         key = (preset, dtype)
         if key not in self.windows:
             model_dir = self.mkmodel(preset, dtype)
-            with open(os.path.join(model_dir, "config.json")) as f:
-                cfg = json.load(f)
+            ref = Whisper.load(model_dir)
+            cfg = ref.cfg  # the Hugging Face keys, whatever the layout
             rng = np.random.default_rng(11)
             # A log-mel window in the range Whisper's scaling gives ((log10 + 4) / 4).
             mel = rng.uniform(-0.8, 1.2, size=(cfg["num_mel_bins"], 3000)).astype(np.float32)
             mel_path = os.path.join(self.tmp, f"mel-{cfg['num_mel_bins']}.npy")
             np.save(mel_path, mel)
             ids = special_tokens(os.path.join(model_dir, "multilingual.tiktoken"), cfg["vocab_size"])
-            ref = Whisper.load(model_dir)
             self.windows[key] = (model_dir, mel_path, ids, ref, ref.encode(mel.astype(np.float64)))
         return self.windows[key]
 
@@ -217,7 +220,7 @@ class Suite:
         notes.append(f"{beam} beams, {steps} steps: {len(want)} tokens, score {finished[best]:.4f}")
 
     def run_all(self):
-        for dtype in ("f32", "bf16"):
+        for dtype in ("f32", "bf16", "mlx-f32", "mlx4"):
             self.test(f"whisper tiny {dtype}: greedy window, logits vs NumPy",
                       lambda notes, dtype=dtype: self.greedy_window("tiny", dtype, notes))
         self.test("whisper tiny f32: beam search = NumPy beam search", self.beam_window)

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from reference import read_checkpoint
+from reference import dequantize, read_checkpoint, read_safetensors
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -49,6 +49,53 @@ def conv1d(x, w, b, stride):
     return out + b[:, None]
 
 
+# mlx-examples' whisper.py names (openai-whisper's) -> Hugging Face's, in order.
+_MLX_TO_HF = [
+    ("encoder.blocks.", "model.encoder.layers."), ("decoder.blocks.", "model.decoder.layers."),
+    ("encoder.ln_post.", "model.encoder.layer_norm."), ("encoder.conv", "model.encoder.conv"),
+    ("decoder.token_embedding.", "model.decoder.embed_tokens."),
+    ("decoder.positional_embedding", "model.decoder.embed_positions.weight"),
+    ("decoder.ln.", "model.decoder.layer_norm."),
+    (".cross_attn_ln.", ".encoder_attn_layer_norm."), (".attn_ln.", ".self_attn_layer_norm."),
+    (".mlp_ln.", ".final_layer_norm."), (".cross_attn.", ".encoder_attn."), (".attn.", ".self_attn."),
+    (".query.", ".q_proj."), (".key.", ".k_proj."), (".value.", ".v_proj."), (".out.", ".out_proj."),
+    (".mlp1.", ".fc1."), (".mlp2.", ".fc2."),
+]
+
+
+def sinusoids(length, channels):
+    """openai-whisper's model.sinusoids."""
+    increment = np.log(10000) / (channels // 2 - 1)
+    inv = np.exp(-increment * np.arange(channels // 2))
+    t = np.arange(length)[:, None] * inv[None, :]
+    return np.concatenate([np.sin(t), np.cos(t)], axis=1)
+
+
+def from_mlx(cfg, tensors):
+    """An MLX-layout checkpoint as the Hugging Face config and tensors."""
+    quant = cfg.get("quantization") or {}
+    out = {}
+    for name, value in tensors.items():
+        if name.endswith((".scales", ".biases")):
+            continue
+        module = name[: -len(".weight")] if name.endswith(".weight") else None
+        if module and module + ".scales" in tensors:
+            spec = quant.get(module, quant)
+            value = dequantize(value, tensors[module + ".scales"], tensors[module + ".biases"],
+                               spec.get("bits", 4), spec.get("group_size", 64))
+        if name.startswith("encoder.conv") and name.endswith(".weight"):
+            value = np.transpose(value, (0, 2, 1))  # [out][3][in] -> [out][in][3]
+        for a, b in _MLX_TO_HF:
+            name = name.replace(a, b, 1) if a in name else name
+        out[name] = value
+    out["model.encoder.embed_positions.weight"] = sinusoids(cfg["n_audio_ctx"], cfg["n_audio_state"])
+    hf = {"num_mel_bins": cfg["n_mels"], "d_model": cfg["n_audio_state"],
+          "encoder_layers": cfg["n_audio_layer"], "encoder_attention_heads": cfg["n_audio_head"],
+          "decoder_layers": cfg["n_text_layer"], "decoder_attention_heads": cfg["n_text_head"],
+          "vocab_size": cfg["n_vocab"]}
+    return hf, out
+
+
 class Whisper:
     def __init__(self, cfg, tensors):
         self.cfg = cfg
@@ -58,6 +105,8 @@ class Whisper:
     def load(cls, model_dir):
         with open(os.path.join(model_dir, "config.json")) as f:
             cfg = json.load(f)
+        if "n_audio_state" in cfg:
+            return cls(*from_mlx(cfg, read_safetensors(os.path.join(model_dir, "weights.safetensors"))))
         return cls(cfg, read_checkpoint(model_dir))
 
     def _norm(self, name):
