@@ -72,6 +72,11 @@ FormattedTranscript format_transcript(const Transcript& t, const std::string& fo
                                 {"text", t.text},
                                 {"segments", segments}};
     if (with_words) body["words"] = std::move(all_words);
+    if (t.speech) {  // the VAD's speech spans, when it ran
+      nlohmann::ordered_json spans = nlohmann::ordered_json::array();
+      for (const SpeechSpan& sp : *t.speech) spans.push_back({{"start", sp.start}, {"end", sp.end}});
+      body["speech"] = std::move(spans);
+    }
     return {body.dump(), "application/json"};
   }
   const bool srt = format == "srt";

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "audio/decode.h"
 #include "audio/mel.h"
 #include "audio/word_timestamps.h"
 
@@ -41,13 +42,52 @@ std::optional<double> speech_end(std::span<const Segment> segments) {
 
 }  // namespace
 
+Transcript no_speech(std::span<const float> audio, const TranscribeOptions& options) {
+  Transcript silent;
+  silent.language = options.language;
+  silent.duration = double(audio.size()) / kSampleRate;
+  silent.speech.emplace();
+  return silent;
+}
+
 Transcript transcribe(WhisperModel& model, const text::WhisperTokenizer& tokenizer,
                       ThreadPool& pool, std::span<const float> audio,
                       const TranscribeOptions& options, const TranscribeHooks& hooks) {
+  std::optional<std::vector<SpeechSpan>> speech;
+  if (options.vad) {
+    speech = options.speech ? *options.speech : options.vad->speech(audio, options.vad_options);
+    if (speech->empty()) return no_speech(audio, options);
+    if (options.vad_trim) {
+      constexpr double kMargin = 0.5;
+      const size_t first = size_t(std::max(0.0, speech->front().start - kMargin) * kSampleRate);
+      const size_t last = std::min(audio.size(), size_t((speech->back().end + kMargin) * kSampleRate));
+      const double offset = double(first) / kSampleRate;  // cut from the front
+      const double duration = double(audio.size()) / kSampleRate;
+      audio = audio.subspan(first, std::max(last, first + 1) - first);
+      Transcript t = transcribe(model, tokenizer, pool, audio,
+                                [&] {
+                                  TranscribeOptions inner = options;
+                                  inner.vad = nullptr;
+                                  inner.speech = nullptr;
+                                  return inner;
+                                }(),
+                                hooks);
+      for (Segment& s : t.segments) {
+        s.start += offset, s.end += offset;
+        s.seek += int64_t(std::lround(offset * kSampleRate / kHop));
+        for (Word& w : s.words) w.start += offset, w.end += offset;
+      }
+      t.duration = duration;
+      t.speech = std::move(speech);
+      return t;
+    }
+  }
   const int window_samples = model.config().mel_frames() * kHop;
   const LogMel mel = log_mel_spectrogram(audio, model.config().n_mels, window_samples);
-  return transcribe_mel(model, tokenizer, pool, mel.data, mel.frames,
-                        mel.frames - model.config().mel_frames(), options, hooks);
+  Transcript t = transcribe_mel(model, tokenizer, pool, mel.data, mel.frames,
+                                mel.frames - model.config().mel_frames(), options, hooks);
+  t.speech = std::move(speech);
+  return t;
 }
 
 Transcript transcribe_mel(WhisperModel& model, const text::WhisperTokenizer& tokenizer,

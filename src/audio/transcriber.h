@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "audio/vad.h"
 #include "audio/whisper_decoding.h"
 
 namespace hearth::audio {
@@ -35,6 +36,13 @@ struct TranscribeOptions {
   bool suppress_blank = true;
   bool without_timestamps = false;
   bool word_timestamps = false;  // words with times (word_timestamps.h)
+  // Voice activity detection first: no speech gives an empty transcript
+  // without running Whisper; vad_trim transcribes only from the first
+  // speech to the last (0.5 s around them), times staying the clip's.
+  const SileroVad* vad = nullptr;
+  VadOptions vad_options;
+  bool vad_trim = false;
+  const std::vector<SpeechSpan>* speech = nullptr;  // the VAD's spans, if the caller ran it already
   uint64_t seed = 0;             // for sampled fallbacks
 };
 
@@ -59,6 +67,7 @@ struct Transcript {
   std::string language;
   double duration = 0;  // seconds of audio
   std::vector<Segment> segments;
+  std::optional<std::vector<SpeechSpan>> speech;  // what the VAD found, when it ran
 };
 
 // Thrown out of transcribe() when hooks.cancelled says so.
@@ -72,6 +81,9 @@ struct TranscribeHooks {
   std::function<void(int64_t done, int64_t total)> on_progress;  // in mel frames
   std::function<bool()> cancelled;                               // checked between windows
 };
+
+// What transcribe() answers for audio where the VAD found no speech.
+Transcript no_speech(std::span<const float> audio, const TranscribeOptions& options);
 
 // audio: 16 kHz mono samples. Throws std::invalid_argument for bad options.
 Transcript transcribe(WhisperModel& model, const text::WhisperTokenizer& tokenizer,

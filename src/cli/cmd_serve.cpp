@@ -78,6 +78,8 @@ beats the built-in defaults. See docs/server-config.md.
   --whisper-idle-unload S      unload the Whisper model after S idle seconds (default: 300; 0: keep)
   --whisper-resident           load the Whisper model at start and never unload it
   --max-audio-bytes BYTES      largest audio upload (default: 26214400; past it 413)
+  --vad-model FILE             Silero VAD weights (silero-v6.2.0-ggml.bin) for requests that ask
+                               for "vad": true
   --response-store-ttl S       seconds a stored response lives (default: 3600)
 )";
 
@@ -130,7 +132,7 @@ int cmd_serve(int argc, char** argv) {
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
                                     "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
                                     "generation-checkpoint-tokens", "step-tokens", "whisper-model",
-                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes"};
+                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "vad-model"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
@@ -171,6 +173,7 @@ int cmd_serve(int argc, char** argv) {
   sopt.whisper_idle_unload_seconds = args.number("whisper-idle-unload", 300.0);
   sopt.whisper_resident = args.has("whisper-resident");
   sopt.max_audio_bytes = size_t(args.integer("max-audio-bytes", 25 << 20));
+  sopt.vad_model = args.str("vad-model");
   if (sopt.whisper_idle_unload_seconds < 0 || sopt.max_audio_bytes < 1024)
     throw std::runtime_error("--whisper-idle-unload must be >= 0 and --max-audio-bytes >= 1024");
   if ((args.has("whisper-resident") || args.has("whisper-idle-unload")) && sopt.whisper_model.empty())

@@ -36,6 +36,11 @@ const char* kHelp =
   --patience P         beam search ends after round(N * P) finished candidates (default: 1)
   --best-of N          sample N candidates per window above temperature 0, keep the likeliest
   --sample-len N       tokens sampled per window at most (default: 224)
+  --vad FILE           find the speech first with this Silero VAD (silero-v6.2.0-ggml.bin); no
+                       speech: an empty transcript, Whisper not run
+  --vad-threshold T    speech probability threshold (default: 0.5)
+  --vad-min-speech-ms N  shorter speech is ignored (default: 250)
+  --vad-trim           transcribe only from the first speech to the last (0.5 s around them)
   --without-timestamps sample text only (one segment per window)
   --word-timestamps    times per word (openai-whisper's alignment; "words" in verbose_json)
   --initial-prompt T   text that conditions the first window
@@ -80,7 +85,8 @@ std::vector<float> read_npy(const fs::path& path, int64_t rows, int64_t cols) {
 
 int cmd_transcribe(int argc, char** argv) {
   Args args(argc, argv,
-            {"help", "translate", "no-fallback", "without-timestamps", "word-timestamps"});
+            {"help", "translate", "no-fallback", "without-timestamps", "word-timestamps",
+             "vad-trim"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -88,7 +94,7 @@ int cmd_transcribe(int argc, char** argv) {
   args.allow_only({"model", "format", "language", "translate", "temperature", "no-fallback",
                    "without-timestamps", "word-timestamps", "initial-prompt", "suppress-tokens",
                    "seed", "threads", "logits", "mel", "beam-size", "patience", "best-of",
-                   "sample-len"});
+                   "sample-len", "vad", "vad-threshold", "vad-min-speech-ms", "vad-trim"});
   if (!args.has("model"))
     throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
   const bool from_mel = args.has("mel");
@@ -116,6 +122,19 @@ int cmd_transcribe(int argc, char** argv) {
   if (options.beam_size < 0 || options.beam_size > 16 || options.best_of < 0 ||
       options.best_of > 16 || !(options.patience > 0))
     throw std::runtime_error("--beam-size and --best-of must be 0 to 16, --patience positive");
+  std::unique_ptr<audio::SileroVad> vad;
+  if (args.has("vad")) {
+    vad = audio::SileroVad::load(args.str("vad"));
+    options.vad = vad.get();
+    options.vad_options.threshold = float(args.number("vad-threshold", 0.5));
+    options.vad_options.min_speech_ms = int(args.integer("vad-min-speech-ms", 250));
+    options.vad_trim = args.has("vad-trim");
+    if (!(options.vad_options.threshold > 0 && options.vad_options.threshold < 1) ||
+        options.vad_options.min_speech_ms < 0)
+      throw std::runtime_error("--vad-threshold must be in (0, 1), --vad-min-speech-ms >= 0");
+  } else if (args.has("vad-trim") || args.has("vad-threshold") || args.has("vad-min-speech-ms")) {
+    throw std::runtime_error("--vad-trim, --vad-threshold and --vad-min-speech-ms need --vad FILE");
+  }
   options.initial_prompt = args.str("initial-prompt");
   options.suppress_tokens = args.str("suppress-tokens", "-1");
   options.seed = uint64_t(args.integer("seed", 0));

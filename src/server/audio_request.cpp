@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include "http/multipart.h"
@@ -94,6 +95,16 @@ struct Fields {
     return it == values.end() ? std::nullopt : std::optional(it->second);
   }
 };
+
+double parse_number(const std::string& v, const std::string& field) {
+  try {
+    size_t used = 0;
+    const double value = std::stod(v, &used);
+    if (used == v.size()) return value;
+  } catch (const std::exception&) {
+  }
+  throw bad_request(field, "'" + field + "' must be a number");
+}
 
 bool parse_bool(const std::string& v, const std::string& field) {
   const std::string l = lower(v);
@@ -205,19 +216,27 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
   if (!translate) o.language = f.get("language").value_or("");
   o.initial_prompt = f.get("prompt").value_or("");
   if (auto t = f.get("temperature")) {
-    double value;
-    try {
-      size_t used = 0;
-      value = std::stod(*t, &used);
-      if (used != t->size()) throw std::invalid_argument(*t);
-    } catch (const std::exception&) {
-      throw bad_request("temperature", "'temperature' must be a number");
-    }
+    const double value = parse_number(*t, "temperature");
     if (!(value >= 0 && value <= 1))
       throw bad_request("temperature", "'temperature' must be between 0 and 1");
     // 0 (the default) is openai-whisper's fallback ladder; above it, that temperature only.
     if (value > 0) o.temperatures = {float(value)};
   }
+  if (auto v = f.get("vad")) r.vad = parse_bool(*v, "vad");
+  if (auto v = f.get("vad_trim")) o.vad_trim = parse_bool(*v, "vad_trim");
+  if (auto v = f.get("vad_threshold")) {
+    const double t = parse_number(*v, "vad_threshold");
+    if (!(t > 0 && t < 1)) throw bad_request("vad_threshold", "'vad_threshold' must be between 0 and 1");
+    o.vad_options.threshold = float(t);
+  }
+  if (auto v = f.get("vad_min_speech_ms")) {
+    const double ms = parse_number(*v, "vad_min_speech_ms");
+    if (!(ms >= 0 && ms <= 60000) || ms != std::floor(ms))
+      throw bad_request("vad_min_speech_ms", "'vad_min_speech_ms' must be an integer from 0 to 60000");
+    o.vad_options.min_speech_ms = int(ms);
+  }
+  if ((o.vad_trim || f.get("vad_threshold") || f.get("vad_min_speech_ms")) && !r.vad)
+    throw bad_request("vad", "vad_trim, vad_threshold and vad_min_speech_ms need \"vad\": true");
   if (r.audio.empty()) throw bad_request("file", "the audio file is empty");
   return r;
 }

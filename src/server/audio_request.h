@@ -18,6 +18,7 @@ struct AudioRequest {
   std::string model;
   std::string response_format = "json";
   bool stream = false;
+  bool vad = false;  // find the speech first (options.vad_options, vad_trim)
   audio::TranscribeOptions options;
 };
 

@@ -44,6 +44,7 @@ struct ServerOptions {
   double whisper_idle_unload_seconds = 300;  // 0: kept once loaded
   bool whisper_resident = false;             // loaded at start, never unloaded
   size_t max_audio_bytes = 25u << 20;        // larger audio uploads get 413
+  std::filesystem::path vad_model;           // Silero VAD weights for "vad": true; none: a 400
 };
 
 struct ServedModel {

@@ -33,6 +33,10 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
                    "server_error", {}, "model_unavailable");
   const auto t0 = Clock::now();
   AudioRequest r = parse_audio_request(req, translate);
+  if (r.vad && !vad)
+    throw bad_request("vad", "this server has no VAD model: start it with --vad-model FILE "
+                             "(silero-v6.2.0-ggml.bin)");
+  if (r.vad) r.options.vad = vad.get();
   if (r.audio.size() > opt.max_audio_bytes)
     throw ApiError(413,
                    "the audio is " + std::to_string(r.audio.size()) + " bytes; the limit is " +
@@ -78,6 +82,12 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
            {{"decode_ms", decode_ms},
             {"transcribe_ms", std::chrono::duration<double, std::milli>(now - t1).count()},
             {"total_ms", std::chrono::duration<double, std::milli>(now - t0).count()}}}};
+      if (t.speech) {  // what the VAD found
+        ojson spans = ojson::array();
+        for (const audio::SpeechSpan& sp : *t.speech)
+          spans.push_back({{"start", sp.start}, {"end", sp.end}});
+        body["hearth"]["speech"] = std::move(spans);
+      }
       f.body = dump(body);
     }
     return f;

@@ -30,6 +30,7 @@
 #include "server/reply.h"
 #include "server/response_store.h"
 #include "server/server.h"
+#include "audio/vad.h"
 #include "server/transcription.h"
 
 namespace hearth::server {
@@ -97,6 +98,7 @@ struct Server::Impl {
   std::condition_variable flight_cv;
   std::set<std::shared_ptr<RequestHandle>> in_flight;
   std::unique_ptr<Transcription> transcription;  // null: no Whisper model served
+  std::unique_ptr<audio::SileroVad> vad;         // null: no --vad-model
 
   Impl(Engine& e, const text::Tokenizer& t, const PromptBuilder& p, ServedModel m, ServerOptions o)
       : engine(e),
@@ -110,6 +112,7 @@ struct Server::Impl {
       anchor = ids.back();
       anchor_text = tok.decode(std::span<const int32_t>(&anchor, 1));
     }
+    if (!opt.vad_model.empty()) vad = audio::SileroVad::load(opt.vad_model);
     if (!opt.whisper_model.empty())
       transcription = std::make_unique<Transcription>(TranscriptionOptions{
           opt.whisper_model, opt.whisper_idle_unload_seconds, opt.whisper_resident, engine.threads()});

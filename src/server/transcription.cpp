@@ -51,6 +51,18 @@ audio::Transcript Transcription::transcribe(std::span<const float> samples,
                                             const audio::TranscribeOptions& o,
                                             const audio::TranscribeHooks& hooks) {
   std::lock_guard lock(run_);
+  // The VAD first: audio without speech never loads Whisper.
+  audio::TranscribeOptions options = o;
+  std::vector<audio::SpeechSpan> speech;
+  if (o.vad) {
+    speech = o.vad->speech(samples, o.vad_options);
+    options.speech = &speech;
+  }
+  if (o.vad && speech.empty()) {
+    std::lock_guard state(state_);
+    ++requests_;
+    return audio::no_speech(samples, o);
+  }
   load_locked();
   {
     std::lock_guard state(state_);
@@ -63,7 +75,7 @@ audio::Transcript Transcription::transcribe(std::span<const float> samples,
       t.last_used_ = std::chrono::steady_clock::now();
     }
   } touch{*this};
-  return audio::transcribe(*model_, *tokenizer_, *pool_, samples, o, hooks);
+  return audio::transcribe(*model_, *tokenizer_, *pool_, samples, options, hooks);
 }
 
 bool Transcription::unload() {

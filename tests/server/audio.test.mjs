@@ -205,6 +205,55 @@ describe('audio routes with a Whisper model', () => {
   });
 });
 
+// A 16 kHz mono 16-bit WAV of the given PCM bytes.
+function wavOf(pcm) {
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0); h.writeUInt32LE(36 + pcm.length, 4); h.write('WAVEfmt ', 8);
+  h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22); h.writeUInt32LE(16000, 24);
+  h.writeUInt32LE(32000, 28); h.writeUInt16LE(2, 32); h.writeUInt16LE(16, 34); h.write('data', 36);
+  h.writeUInt32LE(pcm.length, 40);
+  return Buffer.concat([h, pcm]);
+}
+
+describe('voice activity detection', () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--whisper-model', whisper, '--vad-model', path.join(shared, 'silero-v6.2.0-ggml.bin')]);
+  });
+  after(async () => { await srv.stop(); });
+
+  test('silence with vad: an empty text, no speech, Whisper never loaded', async () => {
+    const r = await multipart(srv.url + '/v1/audio/transcriptions', { vad: 'true' }, wavOf(Buffer.alloc(32000 * 3)), 'silence.wav');
+    assert.equal(r.status, 200, r.text);
+    const body = JSON.parse(r.text);
+    assert.equal(body.text, '');
+    assert.deepEqual(body.hearth.speech, []);
+    assert.equal((await getJSON(srv.url + '/health')).body.transcription.loads, 0);
+  });
+
+  test("vad_trim: only the speech is transcribed, times stay the clip's", async () => {
+    const padded = wavOf(Buffer.concat([Buffer.alloc(32000 * 4), jfkWav.subarray(44), Buffer.alloc(32000 * 3)]));
+    const r = await multipart(srv.url + '/v1/audio/transcriptions',
+      { vad: 'true', vad_trim: 'true', response_format: 'verbose_json', language: 'en', ...FAST }, padded, 'padded.wav');
+    assert.equal(r.status, 200, r.text);
+    const body = JSON.parse(r.text);
+    assert.ok(Math.abs(body.duration - 18.0) < 0.05, `duration ${body.duration}`);
+    assert.ok(body.speech.length >= 1);
+    assert.ok(body.speech[0].start > 4.0 && body.speech.at(-1).end < 15.2, JSON.stringify(body.speech));
+    for (const s of body.segments) assert.ok(s.start >= 3.5, `a segment starts at ${s.start}, inside the trimmed silence`);
+  });
+
+  test('vad fields are checked', async () => {
+    const url = srv.url + '/v1/audio/transcriptions';
+    const bad = await multipart(url, { vad: 'true', vad_threshold: '2' });
+    assert.equal(bad.status, 400);
+    assert.equal(JSON.parse(bad.text).error.param, 'vad_threshold');
+    const orphan = await multipart(url, { vad_trim: 'true' });
+    assert.equal(orphan.status, 400);
+    assert.equal(JSON.parse(orphan.text).error.param, 'vad');
+  });
+});
+
 describe('audio routes', () => {
   test('an idle Whisper model is unloaded after --whisper-idle-unload', async () => {
     const srv = await startServer(['--whisper-model', whisper, '--whisper-idle-unload', '1']);
@@ -229,6 +278,8 @@ describe('audio routes', () => {
       assert.equal(body.error.code, 'model_unavailable');
       assert.match(body.error.message, /--whisper-model/);
       assert.equal((await getJSON(srv.url + '/health')).body.transcription, undefined);
+      const vad = await multipart(srv.url + '/v1/audio/transcriptions', { vad: 'true' });
+      assert.equal(vad.status, 503, 'without a Whisper model, vad changes nothing');
     } finally {
       await srv.stop();
     }
