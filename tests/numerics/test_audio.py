@@ -27,7 +27,6 @@ anything failed.
 
 import argparse
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -35,24 +34,9 @@ import wave
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import float_wav, shared_audio  # noqa: E402
 TOLERANCE = 1e-4
-
-
-def shared_audio():
-    for d in (os.path.join(ROOT, "..", "shared", "audio"), os.path.join(ROOT, "shared", "audio")):
-        if os.path.isfile(os.path.join(d, "jfk.wav")):
-            return d
-    return None
-
-
-def float_wav(path, samples, rate=16000):
-    """A mono IEEE-float WAV: the exact float32 samples reach hearth."""
-    data = np.asarray(samples, dtype="<f4").tobytes()
-    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
-    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
-    with open(path, "wb") as f:
-        f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
 
 
 def reference_log_mel(audio, filters, padding):

@@ -26,11 +26,9 @@ import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 import numpy as np
 
@@ -38,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import reference  # noqa: E402
+from harness import Failure, Tests, check, crashed, run  # noqa: E402
 
 STORIES = os.path.join(ROOT, "models", "stories260k")
 STORIES_TEXT = ("Once upon a time, there was a little girl named Lily. "
@@ -46,7 +45,6 @@ STORIES_TEXT = ("Once upon a time, there was a little girl named Lily. "
 PROMPT_LEN = 32
 GEN_TOKENS = 16
 TOP_K = 5
-TIMEOUT_S = 120
 
 # Logit tolerance: max |hearth - reference| <= REL[kind] * max(1, max |reference logit|).
 # The reference computes in float64 from the stored weights, so the tolerance
@@ -72,33 +70,6 @@ EMBED_REL = {"f32": 1e-4, "bf16": 1e-2, "f16": 1e-2, "mlx": 3e-2}
 
 # ---------------------------------------------------------------------------
 # small helpers
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
-
-
-def run(cmd, timeout=TIMEOUT_S):
-    t0 = time.time()
-    try:
-        p = subprocess.run(cmd, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise Failure(f"timed out after {timeout}s: {' '.join(cmd)}")
-    p.elapsed = time.time() - t0
-    p.out = p.stdout.decode("utf-8", "replace")
-    p.err = p.stderr.decode("utf-8", "replace")
-    return p
-
-
-def crashed(p):
-    return p.returncode < 0 or p.returncode >= 128 or any(
-        s in p.err for s in ("Segmentation", "Aborted", "terminate called", "AddressSanitizer",
-                             "runtime error:", "core dumped"))
 
 
 def bf16_round(x):
@@ -483,13 +454,12 @@ def expected_tensors(cfg, quantized_modules):
     return names
 
 
-class Suite:
+class Suite(Tests):
     def __init__(self, args):
         self.args = args
         self.tmp = tempfile.mkdtemp(prefix="hearth-numerics-")
         self.hearth = Hearth(os.path.abspath(args.hearth), self.tmp)
         self.models = {}
-        self.passed = self.failed = 0
 
     # models are made once and shared by the tests that need them
     def model(self, arch, fmt, args=None, seed=7):
@@ -513,32 +483,6 @@ class Suite:
             with open(os.path.join(out, "config.json"), "w") as f:
                 json.dump(cfg, f, indent=2)
         return out
-
-    def test(self, name, fn):
-        if self.args.k and not any(k in name for k in self.args.k):
-            return
-        notes = []
-        t0 = time.time()
-        try:
-            fn(notes)
-            self.passed += 1
-            status = "ok  "
-        except Failure as e:
-            self.failed += 1
-            status = "FAIL"
-            notes.insert(0, str(e))
-        except Exception as e:  # a bug in the test or an unreadable output: still a failure
-            self.failed += 1
-            status = "FAIL"
-            notes.insert(0, f"{type(e).__name__}: {e}")
-            if self.args.verbose:
-                traceback.print_exc()
-        line = f"{status} {name} ({time.time() - t0:.1f}s)"
-        if notes and (status == "FAIL" or self.args.verbose):
-            line += "\n       " + "\n       ".join(notes)
-        print(line, flush=True)
-
-    # -- mkmodel ----------------------------------------------------------
 
     def mkmodel_tests(self):
         for arch in ARCHS:

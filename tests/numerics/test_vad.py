@@ -33,7 +33,6 @@ anything failed.
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -42,28 +41,12 @@ import wave
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+from harness import float_wav, shared_audio  # noqa: E402
 import vad_reference  # noqa: E402
 
 TOLERANCE = 1e-4
 RATE = 16000
-
-
-def shared_audio():
-    for d in (os.path.join(ROOT, "..", "shared", "audio"), os.path.join(ROOT, "shared", "audio")):
-        if os.path.isfile(os.path.join(d, "silero-v6.2.0-ggml.bin")):
-            return d
-    return None
-
-
-def float_wav(path, samples, rate=RATE):
-    """A mono IEEE-float WAV: the exact float32 samples reach hearth."""
-    data = np.asarray(samples, dtype="<f4").tobytes()
-    fmt = struct.pack("<HHIIHH", 3, 1, rate, rate * 4, 4, 32)
-    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
-    with open(path, "wb") as f:
-        f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
 
 
 def covered(spans, a, b):
@@ -122,7 +105,7 @@ def main():
     ap = argparse.ArgumentParser(description="hearth's Silero VAD against NumPy")
     ap.add_argument("--hearth", required=True)
     args = ap.parse_args()
-    audio_dir = shared_audio()
+    audio_dir = shared_audio("silero-v6.2.0-ggml.bin")
     if audio_dir is None:
         print("vad: shared/audio not present; 0 passed, 0 failed")
         return 0

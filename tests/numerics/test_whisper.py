@@ -20,8 +20,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
-import traceback
 
 import numpy as np
 
@@ -29,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 AUDIO = os.path.join(os.path.dirname(ROOT), "shared", "audio")
 sys.path.insert(0, HERE)
-from test_numerics import Failure, check, crashed, run  # noqa: E402
+from harness import Tests, check, crashed, run  # noqa: E402
 from whisper_reference import Whisper  # noqa: E402
 
 TOP_K = 8
@@ -67,37 +65,12 @@ def special_tokens(tiktoken_file, vocab_size):
     return ids
 
 
-class Suite:
+class Suite(Tests):
     def __init__(self, args):
         self.args = args
         self.hearth = os.path.abspath(args.hearth)
         self.tmp = tempfile.mkdtemp(prefix="hearth-whisper-")
-        self.passed = self.failed = 0
         self.windows = {}
-
-    def test(self, name, fn):
-        if self.args.k and not any(k in name for k in self.args.k):
-            return
-        notes = []
-        t0 = time.time()
-        try:
-            fn(notes)
-            self.passed += 1
-            status = "ok  "
-        except Failure as e:
-            self.failed += 1
-            status = "FAIL"
-            notes.insert(0, str(e))
-        except Exception as e:
-            self.failed += 1
-            status = "FAIL"
-            notes.insert(0, f"{type(e).__name__}: {e}")
-            if self.args.verbose:
-                traceback.print_exc()
-        line = f"{status} {name} ({time.time() - t0:.1f}s)"
-        if notes and (status == "FAIL" or self.args.verbose):
-            line += "\n       " + "\n       ".join(notes)
-        print(line, flush=True)
 
     def mkmodel(self, preset, dtype, seed=3):
         out = os.path.join(self.tmp, f"{preset}-{dtype}")

@@ -23,8 +23,6 @@ import shutil
 import string
 import sys
 import tempfile
-import time
-import traceback
 
 import numpy as np
 
@@ -32,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 AUDIO = os.path.join(os.path.dirname(ROOT), "shared", "audio")
 sys.path.insert(0, HERE)
-from test_numerics import Failure, check, crashed, run  # noqa: E402
+from harness import Failure, Tests, check, crashed, run  # noqa: E402
 from test_whisper import special_tokens  # noqa: E402
 from whisper_reference import Whisper  # noqa: E402
 
@@ -221,30 +219,11 @@ def add_word_timestamps(segments, align, eot, last_speech):
         s["words"] = words
 
 
-class Suite:
+class Suite(Tests):
     def __init__(self, args):
         self.args = args
         self.hearth = os.path.abspath(args.hearth)
         self.tmp = tempfile.mkdtemp(prefix="hearth-words-")
-        self.passed = self.failed = 0
-
-    def test(self, name, fn):
-        notes = []
-        t0 = time.time()
-        try:
-            fn(notes)
-            self.passed += 1
-            status = "ok  "
-        except Exception as e:
-            self.failed += 1
-            status = "FAIL"
-            notes.insert(0, str(e) if isinstance(e, Failure) else f"{type(e).__name__}: {e}")
-            if self.args.verbose:
-                traceback.print_exc()
-        line = f"{status} {name} ({time.time() - t0:.1f}s)"
-        if notes and (status == "FAIL" or self.args.verbose):
-            line += "\n       " + "\n       ".join(notes)
-        print(line, flush=True)
 
     def words_vs_numpy(self, notes):
         model_dir = os.path.join(self.tmp, "tiny")
