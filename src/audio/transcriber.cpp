@@ -60,18 +60,20 @@ Transcript transcribe(WhisperModel& model, const text::WhisperTokenizer& tokeniz
     if (options.vad_trim) {
       constexpr double kMargin = 0.5;
       const size_t first = size_t(std::max(0.0, speech->front().start - kMargin) * kSampleRate);
-      const size_t last = std::min(audio.size(), size_t((speech->back().end + kMargin) * kSampleRate));
+      const size_t last =
+          std::min(audio.size(), size_t((speech->back().end + kMargin) * kSampleRate));
       const double offset = double(first) / kSampleRate;  // cut from the front
       const double duration = double(audio.size()) / kSampleRate;
       audio = audio.subspan(first, std::max(last, first + 1) - first);
-      Transcript t = transcribe(model, tokenizer, pool, audio,
-                                [&] {
-                                  TranscribeOptions inner = options;
-                                  inner.vad = nullptr;
-                                  inner.speech = nullptr;
-                                  return inner;
-                                }(),
-                                hooks);
+      Transcript t = transcribe(
+          model, tokenizer, pool, audio,
+          [&] {
+            TranscribeOptions inner = options;
+            inner.vad = nullptr;
+            inner.speech = nullptr;
+            return inner;
+          }(),
+          hooks);
       for (Segment& s : t.segments) {
         s.start += offset, s.end += offset;
         s.seek += int64_t(std::lround(offset * kSampleRate / kHop));

@@ -43,7 +43,7 @@ struct TranscribeOptions {
   VadOptions vad_options;
   bool vad_trim = false;
   const std::vector<SpeechSpan>* speech = nullptr;  // the VAD's spans, if the caller ran it already
-  uint64_t seed = 0;             // for sampled fallbacks
+  uint64_t seed = 0;                                // for sampled fallbacks
 };
 
 struct Word {

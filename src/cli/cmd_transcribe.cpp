@@ -84,17 +84,35 @@ std::vector<float> read_npy(const fs::path& path, int64_t rows, int64_t cols) {
 }  // namespace
 
 int cmd_transcribe(int argc, char** argv) {
-  Args args(argc, argv,
-            {"help", "translate", "no-fallback", "without-timestamps", "word-timestamps",
-             "vad-trim"});
+  Args args(
+      argc, argv,
+      {"help", "translate", "no-fallback", "without-timestamps", "word-timestamps", "vad-trim"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  args.allow_only({"model", "format", "language", "translate", "temperature", "no-fallback",
-                   "without-timestamps", "word-timestamps", "initial-prompt", "suppress-tokens",
-                   "seed", "threads", "logits", "mel", "beam-size", "patience", "best-of",
-                   "sample-len", "vad", "vad-threshold", "vad-min-speech-ms", "vad-trim"});
+  args.allow_only({"model",
+                   "format",
+                   "language",
+                   "translate",
+                   "temperature",
+                   "no-fallback",
+                   "without-timestamps",
+                   "word-timestamps",
+                   "initial-prompt",
+                   "suppress-tokens",
+                   "seed",
+                   "threads",
+                   "logits",
+                   "mel",
+                   "beam-size",
+                   "patience",
+                   "best-of",
+                   "sample-len",
+                   "vad",
+                   "vad-threshold",
+                   "vad-min-speech-ms",
+                   "vad-trim"});
   if (!args.has("model"))
     throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
   const bool from_mel = args.has("mel");

@@ -175,28 +175,26 @@ int write_whisper(const Args& args) {
       const std::vector<float> p = whisper_sinusoids(1500, d);
       for (size_t i = 0; i < p.size(); ++i) store(dtype, dst, int64_t(i), p[i]);
     });
-  for (int64_t l = 0; l < s.encoder_layers; ++l) {
-    const std::string p = "model.encoder.layers." + std::to_string(l) + ".";
+  // A pre-norm block: self-attention, cross-attention (decoder), MLP.
+  auto block = [&](const std::string& p, bool cross) {
     norm(p + "self_attn_layer_norm");
     attention(p + "self_attn");
+    if (cross) {
+      norm(p + "encoder_attn_layer_norm");
+      attention(p + "encoder_attn");
+    }
     norm(p + "final_layer_norm");
     linear(p + "fc1", s.ffn, d, true);
     linear(p + "fc2", d, s.ffn, true);
-  }
+  };
+  for (int64_t l = 0; l < s.encoder_layers; ++l)
+    block("model.encoder.layers." + std::to_string(l) + ".", false);
   norm("model.encoder.layer_norm");
   // Token embeddings scaled so the tied output head gives logits of std ~2.
   matrix("model.decoder.embed_tokens", s.vocab, d, 2.0f / std::sqrt(float(d)));
   random("model.decoder.embed_positions.weight", {448, d}, 0.0f, 0.02f);
-  for (int64_t l = 0; l < s.decoder_layers; ++l) {
-    const std::string p = "model.decoder.layers." + std::to_string(l) + ".";
-    norm(p + "self_attn_layer_norm");
-    attention(p + "self_attn");
-    norm(p + "encoder_attn_layer_norm");
-    attention(p + "encoder_attn");
-    norm(p + "final_layer_norm");
-    linear(p + "fc1", s.ffn, d, true);
-    linear(p + "fc2", d, s.ffn, true);
-  }
+  for (int64_t l = 0; l < s.decoder_layers; ++l)
+    block("model.decoder.layers." + std::to_string(l) + ".", true);
   norm("model.decoder.layer_norm");
 
   const bool multilingual = s.vocab >= 51865;

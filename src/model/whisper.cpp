@@ -234,10 +234,11 @@ Matrix WhisperModel::load_matrix(const std::string& module, int64_t rows, int64_
   return m;
 }
 
-std::vector<float> WhisperModel::load_vector(const std::string& name, int64_t n) const {
-  const Matrix m = load_dense(name, n, 1);
-  std::vector<float> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) values[size_t(i)] = load_as_f32(m.dtype, m.data, i);
+std::vector<float> WhisperModel::load_vector(const std::string& name, int64_t rows,
+                                             int64_t cols) const {
+  const Matrix m = load_dense(name, rows, cols);
+  std::vector<float> values(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows * cols; ++i) values[size_t(i)] = load_as_f32(m.dtype, m.data, i);
   return values;
 }
 
@@ -270,10 +271,7 @@ void WhisperModel::load_weights() {
   if (c.mlx_layout) {  // computed, as mlx-examples does (not a parameter there)
     encoder_positions_ = whisper_sinusoids(c.audio_ctx, d);
   } else {
-    const Matrix enc_pos = load_dense("model.encoder.embed_positions.weight", c.audio_ctx, d);
-    encoder_positions_.resize(size_t(c.audio_ctx * d));
-    for (int64_t i = 0; i < c.audio_ctx * d; ++i)
-      encoder_positions_[size_t(i)] = load_as_f32(enc_pos.dtype, enc_pos.data, i);
+    encoder_positions_ = load_vector("model.encoder.embed_positions.weight", c.audio_ctx, d);
   }
   for (int i = 0; i < c.encoder_layers; ++i) {
     const std::string p = "model.encoder.layers." + std::to_string(i) + ".";
@@ -284,10 +282,7 @@ void WhisperModel::load_weights() {
   }
   encoder_norm_ = load_norm("model.encoder.layer_norm");
   token_embedding_ = load_matrix("model.decoder.embed_tokens", c.vocab_size, d);
-  const Matrix dec_pos = load_dense("model.decoder.embed_positions.weight", c.text_ctx, d);
-  decoder_positions_.resize(size_t(c.text_ctx * d));
-  for (int64_t i = 0; i < c.text_ctx * d; ++i)
-    decoder_positions_[size_t(i)] = load_as_f32(dec_pos.dtype, dec_pos.data, i);
+  decoder_positions_ = load_vector("model.decoder.embed_positions.weight", c.text_ctx, d);
   for (int i = 0; i < c.decoder_layers; ++i) {
     const std::string p = "model.decoder.layers." + std::to_string(i) + ".";
     decoder_.push_back(DecoderLayer{

@@ -134,7 +134,8 @@ class WhisperModel {
   std::string stored(const std::string& hf_name) const;  // the name in this checkpoint's layout
   Matrix load_dense(const std::string& name, int64_t rows, int64_t cols) const;
   Matrix load_matrix(const std::string& module, int64_t rows, int64_t cols) const;  // module.weight
-  std::vector<float> load_vector(const std::string& name, int64_t n) const;
+  // A float tensor of rows * cols values (a vector: cols 1), as float.
+  std::vector<float> load_vector(const std::string& name, int64_t rows, int64_t cols = 1) const;
   Linear load_linear(const std::string& module, int64_t rows, int64_t cols, bool bias) const;
   Norm load_norm(const std::string& module) const;
   Attention load_attention(const std::string& module) const;

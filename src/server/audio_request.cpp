@@ -226,13 +226,15 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
   if (auto v = f.get("vad_trim")) o.vad_trim = parse_bool(*v, "vad_trim");
   if (auto v = f.get("vad_threshold")) {
     const double t = parse_number(*v, "vad_threshold");
-    if (!(t > 0 && t < 1)) throw bad_request("vad_threshold", "'vad_threshold' must be between 0 and 1");
+    if (!(t > 0 && t < 1))
+      throw bad_request("vad_threshold", "'vad_threshold' must be between 0 and 1");
     o.vad_options.threshold = float(t);
   }
   if (auto v = f.get("vad_min_speech_ms")) {
     const double ms = parse_number(*v, "vad_min_speech_ms");
     if (!(ms >= 0 && ms <= 60000) || ms != std::floor(ms))
-      throw bad_request("vad_min_speech_ms", "'vad_min_speech_ms' must be an integer from 0 to 60000");
+      throw bad_request("vad_min_speech_ms",
+                        "'vad_min_speech_ms' must be an integer from 0 to 60000");
     o.vad_options.min_speech_ms = int(ms);
   }
   if ((o.vad_trim || f.get("vad_threshold") || f.get("vad_min_speech_ms")) && !r.vad)

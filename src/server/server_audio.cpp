@@ -34,8 +34,9 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   const auto t0 = Clock::now();
   AudioRequest r = parse_audio_request(req, translate);
   if (r.vad && !vad)
-    throw bad_request("vad", "this server has no VAD model: start it with --vad-model FILE "
-                             "(silero-v6.2.0-ggml.bin)");
+    throw bad_request("vad",
+                      "this server has no VAD model: start it with --vad-model FILE "
+                      "(silero-v6.2.0-ggml.bin)");
   if (r.vad) r.options.vad = vad.get();
   if (r.audio.size() > opt.max_audio_bytes)
     throw ApiError(413,

@@ -84,3 +84,15 @@ class Tests:
         if notes and (status == "FAIL" or self.args.verbose):
             line += "\n       " + "\n       ".join(notes)
         print(line, flush=True)
+
+
+class Checks:
+    """One line per named check, "ok  " or "FAIL" and the detail, counted."""
+    passed = failed = 0
+
+    def check(self, name, ok, detail):
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1

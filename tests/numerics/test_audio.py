@@ -35,7 +35,7 @@ import wave
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import float_wav, shared_audio  # noqa: E402
+from harness import Checks, float_wav, shared_audio  # noqa: E402
 TOLERANCE = 1e-4
 
 
@@ -53,17 +53,9 @@ def reference_log_mel(audio, filters, padding):
     return (log + 4.0) / 4.0
 
 
-class Suite:
+class Suite(Checks):
     def __init__(self, hearth, tmp):
         self.hearth, self.tmp = hearth, tmp
-        self.passed = self.failed = 0
-
-    def check(self, name, ok, detail):
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
 
     def npy(self, *args):
         out = os.path.join(self.tmp, "out.npy")

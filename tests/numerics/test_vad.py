@@ -42,7 +42,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import float_wav, shared_audio  # noqa: E402
+from harness import Checks, float_wav, shared_audio  # noqa: E402
 import vad_reference  # noqa: E402
 
 TOLERANCE = 1e-4
@@ -54,18 +54,10 @@ def covered(spans, a, b):
     return sum(max(0.0, min(b, e) - max(a, s)) for s, e in spans)
 
 
-class Suite:
+class Suite(Checks):
     def __init__(self, hearth, model, tmp):
         self.hearth, self.model, self.tmp = hearth, model, tmp
         self.reference = vad_reference.SileroVad(model)
-        self.passed = self.failed = 0
-
-    def check(self, name, ok, detail):
-        print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
 
     def vad(self, path, *options):
         p = subprocess.run([self.hearth, "vad", path, "--model", self.model, "--probabilities",

@@ -14,22 +14,13 @@
 
 #include "audio/audio_error.h"
 #include "audio/decode.h"
+#include "shared_audio.h"
 #include "audio/wav.h"
 
 using namespace hearth::audio;
 using Bytes = std::vector<uint8_t>;
 
 namespace {
-
-// The shared test data sits beside the checkout (../shared), or inside it
-// (shared/) on machines that copy it in.
-std::filesystem::path shared_audio(const char* name) {
-  for (const char* dir : {"/../shared/audio/", "/shared/audio/"}) {
-    const std::filesystem::path p = std::string(HEARTH_SOURCE_DIR) + dir + name;
-    if (std::filesystem::exists(p)) return p;
-  }
-  return {};
-}
 
 Bytes read(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

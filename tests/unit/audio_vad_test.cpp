@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "audio/vad.h"
+#include "shared_audio.h"
 
 using namespace hearth::audio;
 namespace fs = std::filesystem;
@@ -41,14 +42,6 @@ void expect_span(const SpeechSpan& s, int64_t start, int64_t end) {
 }
 
 const int64_t kPad = 480;  // 30 ms
-
-fs::path shared_model() {
-  for (const char* dir : {"/../shared/audio/", "/shared/audio/"}) {
-    const fs::path p = std::string(HEARTH_SOURCE_DIR) + dir + "silero-v6.2.0-ggml.bin";
-    if (fs::exists(p)) return p;
-  }
-  return {};
-}
 
 std::string read(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -166,7 +159,7 @@ TEST(VadLoad, Errors) {
   expect_load_error("", "truncated");
   expect_load_error("GGUF\3\0\0\0 and more bytes", "bad magic");
 
-  const fs::path model = shared_model();
+  const fs::path model = shared_audio("silero-v6.2.0-ggml.bin");
   if (model.empty()) GTEST_SKIP() << "shared/audio/silero-v6.2.0-ggml.bin not present";
   const std::string good = read(model);
   // Every cut of the header and the first tensors, and a few later ones.
@@ -192,7 +185,7 @@ TEST(VadLoad, Errors) {
 }
 
 TEST(VadModel, Probabilities) {
-  const fs::path model = shared_model();
+  const fs::path model = shared_audio("silero-v6.2.0-ggml.bin");
   if (model.empty()) GTEST_SKIP() << "shared/audio/silero-v6.2.0-ggml.bin not present";
   const auto vad = SileroVad::load(model);
   EXPECT_TRUE(vad->probabilities({}).empty());

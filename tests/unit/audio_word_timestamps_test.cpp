@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "audio/word_timestamps.h"
+#include "shared_audio.h"
 
 using namespace hearth::audio;
 using Path = std::vector<std::pair<int, int>>;
@@ -89,20 +90,8 @@ TEST(WordTimestampsMergePunctuations, SpacesDecide) {
   EXPECT_EQ(merged({" end", "”)"}), (std::vector<std::string>{" end”)", ""}));
 }
 
-namespace {
-
-std::filesystem::path rank_file(const char* name) {
-  for (const char* dir : {"/../shared/audio/", "/shared/audio/"}) {
-    const std::filesystem::path p = std::string(HEARTH_SOURCE_DIR) + dir + name;
-    if (std::filesystem::exists(p)) return p;
-  }
-  return {};
-}
-
-}  // namespace
-
 TEST(WordTimestampsSplit, EnglishSplitsAtSpacesAndPunctuation) {
-  const auto path = rank_file("multilingual.tiktoken");
+  const auto path = shared_audio("multilingual.tiktoken");
   if (path.empty()) GTEST_SKIP() << "shared/audio/multilingual.tiktoken missing";
   const auto tok = hearth::text::WhisperTokenizer::load_tiktoken(path, 51865);
   std::vector<int32_t> ids = tok.encode(" And so, my fellow supercalifragilistic Americans.");
@@ -119,7 +108,7 @@ TEST(WordTimestampsSplit, EnglishSplitsAtSpacesAndPunctuation) {
 }
 
 TEST(WordTimestampsSplit, ChineseSplitsAtWholeCharacters) {
-  const auto path = rank_file("multilingual.tiktoken");
+  const auto path = shared_audio("multilingual.tiktoken");
   if (path.empty()) GTEST_SKIP() << "shared/audio/multilingual.tiktoken missing";
   const auto tok = hearth::text::WhisperTokenizer::load_tiktoken(path, 51865);
   const std::string text = "我们龘今天去北京";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "text/tokenizer.h"
+#include "shared_audio.h"
 #include "text/tokenizer_components.h"
 #include "text/tokenizer_regex.h"
 #include "text/unicode.h"
@@ -338,9 +339,7 @@ TEST(Tiktoken, SyntheticRanks) {
 }
 
 TEST(Tiktoken, Gpt2RankFile) {
-  std::filesystem::path path;
-  for (const char* p : {"/../shared/audio/gpt2.tiktoken", "/shared/audio/gpt2.tiktoken"})
-    if (std::filesystem::exists(std::string(HEARTH_SOURCE_DIR) + p)) path = std::string(HEARTH_SOURCE_DIR) + p;
+  const std::filesystem::path path = shared_audio("gpt2.tiktoken");
   if (path.empty()) GTEST_SKIP() << "shared/audio/gpt2.tiktoken not present";
   const char* gpt2 = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
   auto tok = Tokenizer::load_tiktoken(path, gpt2, {{"<|endoftext|>", 50256}});

@@ -17,22 +17,15 @@
 #include <vector>
 
 #include "text/whisper_tokenizer.h"
+#include "shared_audio.h"
 
 using hearth::text::WhisperTokenizer;
 using Ids = std::vector<int32_t>;
 
 namespace {
 
-std::filesystem::path rank_file(const char* name) {
-  for (const char* dir : {"/../shared/audio/", "/shared/audio/"}) {
-    const std::filesystem::path p = std::string(HEARTH_SOURCE_DIR) + dir + name;
-    if (std::filesystem::exists(p)) return p;
-  }
-  return {};
-}
-
 #define LOAD_OR_SKIP(tok, file, n_vocab)                                         \
-  const auto tok##_path = rank_file(file);                                       \
+  const auto tok##_path = shared_audio(file);                                       \
   if (tok##_path.empty()) GTEST_SKIP() << "shared/audio/" << file << " missing"; \
   const auto tok = WhisperTokenizer::load_tiktoken(tok##_path, n_vocab)
 
@@ -174,12 +167,12 @@ TEST(WhisperTokenizer, BadInput) {
   EXPECT_THROW(WhisperTokenizer::load_hf(json, 51865), std::runtime_error);
   std::filesystem::remove(json);
 
-  const auto multi = rank_file("multilingual.tiktoken");
+  const auto multi = shared_audio("multilingual.tiktoken");
   if (multi.empty()) GTEST_SKIP() << "shared/audio/multilingual.tiktoken missing";
   // A vocabulary size no Whisper has, and the English-only size with the
   // multilingual ranks (one token too many).
   EXPECT_THROW(WhisperTokenizer::load_tiktoken(multi, 50000), std::runtime_error);
   EXPECT_THROW(WhisperTokenizer::load_tiktoken(multi, 51864), std::runtime_error);
-  EXPECT_THROW(WhisperTokenizer::load_tiktoken(rank_file("gpt2.tiktoken"), 51865),
+  EXPECT_THROW(WhisperTokenizer::load_tiktoken(shared_audio("gpt2.tiktoken"), 51865),
                std::runtime_error);
 }
