@@ -35,50 +35,56 @@ std::string format_timestamp(double seconds, bool always_hours, char decimal) {
   return buf;
 }
 
+nlohmann::ordered_json speech_json(const std::vector<SpeechSpan>& spans) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const SpeechSpan& sp : spans) out.push_back({{"start", sp.start}, {"end", sp.end}});
+  return out;
+}
+
+nlohmann::ordered_json transcript_json(const Transcript& t, bool verbose, const std::string& task,
+                                       bool with_words) {
+  if (!verbose) return {{"text", t.text}};
+  nlohmann::ordered_json segments = nlohmann::ordered_json::array();
+  nlohmann::ordered_json all_words = nlohmann::ordered_json::array();
+  for (const Segment& s : t.segments) {
+    nlohmann::ordered_json words = nlohmann::ordered_json::array();
+    for (const Word& w : s.words) {
+      words.push_back(
+          {{"word", w.word}, {"start", w.start}, {"end", w.end}, {"probability", w.probability}});
+      // OpenAI's top-level words: the word without its leading space, no probability.
+      const size_t b = w.word.find_first_not_of(' ');
+      all_words.push_back({{"word", b == std::string::npos ? "" : w.word.substr(b)},
+                           {"start", w.start},
+                           {"end", w.end}});
+    }
+    segments.push_back({{"id", s.id},
+                        {"seek", s.seek},
+                        {"start", s.start},
+                        {"end", s.end},
+                        {"text", s.text},
+                        {"tokens", s.tokens},
+                        {"temperature", s.temperature},
+                        {"avg_logprob", s.avg_logprob},
+                        {"compression_ratio", s.compression_ratio},
+                        {"no_speech_prob", s.no_speech_prob}});
+    if (with_words) segments.back()["words"] = std::move(words);
+  }
+  nlohmann::ordered_json body{{"task", task},
+                              {"language", t.language},
+                              {"duration", t.duration},
+                              {"text", t.text},
+                              {"segments", segments}};
+  if (with_words) body["words"] = std::move(all_words);
+  if (t.speech) body["speech"] = speech_json(*t.speech);  // when the VAD ran
+  return body;
+}
+
 FormattedTranscript format_transcript(const Transcript& t, const std::string& format,
                                       const std::string& task, bool with_words) {
   if (format == "text") return {t.text + "\n", "text/plain; charset=utf-8"};
-  if (format == "json")
-    return {nlohmann::ordered_json{{"text", t.text}}.dump(), "application/json"};
-  if (format == "verbose_json") {
-    nlohmann::ordered_json segments = nlohmann::ordered_json::array();
-    nlohmann::ordered_json all_words = nlohmann::ordered_json::array();
-    for (const Segment& s : t.segments) {
-      nlohmann::ordered_json words = nlohmann::ordered_json::array();
-      for (const Word& w : s.words) {
-        words.push_back(
-            {{"word", w.word}, {"start", w.start}, {"end", w.end}, {"probability", w.probability}});
-        // OpenAI's top-level words: the word without its leading space, no probability.
-        const size_t b = w.word.find_first_not_of(' ');
-        all_words.push_back({{"word", b == std::string::npos ? "" : w.word.substr(b)},
-                             {"start", w.start},
-                             {"end", w.end}});
-      }
-      segments.push_back({{"id", s.id},
-                          {"seek", s.seek},
-                          {"start", s.start},
-                          {"end", s.end},
-                          {"text", s.text},
-                          {"tokens", s.tokens},
-                          {"temperature", s.temperature},
-                          {"avg_logprob", s.avg_logprob},
-                          {"compression_ratio", s.compression_ratio},
-                          {"no_speech_prob", s.no_speech_prob}});
-      if (with_words) segments.back()["words"] = std::move(words);
-    }
-    nlohmann::ordered_json body{{"task", task},
-                                {"language", t.language},
-                                {"duration", t.duration},
-                                {"text", t.text},
-                                {"segments", segments}};
-    if (with_words) body["words"] = std::move(all_words);
-    if (t.speech) {  // the VAD's speech spans, when it ran
-      nlohmann::ordered_json spans = nlohmann::ordered_json::array();
-      for (const SpeechSpan& sp : *t.speech) spans.push_back({{"start", sp.start}, {"end", sp.end}});
-      body["speech"] = std::move(spans);
-    }
-    return {body.dump(), "application/json"};
-  }
+  if (format == "json" || format == "verbose_json")
+    return {transcript_json(t, format == "verbose_json", task, with_words).dump(),
+            "application/json"};
   const bool srt = format == "srt";
   if (!srt && format != "vtt")
     throw std::invalid_argument(

@@ -2,7 +2,9 @@
 // openai-whisper's writers: text, json, verbose_json, srt and vtt.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "audio/transcriber.h"
 
@@ -12,6 +14,12 @@ struct FormattedTranscript {
   std::string body;
   std::string content_type;
 };
+
+// The json (verbose: verbose_json) response as JSON, for callers that add to it.
+nlohmann::ordered_json transcript_json(const Transcript& t, bool verbose, const std::string& task,
+                                       bool with_words = false);
+// Speech spans as [{"start", "end"}] in seconds.
+nlohmann::ordered_json speech_json(const std::vector<SpeechSpan>& spans);
 
 // format: text | json | verbose_json | srt | vtt; task goes into verbose_json,
 // and with_words adds "words" to it (per segment and for the whole clip).

@@ -166,15 +166,19 @@ DecodingResult WindowDecoder::decode(const WhisperModel::CrossKv& cross,
 
   for (int step = 0; step < sample_len && int(tokens[0].size()) <= n_ctx; ++step) {
     if (step == 0) {
-      // The start sequence once, with logits everywhere (the no-speech
-      // probability is read at <|startoftranscript|>); the other rows copy it.
-      const WhisperModel::Row row{&seqs[0], initial, true};
-      model_.decode(pool_, cross, std::span(&row, 1), logits_);
-      const std::span<const float> at_sot(logits_.data() + sot_index * size_t(vocab),
-                                          size_t(vocab));
+      // The start sequence once, in two parts so that only the two logits
+      // rows used are computed: up to <|startoftranscript|> (where the
+      // no-speech probability is read), then the rest (whose last row gives
+      // the first token). The other rows copy it.
+      const std::span<const int32_t> start_seq(initial);
+      const WhisperModel::Row to_sot{&seqs[0], start_seq.first(sot_index + 1), false};
+      model_.decode(pool_, cross, std::span(&to_sot, 1), logits_);
       result.no_speech_prob =
-          float(std::exp(double(at_sot[size_t(t.no_speech())]) - log_sum_exp(at_sot)));
-      logits_.erase(logits_.begin(), logits_.end() - vocab);
+          float(std::exp(double(logits_[size_t(t.no_speech())]) - log_sum_exp(logits_)));
+      if (initial.size() > sot_index + 1) {
+        const WhisperModel::Row rest{&seqs[0], start_seq.subspan(sot_index + 1), false};
+        model_.decode(pool_, cross, std::span(&rest, 1), logits_);
+      }
       for (int g = 1; g < group; ++g) {
         model_.copy_sequence(seqs[0], seqs[size_t(g)]);
         logits_.insert(logits_.end(), logits_.begin(), logits_.begin() + vocab);

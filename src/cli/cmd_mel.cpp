@@ -13,6 +13,7 @@
 #include "audio/mel.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/read_file.h"
 
 namespace hearth::cli {
 
@@ -67,11 +68,8 @@ int cmd_mel(int argc, char** argv) {
   }
   if (args.positional().size() != 1)
     throw std::runtime_error(std::string("give one audio FILE\n") + kUsage);
-  std::ifstream in(args.positional()[0], std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + args.positional()[0]);
-  const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in),
-                                   std::istreambuf_iterator<char>()};
-  const std::vector<float> samples = audio::decode_audio(bytes);
+  const std::string bytes = read_file(args.positional()[0]);
+  const std::vector<float> samples = audio::decode_audio(as_bytes(bytes));
   if (args.has("samples")) {
     write_npy(out, {int64_t(samples.size())}, samples);
     return 0;

@@ -5,16 +5,15 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "audio/decode.h"
 #include "audio/subtitles.h"
 #include "audio/transcriber.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "core/read_file.h"
 
 namespace hearth::cli {
 
@@ -51,14 +50,6 @@ const char* kHelp =
                        chosen token and the top-K raw logits: {"step", "token", "top"}
   --mel FILE.npy       use this log-mel window (float32 [n_mels, 3000]) instead of FILE
 )";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // A float32 C-order .npy of shape [rows, cols].
 std::vector<float> read_npy(const fs::path& path, int64_t rows, int64_t cols) {
@@ -185,8 +176,7 @@ int cmd_transcribe(int argc, char** argv) {
         audio::transcribe_mel(*model, tokenizer, pool, mel, frames, frames, options, hooks);
   } else {
     const std::string bytes = read_file(args.positional()[0]);
-    const std::vector<float> samples = audio::decode_audio(
-        std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    const std::vector<float> samples = audio::decode_audio(as_bytes(bytes));
     transcript = audio::transcribe(*model, tokenizer, pool, samples, options, hooks);
   }
   if (bar) std::fputs("\n", stderr);

@@ -3,7 +3,6 @@
 // per-window probabilities with a NumPy forward): the speech spans as JSON,
 // and with --probabilities the model's output for every 512-sample window.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -15,6 +14,7 @@
 #include "audio/vad.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/read_file.h"
 
 namespace hearth::cli {
 
@@ -61,11 +61,8 @@ int cmd_vad(int argc, char** argv) {
     throw std::runtime_error("--threshold must be between 0 and 1");
 
   const auto vad = audio::SileroVad::load(args.str("model"));
-  std::ifstream in(args.positional()[0], std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + args.positional()[0]);
-  const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in),
-                                   std::istreambuf_iterator<char>()};
-  const std::vector<float> samples = audio::decode_audio(bytes);
+  const std::string bytes = read_file(args.positional()[0]);
+  const std::vector<float> samples = audio::decode_audio(as_bytes(bytes));
 
   const std::vector<float> probs = vad->probabilities(samples);
   nlohmann::json spans = nlohmann::json::array();

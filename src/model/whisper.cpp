@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -331,6 +332,30 @@ void WhisperModel::mlp(ThreadPool& pool, const Linear& fc1, const Linear& fc2, i
   for (int64_t i = 0; i < n * d; ++i) x_[size_t(i)] += h_[size_t(i)];
 }
 
+void WhisperModel::attend_heads(
+    ThreadPool& pool, int64_t n, int64_t n_keys, int heads,
+    const std::function<std::pair<const float*, const float*>(int)>& head_kv,
+    const std::function<void(int, std::span<const float>)>& scores_seen) {
+  const int64_t d = config_.d_model, hd = d / heads;
+  const float scale = 1.0f / std::sqrt(float(hd));
+  head_q_.resize(size_t(n * hd)), head_out_.resize(size_t(n * hd));
+  scores_.resize(std::max(scores_.size(), size_t(n * n_keys)));
+  for (int h = 0; h < heads; ++h) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < hd; ++j)
+        head_q_[size_t(i * hd + j)] = q_[size_t(i * d + h * hd + j)] * scale;
+    const auto [keys, values_t] = head_kv(h);
+    matmul(pool, f32_matrix(keys, n_keys, hd), head_q_.data(), n, scores_.data());
+    if (scores_seen) scores_seen(h, std::span<const float>(scores_.data(), size_t(n * n_keys)));
+    pool.parallel_for(n, 16, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) softmax(&scores_[size_t(i * n_keys)], n_keys);
+    });
+    matmul(pool, f32_matrix(values_t, hd, n_keys), scores_.data(), n, head_out_.data());
+    for (int64_t i = 0; i < n; ++i)
+      std::copy_n(&head_out_[size_t(i * hd)], hd, &attn_[size_t(i * d + h * hd)]);
+  }
+}
+
 void WhisperModel::encode(ThreadPool& pool, const float* mel, std::vector<float>& features) {
   const auto& c = config_;
   const int64_t d = c.d_model, frames = c.mel_frames(), T = c.audio_ctx, mels = c.n_mels;
@@ -372,36 +397,26 @@ void WhisperModel::encode(ThreadPool& pool, const float* mel, std::vector<float>
 
   const int heads = c.encoder_heads;
   const int64_t hd = d / heads;
-  const float scale = 1.0f / std::sqrt(float(hd));
   h_.resize(size_t(T * d));
   q_.resize(size_t(T * d)), k_.resize(size_t(T * d)), v_.resize(size_t(T * d));
   attn_.resize(size_t(T * d));
-  head_q_.resize(size_t(T * hd)), head_k_.resize(size_t(T * hd)), head_v_.resize(size_t(T * hd));
-  head_out_.resize(size_t(T * hd));
-  scores_.resize(size_t(T * T));
+  head_k_.resize(size_t(T * hd)), head_v_.resize(size_t(T * hd));
   for (const EncoderLayer& L : encoder_) {
     for (int64_t t = 0; t < T; ++t)
       layer_norm(&x_[size_t(t * d)], L.attn_norm.w, L.attn_norm.b, d, &h_[size_t(t * d)]);
     linear(pool, L.attn.q, h_.data(), T, q_.data());
     linear(pool, L.attn.k, h_.data(), T, k_.data());
     linear(pool, L.attn.v, h_.data(), T, v_.data());
-    // Every frame attends to every frame: per head, scores = Q K^T and
-    // out = softmax(scores) V as two matmuls.
-    for (int h = 0; h < heads; ++h) {
+    // Every frame attends to every frame; each head's keys and values are
+    // gathered into the layouts attend_heads() takes.
+    attend_heads(pool, T, T, heads, [&](int h) {
       for (int64_t t = 0; t < T; ++t)
         for (int64_t j = 0; j < hd; ++j) {
-          head_q_[size_t(t * hd + j)] = q_[size_t(t * d + h * hd + j)] * scale;
           head_k_[size_t(t * hd + j)] = k_[size_t(t * d + h * hd + j)];
           head_v_[size_t(j * T + t)] = v_[size_t(t * d + h * hd + j)];
         }
-      matmul(pool, f32_matrix(head_k_.data(), T, hd), head_q_.data(), T, scores_.data());
-      pool.parallel_for(T, 16, [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) softmax(&scores_[size_t(t * T)], T);
-      });
-      matmul(pool, f32_matrix(head_v_.data(), hd, T), scores_.data(), T, head_out_.data());
-      for (int64_t t = 0; t < T; ++t)
-        std::copy_n(&head_out_[size_t(t * hd)], hd, &attn_[size_t(t * d + h * hd)]);
-    }
+      return std::pair<const float*, const float*>(head_k_.data(), head_v_.data());
+    });
     linear(pool, L.attn.out, attn_.data(), T, h_.data());
     for (int64_t i = 0; i < T * d; ++i) x_[size_t(i)] += h_[size_t(i)];
     for (int64_t t = 0; t < T; ++t)
@@ -484,8 +499,7 @@ void WhisperModel::decode(ThreadPool& pool, const CrossKv& cross, std::span<cons
       for (int64_t j = 0; j < d; ++j) x_[size_t(t * d + j)] += pos[j];
     }
 
-  scores_.resize(size_t(std::max(heads * c.text_ctx, T_audio) * n));
-  head_q_.resize(size_t(n * hd)), head_out_.resize(size_t(n * hd));
+  scores_.resize(size_t(heads * c.text_ctx * n));  // self-attention's; attend_heads grows it
   for (size_t l = 0; l < decoder_.size(); ++l) {
     const DecoderLayer& L = decoder_[l];
     // Causal self-attention over each sequence's cache.
@@ -532,21 +546,18 @@ void WhisperModel::decode(ThreadPool& pool, const CrossKv& cross, std::span<cons
     for (int64_t i = 0; i < n; ++i)
       layer_norm(&x_[size_t(i * d)], L.cross_norm.w, L.cross_norm.b, d, &h_[size_t(i * d)]);
     linear(pool, L.cross_attn.q, h_.data(), n, q_.data());
-    for (int64_t h = 0; h < heads; ++h) {
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t j = 0; j < hd; ++j)
-          head_q_[size_t(i * hd + j)] = q_[size_t(i * d + h * hd + j)] * scale;
-      matmul(pool, f32_matrix(&cross.keys[l][size_t(h * T_audio * hd)], T_audio, hd),
-             head_q_.data(), n, scores_.data());
-      for (size_t a = 0; keep && a < keep->heads.size(); ++a)
-        if (keep->heads[a] == std::pair(int(l), int(h)))
-          keep->scores[a].assign(scores_.begin(), scores_.begin() + ptrdiff_t(n * T_audio));
-      for (int64_t i = 0; i < n; ++i) softmax(&scores_[size_t(i * T_audio)], T_audio);
-      matmul(pool, f32_matrix(&cross.values_t[l][size_t(h * hd * T_audio)], hd, T_audio),
-             scores_.data(), n, head_out_.data());
-      for (int64_t i = 0; i < n; ++i)
-        std::copy_n(&head_out_[size_t(i * hd)], hd, &attn_[size_t(i * d + h * hd)]);
-    }
+    attend_heads(
+        pool, n, T_audio, int(heads),
+        [&](int h) {
+          return std::pair<const float*, const float*>(
+              &cross.keys[l][size_t(h * T_audio * hd)],
+              &cross.values_t[l][size_t(h * hd * T_audio)]);
+        },
+        [&](int h, std::span<const float> scores) {
+          for (size_t a = 0; keep && a < keep->heads.size(); ++a)
+            if (keep->heads[a] == std::pair(int(l), h))
+              keep->scores[a].assign(scores.begin(), scores.end());
+        });
     linear(pool, L.cross_attn.out, attn_.data(), n, h_.data());
     for (int64_t i = 0; i < n * d; ++i) x_[size_t(i)] += h_[size_t(i)];
 

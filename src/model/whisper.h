@@ -12,6 +12,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -139,6 +140,13 @@ class WhisperModel {
   Linear load_linear(const std::string& module, int64_t rows, int64_t cols, bool bias) const;
   Norm load_norm(const std::string& module) const;
   Attention load_attention(const std::string& module) const;
+  // attn_[i][head h] = softmax(q_[i][head h] K_h^T / sqrt(head_dim)) V_h for
+  // n query rows and n_keys keys: head_kv(h) gives K_h [n_keys][head_dim]
+  // and V_h transposed [head_dim][n_keys]; scores_seen(h, ...) sees a head's
+  // scores before the softmax (word timestamps keep some).
+  void attend_heads(ThreadPool& pool, int64_t n, int64_t n_keys, int heads,
+                    const std::function<std::pair<const float*, const float*>(int)>& head_kv,
+                    const std::function<void(int, std::span<const float>)>& scores_seen = nullptr);
   // y = x W^T + b for n rows.
   void linear(ThreadPool& pool, const Linear& l, const float* x, int64_t n, float* y);
   void mlp(ThreadPool& pool, const Linear& fc1, const Linear& fc2, int64_t n, int ffn);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/base64.h"
 #include "http/multipart.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
@@ -17,39 +18,6 @@ std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return char(std::tolower(c)); });
   return s;
-}
-
-// Standard base64 (padding optional, no whitespace), or nothing if malformed.
-std::optional<std::string> base64_decode(std::string_view in) {
-  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-  std::string out;
-  out.reserve(in.size() * 3 / 4);
-  uint32_t bits = 0;
-  int n = 0;
-  for (char c : in) {
-    int v;
-    if (c >= 'A' && c <= 'Z')
-      v = c - 'A';
-    else if (c >= 'a' && c <= 'z')
-      v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9')
-      v = c - '0' + 52;
-    else if (c == '+' || c == '-')
-      v = 62;
-    else if (c == '/' || c == '_')
-      v = 63;
-    else
-      return std::nullopt;
-    bits = bits << 6 | uint32_t(v);
-    if (++n == 4) {
-      out += char(bits >> 16), out += char(bits >> 8 & 0xff), out += char(bits & 0xff);
-      bits = 0, n = 0;
-    }
-  }
-  if (n == 1) return std::nullopt;
-  if (n == 2) out += char(bits >> 4);
-  if (n == 3) out += char(bits >> 10), out += char(bits >> 2 & 0xff);
-  return out;
 }
 
 // A query-string component: %XX escapes and '+' for space.
@@ -80,9 +48,9 @@ std::string audio_from_json(const std::string& value, const std::string& field) 
                         "'" + field + "' must be a base64 data: URL (data:audio/...;base64,...)");
     b64.remove_prefix(comma + 1);
   }
-  std::optional<std::string> bytes = base64_decode(b64);
-  if (!bytes) throw bad_request(field, "'" + field + "' is not valid base64");
-  return *bytes;
+  std::string bytes;
+  if (!base64_decode(b64, bytes)) throw bad_request(field, "'" + field + "' is not valid base64");
+  return bytes;
 }
 
 // The request's fields as strings, whatever the encoding: multipart form

@@ -19,6 +19,13 @@ std::string sse(const ojson& event) {
   return "data: " + dump(event) + "\n\n";
 }
 
+// A transcription's answer: the JSON formats as JSON (with the hearth
+// block), the others as formatted text.
+struct Answer {
+  ojson json;  // null for text, srt and vtt
+  audio::FormattedTranscript text;
+};
+
 ojson segment_json(const audio::Segment& s) {
   return {{"id", s.id}, {"start", s.start}, {"end", s.end}};
 }
@@ -70,33 +77,32 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
     } catch (const std::invalid_argument& e) {
       throw ApiError(400, e.what());
     }
-    audio::FormattedTranscript f =
-        audio::format_transcript(t, r.response_format, r.options.task, r.options.word_timestamps);
-    if (r.response_format == "json" || r.response_format == "verbose_json") {
-      ojson body = ojson::parse(f.body);
-      const auto now = Clock::now();
-      body["hearth"] = {
-          {"model", transcription->model_id()},
-          {"language", t.language},
-          {"duration", t.duration},
-          {"timings",
-           {{"decode_ms", decode_ms},
-            {"transcribe_ms", std::chrono::duration<double, std::milli>(now - t1).count()},
-            {"total_ms", std::chrono::duration<double, std::milli>(now - t0).count()}}}};
-      if (t.speech) {  // what the VAD found
-        ojson spans = ojson::array();
-        for (const audio::SpeechSpan& sp : *t.speech)
-          spans.push_back({{"start", sp.start}, {"end", sp.end}});
-        body["hearth"]["speech"] = std::move(spans);
-      }
-      f.body = dump(body);
+    Answer a;
+    if (r.response_format != "json" && r.response_format != "verbose_json") {
+      a.text = audio::format_transcript(t, r.response_format, r.options.task);
+      return a;
     }
-    return f;
+    a.json = audio::transcript_json(t, r.response_format == "verbose_json", r.options.task,
+                                    r.options.word_timestamps);
+    const auto now = Clock::now();
+    a.json["hearth"] = {
+        {"model", transcription->model_id()},
+        {"language", t.language},
+        {"duration", t.duration},
+        {"timings",
+         {{"decode_ms", decode_ms},
+          {"transcribe_ms", std::chrono::duration<double, std::milli>(now - t1).count()},
+          {"total_ms", std::chrono::duration<double, std::milli>(now - t0).count()}}}};
+    if (t.speech) a.json["hearth"]["speech"] = audio::speech_json(*t.speech);
+    return a;
   };
 
   if (!r.stream) {
-    const audio::FormattedTranscript f = run(samples, r, {});
-    res.set_content(f.body, f.content_type);
+    const Answer a = run(samples, r, {});
+    if (a.json.is_null())
+      res.set_content(a.text.body, a.text.content_type);
+    else
+      res.set_content(dump(a.json), "application/json");
     return;
   }
   // Streamed: a delta per final segment, progress per window, then the whole body.
@@ -112,14 +118,13 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
       sink.write(sse({{"type", "transcript.progress"}, {"done", done}, {"total", total}}));
     };
     try {
-      const audio::FormattedTranscript f = run(samples, r, hooks);
+      const Answer a = run(samples, r, hooks);
       ojson done = {{"type", "transcript.text.done"}};
-      if (f.content_type == "application/json") {
-        ojson body = ojson::parse(f.body);
-        done["text"] = body["text"];
-        done["response"] = body;
+      if (a.json.is_null()) {
+        done["text"] = a.text.body;
       } else {
-        done["text"] = f.body;
+        done["text"] = a.json["text"];
+        done["response"] = a.json;
       }
       sink.write(sse(done));
     } catch (const ApiError& e) {

@@ -50,24 +50,21 @@ void Transcription::unload_locked() {
 audio::Transcript Transcription::transcribe(std::span<const float> samples,
                                             const audio::TranscribeOptions& o,
                                             const audio::TranscribeHooks& hooks) {
-  std::lock_guard lock(run_);
-  // The VAD first: audio without speech never loads Whisper.
-  audio::TranscribeOptions options = o;
-  std::vector<audio::SpeechSpan> speech;
-  if (o.vad) {
-    speech = o.vad->speech(samples, o.vad_options);
-    options.speech = &speech;
-  }
-  if (o.vad && speech.empty()) {
-    std::lock_guard state(state_);
-    ++requests_;
-    return audio::no_speech(samples, o);
-  }
-  load_locked();
   {
     std::lock_guard state(state_);
     ++requests_;
   }
+  // The VAD first, outside the lock (it shares nothing): audio without
+  // speech never waits for or loads Whisper.
+  audio::TranscribeOptions options = o;
+  std::vector<audio::SpeechSpan> speech;
+  if (o.vad) {
+    speech = o.vad->speech(samples, o.vad_options);
+    if (speech.empty()) return audio::no_speech(samples, o);
+    options.speech = &speech;
+  }
+  std::lock_guard lock(run_);
+  load_locked();
   struct Touch {  // the idle clock starts when the work ends, however it ends
     Transcription& t;
     ~Touch() {

@@ -1,23 +1,14 @@
 #include "text/chat.h"
 
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
+#include "core/read_file.h"
 #include "text/jinja.h"
 #include "text/jinja_json.h"
 
 namespace hearth::text {
 
 namespace {
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot read " + p.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // A special token in tokenizer_config.json: a string or an AddedToken object.
 std::string token_string(const nlohmann::ordered_json& j) {

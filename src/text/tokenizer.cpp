@@ -6,11 +6,11 @@
 #include <cctype>
 #include <charconv>
 #include <array>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <unordered_set>
 
+#include "core/base64.h"
+#include "core/read_file.h"
 #include "text/byte_trie.h"
 #include "text/tokenizer_components.h"
 #include "text/unicode.h"
@@ -21,20 +21,6 @@ namespace u = hearth::text::unicode;
 using detail::json;
 
 namespace {
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw std::runtime_error(p.string() + ": cannot open");
-  std::string s;
-  f.seekg(0, std::ios::end);
-  const auto size = f.tellg();
-  if (size < 0) throw std::runtime_error(p.string() + ": cannot read");
-  s.resize(static_cast<size_t>(size));
-  f.seekg(0);
-  f.read(s.data(), static_cast<std::streamsize>(s.size()));
-  if (!f) throw std::runtime_error(p.string() + ": read failed");
-  return s;
-}
 
 std::string token_content(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -326,37 +312,6 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& tokenize
   if (std::filesystem::exists(config_path, ec)) config = read_file(config_path);
   return from_json(text, config, tokenizer_json.string());
 }
-
-namespace {
-
-int base64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+' || c == '-') return 62;
-  if (c == '/' || c == '_') return 63;
-  return -1;
-}
-
-bool base64_decode(std::string_view in, std::string& out) {
-  out.clear();
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=') break;
-    const int v = base64_value(c);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::load_tiktoken(const std::filesystem::path& rank_file, std::string_view pattern,
                                                     const std::vector<std::pair<std::string, int32_t>>& special_tokens) {

@@ -7,13 +7,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 
+#include "core/read_file.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
 
@@ -87,14 +86,6 @@ int language_index(std::string_view language) {
   for (const auto& a : kAliases)
     if (lower == a.name) return language_index(a.code);
   return -1;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path.string() + ": cannot open");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // The GPT-2 pre-tokenizer pattern openai-whisper gives tiktoken.

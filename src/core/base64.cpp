@@ -1,0 +1,39 @@
+#include "core/base64.h"
+
+#include <cstdint>
+
+namespace hearth {
+
+namespace {
+
+int base64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+' || c == '-') return 62;
+  if (c == '/' || c == '_') return 63;
+  return -1;
+}
+
+}  // namespace
+
+bool base64_decode(std::string_view in, std::string& out) {
+  out.clear();
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  out.reserve(in.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    const int v = base64_value(c);
+    if (v < 0) return false;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return bits < 6;  // a lone trailing character encodes no byte
+}
+
+}  // namespace hearth
