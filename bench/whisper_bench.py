@@ -16,6 +16,9 @@ the way a real model does at the end of the speech, so the cap stands in for
 the real length: 100 is about what a real model writes for 30 s of English
 (150 words a minute, ~1.3 tokens a word, plus a timestamp pair per segment).
 
+whisper-cli and whisper-quantize: `bash bench/whisper_cpp_build.sh` builds
+them (whisper.cpp 1.9.1 from the npm package nodejs-whisper's sources).
+
 hearth reports its own breakdown (`--timings`). whisper.cpp's comes from its
 whisper_print_timings: encode = "encode time" per run; a decoder token is
 one run of prompt, decode or batchd, its time those plus "sample time" (hearth's
