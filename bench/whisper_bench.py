@@ -132,8 +132,8 @@ def hearth(model, clip, threads):
                    "--temperature", "0", "--no-fallback", "--sample-len", str(a.sample_len),
                    "--threads", str(threads), "--timings"])
     t = json.loads([l for l in p.stderr.splitlines() if l.startswith("{")][-1])
-    return {"load_ms": t["load_ms"], "encode_ms": t["encode_ms"] / t["windows"],
-            "token_ms": t["decode_ms"] / max(1, t["tokens"]), "windows": t["windows"],
+    return {"load_ms": t["load_ms"], "encode_ms": t["encoder_ms"] / t["windows"],
+            "token_ms": t["decoder_ms"] / max(1, t["tokens"]), "windows": t["windows"],
             "tokens": t["tokens"], "rtf": t["audio_s"] / (t["transcribe_ms"] / 1000),
             "wall_s": wall}
 

@@ -78,7 +78,7 @@ Transcript transcribe_mel(WhisperModel& model, const text::WhisperTokenizer& tok
     const std::vector<float> w = window(mel, n_mels, frames, seek, size, window_frames);
     model.encode(pool, w.data(), features);
     model.cross_kv(pool, features, cross);
-    out.timings.encode_ms += ms_since(t0);
+    out.timings.encoder_ms += ms_since(t0);
     ++out.timings.windows;
   };
 
@@ -131,7 +131,7 @@ Transcript transcribe_mel(WhisperModel& model, const text::WhisperTokenizer& tok
       const auto t0 = Clock::now();
       result = decoder.decode(cross, decoding, rng,
                               first_window && i == 0 ? hooks.first_window_steps : nullptr);
-      out.timings.decode_ms += ms_since(t0);
+      out.timings.decoder_ms += ms_since(t0);
       ++out.timings.decodes;
       out.timings.tokens += int64_t(result.tokens.size());
       bool fallback =

@@ -56,11 +56,11 @@ struct Segment {
 
 // Where a transcription's time went (`hearth transcribe --timings`).
 struct TranscribeTimings {
-  int windows = 0;       // encoder runs
-  double encode_ms = 0;  // the encoder and each window's cross-attention keys and values
-  int decodes = 0;       // window decodes, temperature fallbacks included
-  int64_t tokens = 0;    // tokens those decodes kept (end tokens not counted)
-  double decode_ms = 0;  // the decodes: prompt, steps, logit filters and sampling
+  int windows = 0;        // encoder runs
+  double encoder_ms = 0;  // the encoder and each window's cross-attention keys and values
+  int decodes = 0;        // window decodes, temperature fallbacks included
+  int64_t tokens = 0;     // tokens those decodes kept (end tokens not counted)
+  double decoder_ms = 0;  // the decodes: prompt, steps, logit filters and sampling
 };
 
 struct Transcript {

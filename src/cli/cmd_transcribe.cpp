@@ -48,7 +48,8 @@ const char* kHelp =
   --mel FILE.npy       use this log-mel window (float32 [n_mels, 3000]) instead of FILE
   --timings            print where the time went as one JSON line on stderr: load_ms (model
                        and vocabulary), transcribe_ms (log-mel, encoder, decoder), audio_s,
-                       windows and encode_ms, decodes, tokens and decode_ms, threads
+                       windows and encoder_ms, decodes, tokens and decoder_ms (Whisper's encoder and
+                       decoder; the audio file's decoding is outside transcribe_ms), threads
 )";
 
 std::string read_file(const fs::path& path) {
@@ -176,10 +177,10 @@ int cmd_transcribe(int argc, char** argv) {
                                 {"transcribe_ms", transcribe_ms},
                                 {"audio_s", transcript.duration},
                                 {"windows", t.windows},
-                                {"encode_ms", t.encode_ms},
+                                {"encoder_ms", t.encoder_ms},
                                 {"decodes", t.decodes},
                                 {"tokens", t.tokens},
-                                {"decode_ms", t.decode_ms},
+                                {"decoder_ms", t.decoder_ms},
                                 {"threads", threads}}
                      .dump()
               << "\n";
