@@ -187,10 +187,14 @@ for name in a.models.split(","):
 if a.json:
     print(json.dumps(rows, indent=1))
 else:
+    # x: hearth's RTF @cap over whisper.cpp's on the same model, threads and clip.
+    cap = {(r["engine"], r["model"], r["threads"], r["clip_s"]): r["rtf_at_cap"] for r in rows}
     print("| engine | model | threads | clip | load ms | encode ms/window | decode ms/token "
-          "| windows | tokens | RTF | RTF @cap |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| windows | tokens | RTF | RTF @cap | x |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        other = cap.get(("whisper.cpp", r["model"], r["threads"], r["clip_s"]))
+        x = f"{r['rtf_at_cap'] / other:.2f}" if r["engine"] == "hearth" and other else ""
         print(f"| {r['engine']} | {r['model']} | {r['threads']} | {r['clip_s']} s "
-              f"| {r['load_ms']:.0f} | {r['encode_ms']:.0f} | {r['token_ms']:.1f} | {r['windows']} "
-              f"| {r['tokens']} | {r['rtf']:.1f} | {r['rtf_at_cap']:.1f} |")
+              f"| {r['load_ms']:.0f} | {r['encode_ms']:.0f} | {r['token_ms']:.2f} | {r['windows']} "
+              f"| {r['tokens']} | {r['rtf']:.1f} | {r['rtf_at_cap']:.1f} | {x} |")

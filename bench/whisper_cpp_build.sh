@@ -9,6 +9,7 @@
 #
 # Prints the directory holding the two binaries.
 set -euo pipefail
+case ${1:-} in -*) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 dir=${1:-/var/tmp/whisper-cpp}
 version=0.3.1
 mkdir -p "$dir"
