@@ -1,6 +1,7 @@
 #include "audio/transcriber.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -106,16 +107,23 @@ Transcript transcribe_mel(WhisperModel& model, const text::WhisperTokenizer& tok
   if (options.temperatures.empty())
     throw std::invalid_argument("at least one temperature is needed");
 
+  Transcript out;
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
   WindowDecoder decoder(model, tokenizer, pool);
   WhisperModel::CrossKv cross;
   std::vector<float> features;
   auto encode = [&](int64_t seek, int64_t size) {
+    const auto t0 = Clock::now();
     const std::vector<float> w = window(mel, n_mels, frames, seek, size, window_frames);
     model.encode(pool, w.data(), features);
     model.cross_kv(pool, features, cross);
+    out.timings.encoder_ms += ms_since(t0);
+    ++out.timings.windows;
   };
 
-  Transcript out;
   out.duration = double(content_frames) * kFrameSeconds;
   out.language = options.language;
   if (!tokenizer.multilingual()) {
@@ -162,8 +170,12 @@ Transcript transcribe_mel(WhisperModel& model, const text::WhisperTokenizer& tok
     DecodingResult result;
     for (size_t i = 0; i < options.temperatures.size(); ++i) {
       decoding.temperature = options.temperatures[i];
+      const auto t0 = Clock::now();
       result = decoder.decode(cross, decoding, rng,
                               first_window && i == 0 ? hooks.first_window_steps : nullptr);
+      out.timings.decoder_ms += ms_since(t0);
+      ++out.timings.decodes;
+      out.timings.tokens += int64_t(result.tokens.size());
       bool fallback =
           (options.compression_ratio_threshold &&
            result.compression_ratio > *options.compression_ratio_threshold) ||

@@ -62,9 +62,19 @@ struct Segment {
   std::vector<Word> words;  // with TranscribeOptions::word_timestamps
 };
 
+// Where a transcription's time went (`hearth transcribe --timings`).
+struct TranscribeTimings {
+  int windows = 0;        // encoder runs
+  double encoder_ms = 0;  // the encoder and each window's cross-attention keys and values
+  int decodes = 0;        // window decodes, temperature fallbacks included
+  int64_t tokens = 0;     // tokens those decodes kept (end tokens not counted)
+  double decoder_ms = 0;  // the decodes: prompt, steps, logit filters and sampling
+};
+
 struct Transcript {
   std::string text;
   std::string language;
+  TranscribeTimings timings;
   double duration = 0;  // seconds of audio
   std::vector<Segment> segments;
   std::optional<std::vector<SpeechSpan>> speech;  // what the VAD found, when it ran

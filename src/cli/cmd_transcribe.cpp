@@ -2,6 +2,7 @@
 // openai-whisper's command line does it, with a progress bar on stderr.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -49,6 +50,10 @@ const char* kHelp =
   --logits K           print one JSON line per decoding step of the first window, the
                        chosen token and the top-K raw logits: {"step", "token", "top"}
   --mel FILE.npy       use this log-mel window (float32 [n_mels, 3000]) instead of FILE
+  --timings            print where the time went as one JSON line on stderr: load_ms (model
+                       and vocabulary), transcribe_ms (log-mel, encoder, decoder), audio_s,
+                       windows and encoder_ms, decodes, tokens and decoder_ms (Whisper's encoder and
+                       decoder; the audio file's decoding is outside transcribe_ms), threads
 )";
 
 // A float32 C-order .npy of shape [rows, cols].
@@ -77,7 +82,8 @@ std::vector<float> read_npy(const fs::path& path, int64_t rows, int64_t cols) {
 int cmd_transcribe(int argc, char** argv) {
   Args args(
       argc, argv,
-      {"help", "translate", "no-fallback", "without-timestamps", "word-timestamps", "vad-trim"});
+      {"help", "translate", "no-fallback", "without-timestamps", "word-timestamps", "vad-trim",
+       "timings"});
   if (args.has("help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -103,18 +109,26 @@ int cmd_transcribe(int argc, char** argv) {
                    "vad",
                    "vad-threshold",
                    "vad-min-speech-ms",
-                   "vad-trim"});
+                   "vad-trim",
+                   "timings"});
   if (!args.has("model"))
     throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
   const bool from_mel = args.has("mel");
   if (args.positional().size() != (from_mel ? 0u : 1u))
     throw std::runtime_error(from_mel ? "--mel replaces FILE" : "expected one audio FILE");
 
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  const auto load_start = Clock::now();
   const fs::path dir = args.str("model");
   auto model = WhisperModel::load(dir);
   const text::WhisperTokenizer tokenizer =
       text::WhisperTokenizer::load_dir(dir, model->config().vocab_size);
-  ThreadPool pool(thread_count(args));
+  const double load_ms = ms_since(load_start);
+  const int threads = thread_count(args);
+  ThreadPool pool(threads);
 
   audio::TranscribeOptions options;
   options.task = args.has("translate") ? "translate" : "transcribe";
@@ -169,17 +183,36 @@ int cmd_transcribe(int argc, char** argv) {
     };
 
   audio::Transcript transcript;
+  double transcribe_ms = 0;
   if (from_mel) {
     const int64_t frames = model->config().mel_frames();
     const std::vector<float> mel = read_npy(args.str("mel"), model->config().n_mels, frames);
+    const auto t0 = Clock::now();
     transcript =
         audio::transcribe_mel(*model, tokenizer, pool, mel, frames, frames, options, hooks);
+    transcribe_ms = ms_since(t0);
   } else {
     const std::string bytes = read_file(args.positional()[0]);
     const std::vector<float> samples = audio::decode_audio(as_bytes(bytes));
+    const auto t0 = Clock::now();
     transcript = audio::transcribe(*model, tokenizer, pool, samples, options, hooks);
+    transcribe_ms = ms_since(t0);
   }
   if (bar) std::fputs("\n", stderr);
+  if (args.has("timings")) {
+    const audio::TranscribeTimings& t = transcript.timings;
+    std::cerr << nlohmann::json{{"load_ms", load_ms},
+                                {"transcribe_ms", transcribe_ms},
+                                {"audio_s", transcript.duration},
+                                {"windows", t.windows},
+                                {"encoder_ms", t.encoder_ms},
+                                {"decodes", t.decodes},
+                                {"tokens", t.tokens},
+                                {"decoder_ms", t.decoder_ms},
+                                {"threads", threads}}
+                     .dump()
+              << "\n";
+  }
   if (logits_k > 0) return 0;
   std::cout
       << audio::format_transcript(transcript, format, options.task, options.word_timestamps).body;
