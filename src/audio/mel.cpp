@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <numbers>
@@ -78,64 +79,93 @@ std::vector<float> mel_filters(int n_mels) {
   return w;
 }
 
+void log10_mel_frames(std::span<const float> audio, int64_t length, int n_mels, int64_t first,
+                      int64_t count, std::span<float> out, int64_t frame_stride,
+                      int64_t mel_stride) {
+  if (length < int64_t(audio.size()) || first < 0 || count < 0 || first + count > length / kHop)
+    throw std::invalid_argument("log-mel frames outside the signal");
+  static std::mutex tables_lock;  // the filterbank and its bands, made once per mel count
+  struct Tables {
+    std::vector<float> filters;
+    std::vector<Band> bands;
+  };
+  static std::map<int, Tables> tables;
+  const Tables* t = nullptr;
+  {
+    std::lock_guard lock(tables_lock);
+    auto [it, made] = tables.try_emplace(n_mels);
+    if (made) {
+      it->second.filters = mel_filters(n_mels);
+      for (int m = 0; m < n_mels; ++m) {
+        const float* row = &it->second.filters[size_t(m) * kFreqBins];
+        int b = 0, e = kFreqBins;
+        while (b < e && row[b] == 0) ++b;
+        while (e > b && row[e - 1] == 0) --e;
+        it->second.bands.push_back({b, e});
+      }
+    }
+    t = &it->second;
+  }
+  static const std::vector<float> window = [] {  // periodic Hann, as torch.hann_window(400)
+    std::vector<float> w(kNfft);
+    for (int k = 0; k < kNfft; ++k)
+      w[size_t(k)] = float(0.5 - 0.5 * std::cos(2 * std::numbers::pi * k / kNfft));
+    return w;
+  }();
+
+  // Sample j of the signal reflect-padded by kNfft / 2 on each side (numpy's
+  // mode='reflect', repeated where the signal is shorter than the padding).
+  constexpr int64_t kEdge = kNfft / 2;
+  const int64_t period = 2 * (length - 1);
+  const auto sample = [&](int64_t j) {
+    int64_t i = j - kEdge;
+    if (i < 0 || i >= length) {
+      i = period > 0 ? std::abs(i) % period : 0;
+      if (i >= length) i = period - i;
+    }
+    return i < int64_t(audio.size()) ? audio[size_t(i)] : 0.0f;
+  };
+
+  const fftwf_plan plan = r2c_plan();
+  std::unique_ptr<float, FftwFree> in(fftwf_alloc_real(kNfft));
+  std::unique_ptr<fftwf_complex, FftwFree> spectrum(fftwf_alloc_complex(kFreqBins));
+  if (!in || !spectrum) throw std::bad_alloc();
+  float power[kFreqBins];
+  for (int64_t f = 0; f < count; ++f) {
+    const int64_t start = (first + f) * kHop;  // in the padded signal
+    if (start >= kEdge && start + kNfft - kEdge <= int64_t(audio.size())) {
+      const float* frame = audio.data() + (start - kEdge);
+      for (int k = 0; k < kNfft; ++k) in.get()[k] = frame[k] * window[size_t(k)];
+    } else {
+      for (int k = 0; k < kNfft; ++k) in.get()[k] = sample(start + k) * window[size_t(k)];
+    }
+    fftwf_execute_dft_r2c(plan, in.get(), spectrum.get());
+    for (int k = 0; k < kFreqBins; ++k) {
+      const float re = spectrum.get()[k][0], im = spectrum.get()[k][1];
+      power[k] = re * re + im * im;
+    }
+    for (int m = 0; m < n_mels; ++m) {
+      const float* row = &t->filters[size_t(m) * kFreqBins];
+      float sum = 0;
+      for (int k = t->bands[size_t(m)].begin; k < t->bands[size_t(m)].end; ++k)
+        sum += row[k] * power[k];
+      out[size_t(f * frame_stride + m * mel_stride)] = std::log10(std::max(sum, 1e-10f));
+    }
+  }
+}
+
 LogMel log_mel_spectrogram(std::span<const float> audio, int n_mels, int64_t padding) {
   if (padding < 0) throw std::invalid_argument("negative mel padding");
-  const std::vector<float> filters = mel_filters(n_mels);
-  const int64_t len = int64_t(audio.size()), n = len + padding;
+  if (n_mels < 1 || n_mels > 512) throw std::invalid_argument("n_mels " + std::to_string(n_mels));
+  const int64_t n = int64_t(audio.size()) + padding;
   LogMel mel;
   mel.n_mels = n_mels;
   mel.frames = n / kHop;  // 1 + n / kHop STFT frames, less the last one Whisper drops
   if (mel.frames == 0) return mel;
-
-  // The signal, zero-padded, then reflect-padded by kNfft / 2 on each side.
-  constexpr int64_t kEdge = kNfft / 2;
-  std::vector<float> x(size_t(n + 2 * kEdge), 0.0f);
-  std::copy(audio.begin(), audio.end(), x.begin() + kEdge);
-  const int64_t period = 2 * (n - 1);  // n >= kHop here
-  const auto reflect = [&](int64_t j) {
-    j = std::abs(j) % period;
-    return j < n ? j : period - j;
-  };
-  for (int64_t i = 0; i < kEdge; ++i) {
-    x[size_t(i)] = x[size_t(kEdge + reflect(i - kEdge))];
-    x[size_t(n + kEdge + i)] = x[size_t(kEdge + reflect(n + i))];
-  }
-
-  std::vector<float> window(kNfft);  // periodic Hann, as torch.hann_window(400)
-  for (int k = 0; k < kNfft; ++k)
-    window[k] = float(0.5 - 0.5 * std::cos(2 * std::numbers::pi * k / kNfft));
-  std::vector<Band> bands(static_cast<size_t>(n_mels));
-  for (int m = 0; m < n_mels; ++m) {
-    const float* row = &filters[size_t(m) * kFreqBins];
-    int b = 0, e = kFreqBins;
-    while (b < e && row[b] == 0) ++b;
-    while (e > b && row[e - 1] == 0) --e;
-    bands[size_t(m)] = {b, e};
-  }
-
-  const fftwf_plan plan = r2c_plan();
   mel.data.resize(size_t(n_mels) * size_t(mel.frames));
   const auto run = [&](int64_t t0, int64_t t1) {
-    std::unique_ptr<float, FftwFree> in(fftwf_alloc_real(kNfft));
-    std::unique_ptr<fftwf_complex, FftwFree> out(fftwf_alloc_complex(kFreqBins));
-    if (!in || !out) throw std::bad_alloc();
-    float power[kFreqBins];
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* frame = &x[size_t(t * kHop)];
-      for (int k = 0; k < kNfft; ++k) in.get()[k] = frame[k] * window[k];
-      fftwf_execute_dft_r2c(plan, in.get(), out.get());
-      for (int k = 0; k < kFreqBins; ++k) {
-        const float re = out.get()[k][0], im = out.get()[k][1];
-        power[k] = re * re + im * im;
-      }
-      for (int m = 0; m < n_mels; ++m) {
-        const float* row = &filters[size_t(m) * kFreqBins];
-        float sum = 0;
-        for (int k = bands[size_t(m)].begin; k < bands[size_t(m)].end; ++k)
-          sum += row[k] * power[k];
-        mel.data[size_t(m) * size_t(mel.frames) + size_t(t)] = std::log10(std::max(sum, 1e-10f));
-      }
-    }
+    log10_mel_frames(audio, n, n_mels, t0, t1 - t0, std::span(mel.data).subspan(size_t(t0)), 1,
+                     mel.frames);
   };
   // A few milliseconds per thousand frames: threads pay off from a few seconds of audio.
   const int64_t threads = std::clamp<int64_t>(mel.frames / 1000, 1, ThreadPool::default_threads());
@@ -145,8 +175,8 @@ LogMel log_mel_spectrogram(std::span<const float> audio, int n_mels, int64_t pad
   run(0, mel.frames / threads);
   workers.clear();  // joins
 
-  const float floor = *std::max_element(mel.data.begin(), mel.data.end()) - 8.0f;
-  for (float& v : mel.data) v = (std::max(v, floor) + 4.0f) / 4.0f;
+  const float top = *std::max_element(mel.data.begin(), mel.data.end());
+  for (float& v : mel.data) v = scale_log_mel(v, top);
   return mel;
 }
 

@@ -7,6 +7,7 @@
 // checks it against an independent NumPy version.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -34,5 +35,18 @@ struct LogMel {
 // where n <= 200, too short for torch's reflect padding, the reflection is
 // repeated as numpy.pad(mode='reflect') does. Runs on all cores for long audio.
 LogMel log_mel_spectrogram(std::span<const float> audio, int n_mels, int64_t padding = 0);
+
+// The same in parts, for audio that arrives over time (streaming sessions):
+// log10 of the mel power, at least 1e-10, of frames [first, first + count)
+// of `audio` followed by zeros to `length` samples; frame first + f, mel m
+// goes to out[f * frame_stride + m * mel_stride]. A frame's value depends
+// only on samples within 200 of its centre (frame * kHop), so frames whose
+// samples have all arrived are final.
+void log10_mel_frames(std::span<const float> audio, int64_t length, int n_mels, int64_t first,
+                      int64_t count, std::span<float> out, int64_t frame_stride,
+                      int64_t mel_stride);
+
+// Whisper's clamp and scaling of those values, top being the clip's largest.
+inline float scale_log_mel(float v, float top) { return (std::max(v, top - 8.0f) + 4.0f) / 4.0f; }
 
 }  // namespace hearth::audio

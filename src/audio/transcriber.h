@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -32,6 +33,10 @@ struct TranscribeOptions {
   std::optional<float> no_speech_threshold = 0.6f;
   bool condition_on_previous_text = true;
   std::string initial_prompt;
+  // Terms to spell as given (names, jargon): added after the prompt, whole
+  // terms only, while the conditioning text fits the decoder's prompt
+  // budget (half the text context, less one: 223 tokens).
+  std::vector<std::string> vocabulary;
   std::string suppress_tokens = "-1";
   bool suppress_blank = true;
   bool without_timestamps = false;
@@ -71,6 +76,13 @@ struct TranscribeTimings {
   double decoder_ms = 0;  // the decodes: prompt, steps, logit filters and sampling
 };
 
+// Which vocabulary terms made it into the prompt.
+struct VocabularyUsage {
+  size_t terms = 0, used = 0;         // given, and fitted in
+  size_t prompt_tokens = 0;           // the conditioning text with them, in tokens
+  std::vector<std::string> dropped;   // past the budget
+};
+
 struct Transcript {
   std::string text;
   std::string language;
@@ -78,6 +90,7 @@ struct Transcript {
   double duration = 0;  // seconds of audio
   std::vector<Segment> segments;
   std::optional<std::vector<SpeechSpan>> speech;  // what the VAD found, when it ran
+  std::optional<VocabularyUsage> vocabulary;       // with TranscribeOptions::vocabulary
 };
 
 // Thrown out of transcribe() when hooks.cancelled says so.
@@ -91,6 +104,44 @@ struct TranscribeHooks {
   std::function<void(int64_t done, int64_t total)> on_progress;  // in mel frames
   std::function<bool()> cancelled;                               // checked between windows
 };
+
+// openai-whisper's transcribe() loop between two windows: where the next
+// window starts, the text so far (the next window's prompt), and the
+// segments. Copyable, so a streaming session can go back to a window.
+struct TranscriptState {
+  int64_t seek = 0;  // mel frame where the next window starts
+  std::vector<int32_t> all_tokens;
+  size_t initial_prompt_tokens = 0, prompt_reset_since = 0;
+  std::mt19937_64 rng;
+  bool first_window = true;
+  double last_speech_timestamp = 0;
+  Transcript transcript;  // language (empty until detected), segments, timings
+};
+
+// The state before the first window: options checked (std::invalid_argument),
+// the language set unless it is to be detected, the prompt and vocabulary
+// tokenized.
+TranscriptState begin_transcript(const text::WhisperTokenizer& tokenizer,
+                                 const WhisperConfig& config, const TranscribeOptions& options);
+
+// A window is the log-mel ([n_mels][mel_frames] row-major, scaled) from
+// state.seek on; `size` frames of it are audio, the rest zeros.
+// detect_language sets the language from the window at frame 0 (all of it,
+// padding included, as openai-whisper does).
+void detect_language(WhisperModel& model, const text::WhisperTokenizer& tokenizer,
+                     ThreadPool& pool, TranscriptState& state, std::span<const float> window);
+
+// Decodes the window at state.seek (with the fallback), adds its segments
+// and moves state.seek on. content_frames: the clip's length in frames, for
+// hooks.on_progress.
+void transcribe_window(WhisperModel& model, const text::WhisperTokenizer& tokenizer,
+                       ThreadPool& pool, const TranscribeOptions& options,
+                       const TranscribeHooks& hooks, TranscriptState& state,
+                       std::span<const float> window, int64_t size, int64_t content_frames);
+
+// The transcript, its text joined, once every window is done.
+Transcript end_transcript(TranscriptState state, const text::WhisperTokenizer& tokenizer,
+                          int64_t content_frames);
 
 // What transcribe() answers for audio where the VAD found no speech.
 Transcript no_speech(std::span<const float> audio, const TranscribeOptions& options);
