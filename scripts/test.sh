@@ -44,6 +44,7 @@ suite "command line" bash tests/cli/test_cli.sh build/hearth
 suite "whisper vs NumPy" $PY tests/numerics/test_whisper.py --hearth build/hearth
 suite "Silero VAD vs NumPy" $PY tests/numerics/test_vad.py --hearth build/hearth
 suite "whisper words vs NumPy" $PY tests/numerics/test_whisper_words.py --hearth build/hearth
+suite "whisper streaming = one-shot" $PY tests/numerics/test_whisper_stream.py --hearth build/hearth
 [ -f tests/text/compare_tokenizers.mjs ] && suite "tokenizers vs reference" node tests/text/compare_tokenizers.mjs --hearth build/hearth
 [ -f tests/text/compare_whisper_tokenizer.mjs ] && suite "whisper tokenizer vs reference" node tests/text/compare_whisper_tokenizer.mjs --hearth build/hearth
 [ -f tests/text/test_templates.py ] && suite "chat templates vs Jinja2" $PY tests/text/test_templates.py --hearth build/hearth

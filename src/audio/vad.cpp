@@ -169,8 +169,19 @@ std::unique_ptr<SileroVad> SileroVad::load(const std::filesystem::path& file) {
 }
 
 std::vector<float> SileroVad::probabilities(std::span<const float> samples) const {
-  const int64_t n_windows = (int64_t(samples.size()) + kVadWindow - 1) / kVadWindow;
-  std::vector<float> probs(static_cast<size_t>(n_windows));
+  VadState state;
+  extend(samples, state, true);
+  return std::move(state.probs);
+}
+
+void SileroVad::extend(std::span<const float> samples, VadState& state, bool final) const {
+  // Blocks of kBlock windows from the first, as for a whole clip, so the
+  // matmuls, and so the probabilities, are the same however the audio came.
+  int64_t n_windows = (int64_t(samples.size()) + kVadWindow - 1) / kVadWindow;
+  if (!final) n_windows = int64_t(samples.size()) / (kBlock * kVadWindow) * kBlock;
+  if (n_windows <= state.windows_done) return;
+  std::vector<float>& probs = state.probs;
+  probs.resize(static_cast<size_t>(n_windows));
   // Window i's model input is samples [512 i - 64, 512 i + 512): the
   // previous window's last 64 (zeros before the first), zeros past the end.
   const int64_t n_samples = int64_t(samples.size());
@@ -181,9 +192,12 @@ std::vector<float> SileroVad::probabilities(std::span<const float> samples) cons
   const Matrix w_ih = f32_matrix(lstm_ih_, 4 * kHidden, kHidden);
   const Matrix w_hh = f32_matrix(lstm_hh_, 4 * kHidden, kHidden);
   std::vector<float> frames, spectrum, act, cols, next, gates;
-  std::vector<float> h(kHidden, 0.0f), c(kHidden, 0.0f), hh(4 * kHidden);
+  std::vector<float>& h = state.h;
+  std::vector<float>& c = state.c;
+  h.resize(kHidden, 0.0f), c.resize(kHidden, 0.0f);
+  std::vector<float> hh(4 * kHidden);
 
-  for (int64_t w0 = 0; w0 < n_windows; w0 += kBlock) {
+  for (int64_t w0 = state.windows_done; w0 < n_windows; w0 += kBlock) {
     const int nw = int(std::min<int64_t>(kBlock, n_windows - w0));
     // STFT: 576 samples reflect-padded on the right by 64 (torch's reflect
     // leaves out the edge sample), four frames of 256 every 128, one matmul
@@ -252,7 +266,7 @@ std::vector<float> SileroVad::probabilities(std::span<const float> samples) cons
       probs[size_t(w0 + w)] = sigmoid(logit);
     }
   }
-  return probs;
+  state.windows_done = n_windows;
 }
 
 std::vector<SpeechSpan> speech_spans(std::span<const float> probs, int64_t samples,

@@ -43,6 +43,14 @@ struct SpeechSpan {
 std::vector<SpeechSpan> speech_spans(std::span<const float> probs, int64_t samples,
                                      const VadOptions& options);
 
+// The LSTM's state and the probabilities so far of audio that arrives in
+// parts (SileroVad::extend).
+struct VadState {
+  std::vector<float> probs;
+  std::vector<float> h, c;
+  int64_t windows_done = 0;
+};
+
 class SileroVad {
  public:
   // Reads and checks a Silero VAD ggml file; throws std::runtime_error naming
@@ -53,6 +61,11 @@ class SileroVad {
   // last one zero-padded), the LSTM state carried from the first to the last.
   // Thread-safe: the state lives in the call.
   std::vector<float> probabilities(std::span<const float> samples16k) const;
+
+  // The same for audio that arrives in parts: samples16k is all of it so
+  // far; probabilities are added in blocks of 256 windows (8.2 s), and to
+  // its end when final. The result equals probabilities() of the whole.
+  void extend(std::span<const float> samples16k, VadState& state, bool final) const;
 
   std::vector<SpeechSpan> speech(std::span<const float> samples16k,
                                  const VadOptions& options) const {

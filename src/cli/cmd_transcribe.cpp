@@ -11,6 +11,7 @@
 
 #include "audio/decode.h"
 #include "audio/subtitles.h"
+#include "audio/transcript_stream.h"
 #include "audio/transcriber.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
@@ -50,6 +51,10 @@ const char* kHelp =
   --logits K           print one JSON line per decoding step of the first window, the
                        chosen token and the top-K raw logits: {"step", "token", "top"}
   --mel FILE.npy       use this log-mel window (float32 [n_mels, 3000]) instead of FILE
+  --vocabulary A,B,C   terms to spell as given, fitted after the initial prompt (what did not
+                       fit is said on stderr)
+  --stream-ms N        feed the audio in N ms parts through a streaming session (as the
+                       server's /v1/audio/sessions do); the transcript is the same
   --timings            print where the time went as one JSON line on stderr: load_ms (model
                        and vocabulary), transcribe_ms (log-mel, encoder, decoder), audio_s,
                        windows and encoder_ms, decodes, tokens and decoder_ms (Whisper's encoder and
@@ -110,7 +115,9 @@ int cmd_transcribe(int argc, char** argv) {
                    "vad-threshold",
                    "vad-min-speech-ms",
                    "vad-trim",
-                   "timings"});
+                   "timings",
+                   "vocabulary",
+                   "stream-ms"});
   if (!args.has("model"))
     throw std::runtime_error("--model DIR (a Whisper checkpoint) is required");
   const bool from_mel = args.has("mel");
@@ -159,6 +166,12 @@ int cmd_transcribe(int argc, char** argv) {
     throw std::runtime_error("--vad-trim, --vad-threshold and --vad-min-speech-ms need --vad FILE");
   }
   options.initial_prompt = args.str("initial-prompt");
+  for (size_t at = 0, end; args.has("vocabulary") && at <= args.str("vocabulary").size();
+       at = end + 1) {
+    const std::string terms = args.str("vocabulary");
+    end = std::min(terms.find(',', at), terms.size());
+    options.vocabulary.push_back(terms.substr(at, end - at));
+  }
   options.suppress_tokens = args.str("suppress-tokens", "-1");
   options.seed = uint64_t(args.integer("seed", 0));
   const std::string format = args.str("format", "text");
@@ -184,6 +197,7 @@ int cmd_transcribe(int argc, char** argv) {
 
   audio::Transcript transcript;
   double transcribe_ms = 0;
+  nlohmann::json stream_stats;  // with --stream-ms
   if (from_mel) {
     const int64_t frames = model->config().mel_frames();
     const std::vector<float> mel = read_npy(args.str("mel"), model->config().n_mels, frames);
@@ -195,8 +209,28 @@ int cmd_transcribe(int argc, char** argv) {
     const std::string bytes = read_file(args.positional()[0]);
     const std::vector<float> samples = audio::decode_audio(as_bytes(bytes));
     const auto t0 = Clock::now();
-    transcript = audio::transcribe(*model, tokenizer, pool, samples, options, hooks);
+    if (const int64_t part = args.integer("stream-ms", 0) * audio::kSampleRate / 1000;
+        part > 0) {
+      audio::TranscriptStream stream(model->config(), tokenizer, options);
+      for (size_t at = 0; at < samples.size(); at += size_t(part)) {
+        stream.append(std::span(samples).subspan(at, std::min(samples.size() - at, size_t(part))));
+        stream.advance(*model, tokenizer, pool);
+      }
+      const int64_t early = stream.windows_transcribed();
+      transcript = stream.finish(*model, tokenizer, pool, hooks);
+      stream_stats = {{"early_windows", early}, {"redone", stream.windows_redone()}};
+    } else if (args.has("stream-ms")) {
+      throw std::runtime_error("--stream-ms must be positive");
+    } else {
+      transcript = audio::transcribe(*model, tokenizer, pool, samples, options, hooks);
+    }
     transcribe_ms = ms_since(t0);
+  }
+  if (transcript.vocabulary && !transcript.vocabulary->dropped.empty()) {
+    std::string dropped;
+    for (const std::string& t : transcript.vocabulary->dropped) dropped += " '" + t + "'";
+    std::fprintf(stderr, "vocabulary: %zu of %zu terms fit the prompt; dropped:%s\n",
+                 transcript.vocabulary->used, transcript.vocabulary->terms, dropped.c_str());
   }
   if (bar) std::fputs("\n", stderr);
   if (args.has("timings")) {
@@ -209,7 +243,8 @@ int cmd_transcribe(int argc, char** argv) {
                                 {"decodes", t.decodes},
                                 {"tokens", t.tokens},
                                 {"decoder_ms", t.decoder_ms},
-                                {"threads", threads}}
+                                {"threads", threads},
+                                {"stream", stream_stats}}
                      .dump()
               << "\n";
   }

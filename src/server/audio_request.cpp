@@ -58,6 +58,7 @@ std::string audio_from_json(const std::string& value, const std::string& field) 
 struct Fields {
   std::map<std::string, std::string> values;
   std::vector<std::string> granularities;
+  std::optional<std::vector<std::string>> vocabulary;
   std::optional<std::string> get(const std::string& name) const {
     auto it = values.find(name);
     return it == values.end() ? std::nullopt : std::optional(it->second);
@@ -74,12 +75,80 @@ double parse_number(const std::string& v, const std::string& field) {
   throw bad_request(field, "'" + field + "' must be a number");
 }
 
+int parse_integer(const std::string& v, const std::string& field, int lo, int hi) {
+  const double value = parse_number(v, field);
+  if (!(value >= lo && value <= hi) || value != std::floor(value))
+    throw bad_request(field, "'" + field + "' must be an integer from " + std::to_string(lo) +
+                                 " to " + std::to_string(hi));
+  return int(value);
+}
+
+constexpr size_t kMaxTerms = 1000, kMaxTermBytes = 200;
+
+void add_terms(const json& terms, Fields& f) {
+  if (!terms.is_array()) wrong_type("vocabulary", "an array of strings", terms);
+  if (!f.vocabulary) f.vocabulary.emplace();
+  for (const json& t : terms) {
+    if (!t.is_string()) wrong_type("vocabulary", "an array of strings", t);
+    f.vocabulary->push_back(t.get<std::string>());
+  }
+}
+
+// A form or query value: a JSON array of strings, or terms separated by commas.
+void add_terms(const std::string& value, Fields& f) {
+  if (value.starts_with("[")) {
+    json terms;
+    try {
+      terms = json::parse(value);
+    } catch (const json::exception&) {
+      throw bad_request("vocabulary", "'vocabulary' is not a valid JSON array");
+    }
+    return add_terms(terms, f);
+  }
+  if (!f.vocabulary) f.vocabulary.emplace();
+  for (size_t at = 0, end; at <= value.size(); at = end + 1) {
+    end = std::min(value.find(',', at), value.size());
+    f.vocabulary->push_back(value.substr(at, end - at));
+  }
+}
+
 bool parse_bool(const std::string& v, const std::string& field) {
   const std::string l = lower(v);
   if (l == "true" || l == "1") return true;
   if (l == "false" || l == "0") return false;
   throw bad_request(field, "'" + field + "' must be true or false");
 }
+
+// A JSON body's fields but the audio.
+void json_fields(const json& body, Fields& f) {
+  for (const auto& [key, value] : body.items()) {
+    if (key == "file" || key == "input_audio" || key == "audio" || value.is_null()) continue;
+    if (key == "timestamp_granularities") {
+      if (!value.is_array()) wrong_type(key, "an array", value);
+      for (const json& g : value) {
+        if (!g.is_string()) wrong_type(key, "an array of strings", g);
+        f.granularities.push_back(g.get<std::string>());
+      }
+    } else if (key == "vocabulary") {
+      add_terms(value, f);
+    } else {
+      f.values[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+  }
+}
+
+json json_body(const http::Request& req) {
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::exception&) {
+    throw ApiError(400, "the body is not valid JSON");
+  }
+  if (!body.is_object()) throw ApiError(400, "the body must be a JSON object");
+  return body;
+}
+
+void apply_fields(const Fields& f, AudioRequest& r, bool translate);
 
 }  // namespace
 
@@ -108,6 +177,8 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
         have_file = true;
       } else if (p.name == "timestamp_granularities[]" || p.name == "timestamp_granularities") {
         f.granularities.emplace_back(p.data);
+      } else if (p.name == "vocabulary[]" || p.name == "vocabulary") {
+        add_terms(std::string(p.data), f);
       } else {
         f.values[p.name] = std::string(p.data);
       }
@@ -115,13 +186,7 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
     if (!have_file) throw bad_request("file", "'file' is required: the audio to transcribe");
   } else if (type == "application/json" ||
              (type.empty() && !req.body.empty() && req.body[0] == '{')) {
-    json body;
-    try {
-      body = json::parse(req.body);
-    } catch (const json::exception&) {
-      throw ApiError(400, "the body is not valid JSON");
-    }
-    if (!body.is_object()) throw ApiError(400, "the body must be a JSON object");
+    const json body = json_body(req);
     if (const json* file = field(body, "file")) {
       if (!file->is_string()) wrong_type("file", "a base64 string or a data: URL", *file);
       r.audio = audio_from_json(file->get<std::string>(), "file");
@@ -135,18 +200,7 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
     } else {
       throw bad_request("file", "'file' is required: the audio as base64 or a data: URL");
     }
-    for (const auto& [key, value] : body.items()) {
-      if (key == "file" || key == "input_audio" || key == "audio" || value.is_null()) continue;
-      if (key == "timestamp_granularities") {
-        if (!value.is_array()) wrong_type(key, "an array", value);
-        for (const json& g : value) {
-          if (!g.is_string()) wrong_type(key, "an array of strings", g);
-          f.granularities.push_back(g.get<std::string>());
-        }
-      } else {
-        f.values[key] = value.is_string() ? value.get<std::string>() : value.dump();
-      }
-    }
+    json_fields(body, f);
   } else if (type.starts_with("audio/") || type.starts_with("video/") ||
              type == "application/octet-stream") {
     // The audio itself; the other fields, if any, in the query string.
@@ -166,6 +220,45 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
                    "invalid_request_error", {}, "unsupported_media_type");
   }
 
+  apply_fields(f, r, translate);
+  if (r.audio.empty()) throw bad_request("file", "the audio file is empty");
+  return r;
+}
+
+AudioRequest parse_audio_session_request(const http::Request& req) {
+  AudioRequest r;
+  Fields f;
+  const std::string content_type = req.header("Content-Type");
+  const std::string type = lower(content_type.substr(0, content_type.find(';')));
+  if (!req.body.empty()) {
+    if (type != "application/json" && !type.empty())
+      throw ApiError(415, "unsupported content type '" + content_type + "': send application/json",
+                     "invalid_request_error", {}, "unsupported_media_type");
+    const json body = json_body(req);
+    for (const char* audio : {"file", "input_audio", "audio"})
+      if (body.contains(audio))
+        throw bad_request(audio, std::string("'") + audio +
+                                     "' does not belong here: send the audio to the session's "
+                                     "/audio route");
+    json_fields(body, f);
+  }
+  const bool translate = f.get("task").value_or("transcribe") == "translate";
+  if (auto task = f.get("task"); task && *task != "transcribe" && *task != "translate")
+    throw bad_request("task", "'task' must be transcribe or translate");
+  apply_fields(f, r, translate);
+  if (r.stream)
+    throw bad_request("stream", "a session answers each part of the audio with the segments so "
+                                "far; 'stream' is not needed");
+  if (r.options.vad_trim)
+    throw bad_request("vad_trim", "'vad_trim' is not supported while the audio is still arriving");
+  return r;
+}
+
+namespace {
+
+void apply_fields(const Fields& given, AudioRequest& r, bool translate) {
+  Fields f = given;
+  if (auto v = f.get("vocabulary")) add_terms(*v, f);  // from a query string
   r.model = f.get("model").value_or("");
   r.response_format = f.get("response_format").value_or("json");
   static const char* kFormats[] = {"json", "text", "srt", "verbose_json", "vtt"};
@@ -205,10 +298,25 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
                         "'vad_min_speech_ms' must be an integer from 0 to 60000");
     o.vad_options.min_speech_ms = int(ms);
   }
+  if (auto v = f.get("beam_size")) o.beam_size = parse_integer(*v, "beam_size", 1, 16);
+  if (auto v = f.get("best_of")) o.best_of = parse_integer(*v, "best_of", 1, 16);
+  if (f.vocabulary) {
+    if (f.vocabulary->size() > kMaxTerms)
+      throw bad_request("vocabulary", "'vocabulary' takes at most " + std::to_string(kMaxTerms) +
+                                          " terms");
+    for (std::string term : *f.vocabulary) {
+      term.erase(0, term.find_first_not_of(" \t\n\r"));
+      term.erase(term.find_last_not_of(" \t\n\r") + 1);
+      if (term.empty() || term.size() > kMaxTermBytes)
+        throw bad_request("vocabulary", "each 'vocabulary' term must be 1 to " +
+                                            std::to_string(kMaxTermBytes) + " bytes of text");
+      o.vocabulary.push_back(std::move(term));
+    }
+  }
   if ((o.vad_trim || f.get("vad_threshold") || f.get("vad_min_speech_ms")) && !r.vad)
     throw bad_request("vad", "vad_trim, vad_threshold and vad_min_speech_ms need \"vad\": true");
-  if (r.audio.empty()) throw bad_request("file", "the audio file is empty");
-  return r;
 }
+
+}  // namespace
 
 }  // namespace hearth::server

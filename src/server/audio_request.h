@@ -25,4 +25,8 @@ struct AudioRequest {
 // translate: the translations route (task translate; language ignored).
 AudioRequest parse_audio_request(const http::Request& req, bool translate);
 
+// The JSON body of POST /v1/audio/sessions: the same fields but the audio
+// (and stream and vad_trim, which sessions do not take); may be empty.
+AudioRequest parse_audio_session_request(const http::Request& req);
+
 }  // namespace hearth::server

@@ -50,10 +50,7 @@ void Transcription::unload_locked() {
 audio::Transcript Transcription::transcribe(std::span<const float> samples,
                                             const audio::TranscribeOptions& o,
                                             const audio::TranscribeHooks& hooks) {
-  {
-    std::lock_guard state(state_);
-    ++requests_;
-  }
+  count_request();
   // The VAD first, outside the lock (it shares nothing): audio without
   // speech never waits for or loads Whisper.
   audio::TranscribeOptions options = o;
@@ -63,6 +60,19 @@ audio::Transcript Transcription::transcribe(std::span<const float> samples,
     if (speech.empty()) return audio::no_speech(samples, o);
     options.speech = &speech;
   }
+  audio::Transcript t;
+  run([&](WhisperModel& model, const text::WhisperTokenizer& tokenizer, ThreadPool& pool) {
+    t = audio::transcribe(model, tokenizer, pool, samples, options, hooks);
+  });
+  return t;
+}
+
+void Transcription::count_request() {
+  std::lock_guard state(state_);
+  ++requests_;
+}
+
+void Transcription::run(const Work& work) {
   std::lock_guard lock(run_);
   load_locked();
   struct Touch {  // the idle clock starts when the work ends, however it ends
@@ -72,7 +82,7 @@ audio::Transcript Transcription::transcribe(std::span<const float> samples,
       t.last_used_ = std::chrono::steady_clock::now();
     }
   } touch{*this};
-  return audio::transcribe(*model_, *tokenizer_, *pool_, samples, options, hooks);
+  work(*model_, *tokenizer_, *pool_);
 }
 
 bool Transcription::unload() {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,13 @@ class Transcription {
   // transcribes; waits while another transcription runs.
   audio::Transcript transcribe(std::span<const float> samples, const audio::TranscribeOptions& o,
                                const audio::TranscribeHooks& hooks);
+  // Runs work with the model loaded (loading it if needed), one at a time:
+  // what a streaming session does with each part of its audio.
+  using Work =
+      std::function<void(WhisperModel&, const text::WhisperTokenizer&, ThreadPool&)>;
+  void run(const Work& work);
+  void count_request();  // a transcription not made by transcribe()
+
   bool unload();  // false if it was not loaded (or is resident)
   nlohmann::ordered_json status() const;
 
