@@ -35,6 +35,13 @@ std::string format_timestamp(double seconds, bool always_hours, char decimal) {
   return buf;
 }
 
+nlohmann::ordered_json vocabulary_json(const VocabularyUsage& v) {
+  return {{"terms", v.terms},
+          {"used", v.used},
+          {"prompt_tokens", v.prompt_tokens},
+          {"dropped", v.dropped}};
+}
+
 nlohmann::ordered_json speech_json(const std::vector<SpeechSpan>& spans) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const SpeechSpan& sp : spans) out.push_back({{"start", sp.start}, {"end", sp.end}});

@@ -20,6 +20,8 @@ nlohmann::ordered_json transcript_json(const Transcript& t, bool verbose, const 
                                        bool with_words = false);
 // Speech spans as [{"start", "end"}] in seconds.
 nlohmann::ordered_json speech_json(const std::vector<SpeechSpan>& spans);
+// {terms, used, prompt_tokens, dropped}
+nlohmann::ordered_json vocabulary_json(const VocabularyUsage& usage);
 
 // format: text | json | verbose_json | srt | vtt; task goes into verbose_json,
 // and with_words adds "words" to it (per segment and for the whole clip).

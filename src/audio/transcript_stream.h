@@ -47,6 +47,7 @@ class TranscriptStream {
   const std::vector<Segment>& segments() const { return state_.transcript.segments; }
   // What the VAD has found so far (nullopt without one).
   std::optional<std::vector<SpeechSpan>> speech() const;
+  const std::optional<VocabularyUsage>& vocabulary() const { return state_.transcript.vocabulary; }
   int64_t windows_transcribed() const { return int64_t(early_.size()); }
   int64_t windows_redone() const { return redone_; }
 

@@ -80,6 +80,9 @@ beats the built-in defaults. See docs/server-config.md.
   --max-audio-bytes BYTES      largest audio upload (default: 26214400; past it 413)
   --vad-model FILE             Silero VAD weights (silero-v6.2.0-ggml.bin) for requests that ask
                                for "vad": true
+  --max-audio-sessions N       dictation sessions (/v1/audio/sessions) open at once (default: 64)
+  --audio-session-idle S       a session untouched this long is forgotten (default: 600)
+  --audio-session-max-seconds S  audio one session may hold (default: 3600; about 100 kB/s)
   --response-store-ttl S       seconds a stored response lives (default: 3600)
 )";
 
@@ -132,7 +135,8 @@ int cmd_serve(int argc, char** argv) {
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
                                     "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
                                     "generation-checkpoint-tokens", "step-tokens", "whisper-model",
-                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "vad-model"};
+                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "vad-model",
+                                    "max-audio-sessions", "audio-session-idle", "audio-session-max-seconds"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
@@ -174,6 +178,13 @@ int cmd_serve(int argc, char** argv) {
   sopt.whisper_resident = args.has("whisper-resident");
   sopt.max_audio_bytes = size_t(args.integer("max-audio-bytes", 25 << 20));
   sopt.vad_model = args.str("vad-model");
+  sopt.audio_sessions.max_open = int(args.integer("max-audio-sessions", 64));
+  sopt.audio_sessions.idle_seconds = args.number("audio-session-idle", 600.0);
+  sopt.audio_sessions.max_seconds = args.number("audio-session-max-seconds", 3600.0);
+  if (sopt.audio_sessions.max_open < 1 || !(sopt.audio_sessions.idle_seconds > 0) ||
+      !(sopt.audio_sessions.max_seconds > 0))
+    throw std::runtime_error(
+        "--max-audio-sessions, --audio-session-idle and --audio-session-max-seconds must be positive");
   if (sopt.whisper_idle_unload_seconds < 0 || sopt.max_audio_bytes < 1024)
     throw std::runtime_error("--whisper-idle-unload must be >= 0 and --max-audio-bytes >= 1024");
   if ((args.has("whisper-resident") || args.has("whisper-idle-unload")) && sopt.whisper_model.empty())

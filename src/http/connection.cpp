@@ -27,7 +27,7 @@ std::string hex(size_t n) {
 
 // Fields the layer writes itself from the body it sends.
 bool framing_field(const std::string& name) {
-  for (const char* f : {"Content-Length", "Transfer-Encoding", "Connection"})
+  for (const char* f : {"Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive"})
     if (strcasecmp(name.c_str(), f) == 0) return true;
   return false;
 }
@@ -301,7 +301,11 @@ void Connection::respond(Response& res) {
     head += "Transfer-Encoding: chunked\r\n";
   else if (!streamed)
     head += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
-  if (!keep_alive_) head += "Connection: close\r\n";
+  if (!keep_alive_)
+    head += "Connection: close\r\n";
+  else  // clients that read it (undici, browsers) stop reusing the connection before we close it
+    head += "Keep-Alive: timeout=" +
+            std::to_string(int64_t(server_.limits.keep_alive_timeout)) + "\r\n";
   head += "\r\n";
   if (server_.logger) server_.logger(*request_, res);
   if (!no_body && !streamed) head += res.body;

@@ -3,6 +3,8 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cctype>
+#include <stdexcept>
 
 namespace hearth::http {
 
@@ -126,6 +128,52 @@ std::string_view reason_phrase(int status) {
     default:
       return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
   }
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  return out;
+}
+
+std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<std::string> header_parameter(std::string_view header, std::string_view key) {
+  size_t at = header.find(';');
+  while (at != std::string_view::npos) {
+    std::string_view rest = trim_ows(header.substr(at + 1));
+    const size_t eq = rest.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    const std::string name = ascii_lower(trim_ows(rest.substr(0, eq)));
+    rest = trim_ows(rest.substr(eq + 1));
+    std::string value;
+    size_t end = 0;
+    if (!rest.empty() && rest.front() == '"') {
+      for (end = 1; end < rest.size() && rest[end] != '"'; ++end) {
+        if (rest[end] == '\\' && end + 1 < rest.size()) ++end;
+        value += rest[end];
+      }
+      if (end >= rest.size()) throw std::invalid_argument("an unterminated quoted parameter");
+      ++end;
+    } else {
+      end = std::min(rest.find(';'), rest.size());
+      value = std::string(trim_ows(rest.substr(0, end)));
+    }
+    if (name == key) return value;
+    const size_t next = rest.find(';', end);
+    if (next == std::string_view::npos) return std::nullopt;
+    at = size_t(rest.data() + next - header.data());
+  }
+  return std::nullopt;
+}
+
+std::string media_type(std::string_view content_type) {
+  return ascii_lower(trim_ows(content_type.substr(0, content_type.find(';'))));
 }
 
 }  // namespace hearth::http

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -84,6 +85,16 @@ struct Response {
   void set_content(std::string content, const std::string& content_type);
   void set_stream(const std::string& content_type, StreamProvider provider);
 };
+
+// Header values: ASCII lower case (names, media types and parameter names
+// are case-insensitive), trimmed of spaces and tabs, a Content-Type's media
+// type without its parameters ("Audio/PCM; rate=16000" -> "audio/pcm"), and
+// the value of one "; key=value" parameter, quoted or not (std::invalid_argument
+// for an unterminated quote).
+std::string ascii_lower(std::string_view s);
+std::string_view trim_ows(std::string_view s);
+std::string media_type(std::string_view content_type);
+std::optional<std::string> header_parameter(std::string_view header, std::string_view key);
 
 // The reason phrase of a status code ("OK", "Not Found", ...).
 std::string_view reason_phrase(int status);

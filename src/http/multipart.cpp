@@ -1,64 +1,18 @@
 #include "http/multipart.h"
 
+#include "http/message.h"
+
 #include <algorithm>
 #include <cctype>
 
 namespace hearth::http {
 
-namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return char(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-// The value of `key` among "; key=value" parameters (quoted or not), if present.
-std::optional<std::string> parameter(std::string_view header, std::string_view key) {
-  size_t at = header.find(';');
-  while (at != std::string_view::npos) {
-    std::string_view rest = trim(header.substr(at + 1));
-    const size_t eq = rest.find('=');
-    if (eq == std::string_view::npos) return std::nullopt;
-    const std::string name = lower(trim(rest.substr(0, eq)));
-    rest = trim(rest.substr(eq + 1));
-    std::string value;
-    size_t end = 0;
-    if (!rest.empty() && rest.front() == '"') {
-      for (end = 1; end < rest.size() && rest[end] != '"'; ++end) {
-        if (rest[end] == '\\' && end + 1 < rest.size()) ++end;
-        value += rest[end];
-      }
-      if (end >= rest.size()) throw MultipartError("an unterminated quoted parameter");
-      ++end;
-    } else {
-      end = std::min(rest.find(';'), rest.size());
-      value = std::string(trim(rest.substr(0, end)));
-    }
-    if (name == key) return value;
-    const size_t next = rest.find(';', end);
-    if (next == std::string_view::npos) return std::nullopt;
-    at = size_t(rest.data() + next - header.data());
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 std::optional<std::string> multipart_boundary(std::string_view content_type) {
-  const std::string type = lower(trim(content_type.substr(0, content_type.find(';'))));
-  if (type != "multipart/form-data") return std::nullopt;
+  if (media_type(content_type) != "multipart/form-data") return std::nullopt;
   std::optional<std::string> boundary;
   try {
-    boundary = parameter(content_type, "boundary");
-  } catch (const MultipartError&) {
+    boundary = header_parameter(content_type, "boundary");
+  } catch (const std::invalid_argument&) {
     throw MultipartError("multipart/form-data with a malformed boundary parameter");
   }
   if (!boundary || boundary->empty() || boundary->size() > 70)
@@ -91,15 +45,20 @@ std::vector<FormPart> parse_multipart(std::string_view body, std::string_view bo
       head.remove_prefix(std::min(head.size(), eol + 2));
       const size_t colon = line.find(':');
       if (colon == std::string_view::npos) throw MultipartError("a part header has no ':'");
-      const std::string name = lower(trim(line.substr(0, colon)));
-      const std::string_view value = trim(line.substr(colon + 1));
+      const std::string name = ascii_lower(trim_ows(line.substr(0, colon)));
+      const std::string_view value = trim_ows(line.substr(colon + 1));
       if (name == "content-disposition") {
-        if (lower(value.substr(0, value.find(';'))) != "form-data")
+        if (media_type(value) != "form-data")
           throw MultipartError("a part's Content-Disposition is not form-data");
-        const std::optional<std::string> field = parameter(value, "name");
+        std::optional<std::string> field;
+        try {
+          field = header_parameter(value, "name");
+          part.filename = header_parameter(value, "filename");
+        } catch (const std::invalid_argument& e) {
+          throw MultipartError(std::string("a part's Content-Disposition: ") + e.what());
+        }
         if (!field) throw MultipartError("a part has no field name");
         part.name = *field;
-        part.filename = parameter(value, "filename");
         disposition = true;
       } else if (name == "content-type") {
         part.content_type = std::string(value);

@@ -14,12 +14,6 @@ namespace hearth::server {
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return char(std::tolower(c)); });
-  return s;
-}
-
 // A query-string component: %XX escapes and '+' for space.
 std::string percent_decode(const std::string& s) {
   std::string out;
@@ -113,7 +107,7 @@ void add_terms(const std::string& value, Fields& f) {
 }
 
 bool parse_bool(const std::string& v, const std::string& field) {
-  const std::string l = lower(v);
+  const std::string l = http::ascii_lower(v);
   if (l == "true" || l == "1") return true;
   if (l == "false" || l == "0") return false;
   throw bad_request(field, "'" + field + "' must be true or false");
@@ -156,7 +150,7 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
   AudioRequest r;
   Fields f;
   const std::string content_type = req.header("Content-Type");
-  const std::string type = lower(content_type.substr(0, content_type.find(';')));
+  const std::string type = http::media_type(content_type);
   std::optional<std::string> boundary;
   try {
     boundary = http::multipart_boundary(content_type);
@@ -229,7 +223,7 @@ AudioRequest parse_audio_session_request(const http::Request& req) {
   AudioRequest r;
   Fields f;
   const std::string content_type = req.header("Content-Type");
-  const std::string type = lower(content_type.substr(0, content_type.find(';')));
+  const std::string type = http::media_type(content_type);
   if (!req.body.empty()) {
     if (type != "application/json" && !type.empty())
       throw ApiError(415, "unsupported content type '" + content_type + "': send application/json",

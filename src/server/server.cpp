@@ -38,6 +38,10 @@ const Route kRoutes[] = {
     {"POST", "/v1/embeddings", "/v1/embeddings", "embeddings of strings or token ids (OpenAI)", true},
     {"POST", "/v1/audio/transcriptions", "/v1/audio/transcriptions", "speech to text (OpenAI; --whisper-model)", true},
     {"POST", "/v1/audio/translations", "/v1/audio/translations", "speech to English text (OpenAI; --whisper-model)", true},
+    {"POST", "/v1/audio/sessions", "/v1/audio/sessions", "open a dictation session: audio in parts, transcribed as it comes (--whisper-model)", true},
+    {"POST", "/v1/audio/sessions/([^/]+)/audio", "/v1/audio/sessions/{id}/audio", "add audio to a session (float32 16 kHz or a file); the segments so far", true},
+    {"POST", "/v1/audio/sessions/([^/]+)/finish", "/v1/audio/sessions/{id}/finish", "the session's transcription, as /v1/audio/transcriptions answers it", true},
+    {"DELETE", "/v1/audio/sessions/([^/]+)", "/v1/audio/sessions/{id}", "forget a session", true},
     {"POST", "/v1/messages/count_tokens", "/v1/messages/count_tokens", "the prompt tokens of a Messages request", true},
     {"POST", "/api/chat", "/api/chat", "Ollama chat (NDJSON stream unless \"stream\": false)", true},
     {"POST", "/api/generate", "/api/generate", "Ollama generate", true},
@@ -216,7 +220,7 @@ void Server::Impl::setup() {
                  {"uptime_seconds", std::chrono::duration<double>(Clock::now() - started).count()},
                  {"queued", st.queued},
                  {"running", st.running}};
-    if (transcription) out["transcription"] = transcription->status();
+    if (transcription) out["transcription"] = transcription_status();
     res.status = draining ? 503 : 200;
     res.set_content(dump(out), "application/json");
   },
@@ -262,13 +266,22 @@ void Server::Impl::setup() {
   post("/v1/audio/translations", guarded(true, [this](const http::Request& req, http::Response& res) {
               audio_transcribe(req, res, true);
             }));
+  post("/v1/audio/sessions", guarded(true, [this](const http::Request& req, http::Response& res) {
+              audio_session_create(req, res);
+            }));
+  post("/v1/audio/sessions/([^/]+)/audio", guarded(true, [this](const http::Request& req, http::Response& res) {
+              audio_session_append(req, res);
+            }));
+  post("/v1/audio/sessions/([^/]+)/finish", guarded(true, [this](const http::Request& req, http::Response& res) {
+              audio_session_finish(req, res);
+            }));
+  http.route("DELETE", "/v1/audio/sessions/([^/]+)", guarded(true, [this](const http::Request& req, http::Response& res) {
+                audio_session_delete(req, res);
+              }));
   post("/admin/transcription/unload", guarded(true, [this](const http::Request&, http::Response& res) {
-              if (!transcription)
-                throw ApiError(503, "this server has no speech-to-text model (--whisper-model DIR)",
-                               "server_error", {}, "model_unavailable");
-              const bool unloaded = transcription->unload();
+              const bool unloaded = require_transcription().unload();
               ojson out = {{"unloaded", unloaded}};
-              out.update(transcription->status());
+              out.update(transcription_status());
               res.set_content(dump(out), "application/json");
             }));
   post("/v1/responses", guarded(true, [this](const http::Request& req, http::Response& res) {

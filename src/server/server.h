@@ -18,6 +18,7 @@
 
 #include "engine/engine.h"
 #include "io/pooling_config.h"
+#include "server/audio_sessions.h"
 #include "server/prompt.h"
 #include "text/tokenizer.h"
 
@@ -45,6 +46,7 @@ struct ServerOptions {
   bool whisper_resident = false;             // loaded at start, never unloaded
   size_t max_audio_bytes = 25u << 20;        // larger audio uploads get 413
   std::filesystem::path vad_model;           // Silero VAD weights for "vad": true; none: a 400
+  AudioSessionLimits audio_sessions;         // dictation sessions (/v1/audio/sessions)
 };
 
 struct ServedModel {

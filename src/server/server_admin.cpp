@@ -148,7 +148,7 @@ ojson Server::Impl::stats() const {
         {"decode_tokens_per_second_avg", decode_s > 0 ? double(m.decode_tokens.load()) / decode_s : 0.0}}},
   };
   if (!ssd_cache.is_null()) out["ssd_cache"] = ssd_cache;  // present only with --ssd-cache
-  if (transcription) out["transcription"] = transcription->status();  // only with --whisper-model
+  if (transcription) out["transcription"] = transcription_status();  // only with --whisper-model
   return out;
 }
 

@@ -19,25 +19,39 @@ std::string sse(const ojson& event) {
   return "data: " + dump(event) + "\n\n";
 }
 
-// A transcription's answer: the JSON formats as JSON (with the hearth
-// block), the others as formatted text.
-struct Answer {
-  ojson json;  // null for text, srt and vtt
-  audio::FormattedTranscript text;
-};
-
 ojson segment_json(const audio::Segment& s) {
   return {{"id", s.id}, {"start", s.start}, {"end", s.end}};
 }
 
 }  // namespace
 
+TranscriptAnswer Server::Impl::transcript_answer(const audio::Transcript& t, const AudioRequest& r,
+                                                 ojson timings) const {
+  TranscriptAnswer a;
+  if (r.response_format != "json" && r.response_format != "verbose_json") {
+    a.text = audio::format_transcript(t, r.response_format, r.options.task);
+    return a;
+  }
+  a.json = audio::transcript_json(t, r.response_format == "verbose_json", r.options.task,
+                                  r.options.word_timestamps);
+  a.json["hearth"] = {{"model", transcription->model_id()},
+                      {"language", t.language},
+                      {"duration", t.duration},
+                      {"timings", std::move(timings)}};
+  if (t.speech) a.json["hearth"]["speech"] = audio::speech_json(*t.speech);
+  if (t.vocabulary) a.json["hearth"]["vocabulary"] = audio::vocabulary_json(*t.vocabulary);
+  return a;
+}
+
+void Server::Impl::send_transcript(http::Response& res, const TranscriptAnswer& a) const {
+  if (a.json.is_null())
+    res.set_content(a.text.body, a.text.content_type);
+  else
+    res.set_content(dump(a.json), "application/json");
+}
+
 void Server::Impl::audio_transcribe(const http::Request& req, http::Response& res, bool translate) {
-  if (!transcription)
-    throw ApiError(503,
-                   "this server has no speech-to-text model: start it with --whisper-model DIR (a "
-                   "Whisper checkpoint in the Hugging Face layout)",
-                   "server_error", {}, "model_unavailable");
+  require_transcription();
   const auto t0 = Clock::now();
   AudioRequest r = parse_audio_request(req, translate);
   if (r.vad && !vad)
@@ -77,32 +91,16 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
     } catch (const std::invalid_argument& e) {
       throw ApiError(400, e.what());
     }
-    Answer a;
-    if (r.response_format != "json" && r.response_format != "verbose_json") {
-      a.text = audio::format_transcript(t, r.response_format, r.options.task);
-      return a;
-    }
-    a.json = audio::transcript_json(t, r.response_format == "verbose_json", r.options.task,
-                                    r.options.word_timestamps);
     const auto now = Clock::now();
-    a.json["hearth"] = {
-        {"model", transcription->model_id()},
-        {"language", t.language},
-        {"duration", t.duration},
-        {"timings",
-         {{"decode_ms", decode_ms},
-          {"transcribe_ms", std::chrono::duration<double, std::milli>(now - t1).count()},
-          {"total_ms", std::chrono::duration<double, std::milli>(now - t0).count()}}}};
-    if (t.speech) a.json["hearth"]["speech"] = audio::speech_json(*t.speech);
-    return a;
+    return transcript_answer(
+        t, r,
+        {{"decode_ms", decode_ms},
+         {"transcribe_ms", std::chrono::duration<double, std::milli>(now - t1).count()},
+         {"total_ms", std::chrono::duration<double, std::milli>(now - t0).count()}});
   };
 
   if (!r.stream) {
-    const Answer a = run(samples, r, {});
-    if (a.json.is_null())
-      res.set_content(a.text.body, a.text.content_type);
-    else
-      res.set_content(dump(a.json), "application/json");
+    send_transcript(res, run(samples, r, {}));
     return;
   }
   // Streamed: a delta per final segment, progress per window, then the whole body.
@@ -118,7 +116,7 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
       sink.write(sse({{"type", "transcript.progress"}, {"done", done}, {"total", total}}));
     };
     try {
-      const Answer a = run(samples, r, hooks);
+      const TranscriptAnswer a = run(samples, r, hooks);
       ojson done = {{"type", "transcript.text.done"}};
       if (a.json.is_null()) {
         done["text"] = a.text.body;

@@ -30,7 +30,10 @@
 #include "server/reply.h"
 #include "server/response_store.h"
 #include "server/server.h"
+#include "audio/subtitles.h"
 #include "audio/vad.h"
+#include "server/audio_request.h"
+#include "server/audio_sessions.h"
 #include "server/transcription.h"
 
 namespace hearth::server {
@@ -51,6 +54,12 @@ inline constexpr bool kSanitized = false;
 inline std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 inline std::time_t unix_now() { return std::time(nullptr); }
+
+// A transcription's answer: JSON for json and verbose_json, else text.
+struct TranscriptAnswer {
+  ojson json;  // null for text, srt and vtt
+  audio::FormattedTranscript text;
+};
 
 // ---- one generation request being answered ----
 
@@ -99,6 +108,7 @@ struct Server::Impl {
   std::set<std::shared_ptr<RequestHandle>> in_flight;
   std::unique_ptr<Transcription> transcription;  // null: no Whisper model served
   std::unique_ptr<audio::SileroVad> vad;         // null: no --vad-model
+  AudioSessions audio_sessions;
 
   Impl(Engine& e, const text::Tokenizer& t, const PromptBuilder& p, ServedModel m, ServerOptions o)
       : engine(e),
@@ -107,7 +117,8 @@ struct Server::Impl {
         model(std::move(m)),
         opt(std::move(o)),
         http(http_limits(opt)),
-        responses(opt.response_store_bytes, std::chrono::milliseconds(int64_t(opt.response_ttl_seconds * 1000))) {
+        responses(opt.response_store_bytes, std::chrono::milliseconds(int64_t(opt.response_ttl_seconds * 1000))),
+        audio_sessions(opt.audio_sessions) {
     if (auto ids = tok.encode("a", false); !ids.empty()) {
       anchor = ids.back();
       anchor_text = tok.decode(std::span<const int32_t>(&anchor, 1));
@@ -176,6 +187,17 @@ struct Server::Impl {
 
   // OpenAI audio (server_audio.cpp): translate picks the translations route.
   void audio_transcribe(const http::Request& req, http::Response& res, bool translate);
+  // A transcription's body in the request's format: JSON (with the hearth
+  // block: model, language, duration, these timings, speech, vocabulary) or text.
+  TranscriptAnswer transcript_answer(const audio::Transcript& t, const AudioRequest& r,
+                                     ojson timings) const;
+  void send_transcript(http::Response& res, const TranscriptAnswer& a) const;
+  Transcription& require_transcription() const;  // ApiError 503 without --whisper-model
+  ojson transcription_status() const;           // for /health and /stats
+  void audio_session_create(const http::Request& req, http::Response& res);
+  void audio_session_append(const http::Request& req, http::Response& res);
+  void audio_session_finish(const http::Request& req, http::Response& res);
+  void audio_session_delete(const http::Request& req, http::Response& res);
 
   // Ollama (server_ollama.cpp).
   void ollama_generate(const http::Request& req, http::Response& res, bool chat);

@@ -126,6 +126,22 @@ TEST(HttpServer, PipelinedRequestsAreAnsweredInOrderAndHalfCloseStillGetsThem) {
   EXPECT_TRUE(one < two && two < three && three != std::string::npos) << got;
 }
 
+TEST(HttpServer, KeptAliveResponsesSayForHowLongAndTheLastSaysClose) {
+  http::Limits limits;
+  limits.keep_alive_timeout = 3.5;
+  TestServer s(limits);
+  Client c(s.port);
+  c.send(
+      "POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\none"
+      "POST /echo HTTP/1.1\r\nConnection: close\r\nContent-Length: 3\r\n\r\ntwo");
+  const std::string got = c.read_all();
+  // Whole seconds, rounded down: a client trusting it never sends into our close.
+  const size_t first = got.find("Keep-Alive: timeout=3\r\n"), second = got.find("HTTP/1.1", 1);
+  EXPECT_TRUE(first != std::string::npos && first < second) << got;
+  EXPECT_EQ(count(got, "Keep-Alive:"), 1u) << got;
+  EXPECT_NE(got.find("Connection: close\r\n", second), std::string::npos) << got;
+}
+
 TEST(HttpServer, TwoContentLengthsAreRefused) {
   TestServer s;
   Client c(s.port);

@@ -1,0 +1,60 @@
+// Dictation sessions (/v1/audio/sessions): audio that arrives in parts
+// while it is recorded, transcribed window by window as it comes
+// (audio/transcript_stream.h), finished with the body a one-shot
+// transcription of the same audio answers. The table holds at most
+// max_open unfinished sessions and forgets a session idle for idle_seconds.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "audio/transcript_stream.h"
+#include "server/audio_request.h"
+
+namespace hearth::server {
+
+struct AudioSessionLimits {
+  int max_open = 64;          // unfinished at once; past it 429
+  double idle_seconds = 600;  // untouched this long: forgotten (finished or not)
+  double max_seconds = 3600;  // of audio per session; past it 413
+};
+
+struct AudioSession {
+  std::mutex lock;  // held for a part's or the finish's whole work
+  std::string id;
+  AudioRequest request;                          // options and response_format
+  std::optional<audio::TranscriptStream> stream;  // emptied when finished
+  std::atomic<bool> done{false};                  // finished: read without the lock
+  bool finished() const { return done; }
+};
+
+class AudioSessions {
+ public:
+  explicit AudioSessions(AudioSessionLimits limits) : limits_(limits) {}
+
+  const AudioSessionLimits& limits() const { return limits_; }
+  // Throws ApiError 429 when max_open are open.
+  std::shared_ptr<AudioSession> add(AudioRequest request, audio::TranscriptStream stream);
+  std::shared_ptr<AudioSession> find(const std::string& id);  // ApiError 404 if unknown
+  bool remove(const std::string& id);
+  int open() const;  // unfinished
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Entry {
+    std::shared_ptr<AudioSession> session;
+    Clock::time_point last_used;
+  };
+  void forget_idle() const;  // with mutex_ held
+
+  AudioSessionLimits limits_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, Entry> sessions_;  // forgetting idle ones is not a change
+};
+
+}  // namespace hearth::server

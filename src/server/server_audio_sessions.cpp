@@ -1,0 +1,187 @@
+// Dictation sessions: POST /v1/audio/sessions opens one, POST
+// /v1/audio/sessions/{id}/audio adds audio (each complete 30 s window is
+// transcribed before the answer), POST .../finish answers what
+// /v1/audio/transcriptions answers for all of it, DELETE forgets it.
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "audio/audio_error.h"
+#include "audio/decode.h"
+#include "core/read_file.h"
+#include "server/server_impl.h"
+
+namespace hearth::server {
+
+namespace {
+
+ojson segments_json(const std::vector<audio::Segment>& segments) {
+  ojson out = ojson::array();
+  for (const audio::Segment& s : segments)
+    out.push_back({{"id", s.id}, {"start", s.start}, {"end", s.end}, {"text", s.text}});
+  return out;
+}
+
+// A part of the audio: raw float32 (audio/pcm;rate=16000) or any container.
+std::vector<float> session_audio(const http::Request& req) {
+  const std::string content_type = req.header("Content-Type");
+  const std::string type = http::media_type(content_type);
+  if (type == "audio/pcm") {
+    std::optional<std::string> rate;
+    try {
+      rate = http::header_parameter(content_type, "rate");
+    } catch (const std::invalid_argument&) {
+    }
+    if (rate != "16000")
+      throw bad_request("audio",
+                        "raw audio must be 16 kHz mono little-endian float32, declared as "
+                        "'audio/pcm;rate=16000'; send other rates in a container (WAV...)");
+    if (req.body.size() % 4)
+      throw bad_request("audio", "raw float32 audio must be a whole number of 4-byte samples");
+    std::vector<float> samples(req.body.size() / 4);
+    std::memcpy(samples.data(), req.body.data(), req.body.size());
+    if constexpr (std::endian::native == std::endian::big)
+      for (float& f : samples) f = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(f)));
+    for (float f : samples)
+      if (!std::isfinite(f)) throw bad_request("audio", "the samples must be finite numbers");
+    return samples;
+  }
+  if (!type.starts_with("audio/") && !type.starts_with("video/") &&
+      type != "application/octet-stream")
+    throw ApiError(415,
+                   "unsupported content type '" + req.header("Content-Type") +
+                       "': send audio/pcm;rate=16000 (float32) or an audio file",
+                   "invalid_request_error", {}, "unsupported_media_type");
+  if (req.body.empty()) return {};  // nothing new: the answer says where the session is
+  try {
+    return audio::decode_audio(as_bytes(req.body));
+  } catch (const audio::AudioError& e) {
+    throw bad_request("audio", std::string("the audio could not be decoded: ") + e.what(),
+                      "invalid_audio");
+  }
+}
+
+// The session's part of the path; the router matched [^/]+ there.
+std::string session_id(const http::Request& req) { return req.matches[1]; }
+
+ojson session_progress(const AudioSession& s) {
+  const audio::TranscriptStream& t = *s.stream;
+  const auto speech = t.speech();
+  return {{"id", s.id},
+          {"object", "audio.session"},
+          {"samples", t.samples()},
+          {"duration", double(t.samples()) / audio::kSampleRate},
+          {"speech", speech ? audio::speech_json(*speech) : ojson()},
+          {"windows", t.windows_transcribed()},
+          {"segments", segments_json(t.segments())}};
+}
+
+}  // namespace
+
+Transcription& Server::Impl::require_transcription() const {
+  if (!transcription)
+    throw ApiError(503,
+                   "this server has no speech-to-text model: start it with --whisper-model DIR (a "
+                   "Whisper checkpoint in the Hugging Face layout)",
+                   "server_error", {}, "model_unavailable");
+  return *transcription;
+}
+
+ojson Server::Impl::transcription_status() const {
+  ojson out = transcription->status();
+  out["audio_sessions"] = audio_sessions.open();
+  return out;
+}
+
+void Server::Impl::audio_session_create(const http::Request& req, http::Response& res) {
+  Transcription& whisper = require_transcription();
+  AudioRequest r = parse_audio_session_request(req);
+  if (r.vad && !vad)
+    throw bad_request("vad",
+                      "this server has no VAD model: start it with --vad-model FILE "
+                      "(silero-v6.2.0-ggml.bin)");
+  if (r.vad) r.options.vad = vad.get();
+  std::optional<audio::TranscriptStream> stream;
+  try {
+    whisper.run([&](WhisperModel& model, const text::WhisperTokenizer& tokenizer, ThreadPool&) {
+      stream.emplace(model.config(), tokenizer, r.options);
+    });
+  } catch (const std::invalid_argument& e) {
+    throw ApiError(400, e.what());
+  }
+  std::optional<audio::VocabularyUsage> vocabulary = stream->vocabulary();
+  const auto session = audio_sessions.add(std::move(r), std::move(*stream));
+  ojson out = {{"id", session->id},
+               {"object", "audio.session"},
+               {"model", whisper.model_id()},
+               {"vocabulary", ojson()}};
+  if (vocabulary) out["vocabulary"] = audio::vocabulary_json(*vocabulary);
+  res.set_content(dump(out), "application/json");
+}
+
+void Server::Impl::audio_session_append(const http::Request& req, http::Response& res) {
+  Transcription& whisper = require_transcription();
+  const auto session = audio_sessions.find(session_id(req));
+  std::vector<float> samples = session_audio(req);
+  std::lock_guard lock(session->lock);
+  if (session->finished())
+    throw ApiError(409, "the audio session '" + session->id + "' is finished",
+                   "invalid_request_error", {}, "session_finished");
+  audio::TranscriptStream& stream = *session->stream;
+  const double seconds = double(stream.samples() + samples.size()) / audio::kSampleRate;
+  if (seconds > audio_sessions.limits().max_seconds)
+    throw ApiError(413,
+                   "a session holds at most " + std::to_string(audio_sessions.limits().max_seconds) +
+                       " s of audio (--audio-session-max-seconds); finish this one and start "
+                       "another",
+                   "invalid_request_error", "audio", "request_too_large");
+  stream.append(samples);
+  whisper.run([&](WhisperModel& model, const text::WhisperTokenizer& tokenizer, ThreadPool& pool) {
+    stream.advance(model, tokenizer, pool);
+  });
+  res.set_content(dump(session_progress(*session)), "application/json");
+}
+
+void Server::Impl::audio_session_finish(const http::Request& req, http::Response& res) {
+  Transcription& whisper = require_transcription();
+  const auto session = audio_sessions.find(session_id(req));
+  std::lock_guard lock(session->lock);
+  if (session->finished())
+    throw ApiError(409, "the audio session '" + session->id + "' is already finished",
+                   "invalid_request_error", {}, "session_finished");
+  audio::TranscriptStream& stream = *session->stream;
+  if (stream.samples() < audio::kSampleRate / 10)
+    throw bad_request("audio", "the session has less than 0.1 s of audio", "audio_too_short");
+  const auto t0 = Clock::now();
+  audio::TranscribeHooks hooks;
+  hooks.cancelled = [client = req.client] { return client->gone(); };
+  audio::Transcript t;
+  try {
+    whisper.run([&](WhisperModel& model, const text::WhisperTokenizer& tokenizer,
+                    ThreadPool& pool) { t = stream.finish(model, tokenizer, pool, hooks); });
+  } catch (const audio::Cancelled&) {
+    throw ApiError(499, "the client closed the request", "invalid_request_error", {},
+                   "client_closed_request");
+  }
+  whisper.count_request();
+  const ojson windows = {{"early", stream.windows_transcribed()},
+                         {"redone", stream.windows_redone()}};
+  session->stream.reset();  // the audio is no longer needed
+  session->done = true;
+  TranscriptAnswer a = transcript_answer(
+      t, session->request,
+      {{"finish_ms", std::chrono::duration<double, std::milli>(Clock::now() - t0).count()}});
+  if (!a.json.is_null()) a.json["hearth"]["session"] = {{"id", session->id}, {"windows", windows}};
+  send_transcript(res, a);
+}
+
+void Server::Impl::audio_session_delete(const http::Request& req, http::Response& res) {
+  require_transcription();
+  const std::string id = session_id(req);
+  if (!audio_sessions.remove(id))
+    throw ApiError(404, "no audio session '" + id + "' (unknown, deleted, or idle too long)",
+                   "invalid_request_error", {}, "session_not_found");
+  res.status = 204;
+}
+
+}  // namespace hearth::server
