@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "engine/engine.h"
+#include "model/whisper.h"
 #include "server/prompt.h"
 #include "server/server.h"
 #include "text/tokenizer.h"
@@ -24,7 +25,9 @@ GET /v1/models, /health, /stats, /metrics, and a chat page at /.
 Request values beat these flags, which beat generation_config.json, which
 beats the built-in defaults. See docs/server-config.md.
 
-  --model DIR                  model directory (default: the bundled stories260k)
+  --model DIR                  model directory (default: the bundled stories260k); a Whisper
+                               checkpoint makes a transcription-only server: the audio routes,
+                               no chat model, and the flags that configure one are refused
   --host ADDR                  address to listen on (default: 127.0.0.1)
   --port N                     port (default: 8080; 0 picks a free one)
   --api-key KEY                require 'Authorization: Bearer KEY' (default: $HEARTH_API_KEY, else none)
@@ -113,6 +116,47 @@ SamplingParams serve_sampling(const Args& args, const io::GenerationConfig& gen)
   return p;
 }
 
+// What configures the chat model alone; a transcription-only server refuses
+// them rather than ignore them.
+const std::vector<std::string> kChatOnlyOptions = {
+    "max-tokens", "ctx-size", "kv-type", "kv-budget", "prompt-cache", "cache-retention",
+    "ssd-cache", "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
+    "generation-checkpoint-tokens", "step-tokens", "max-queue", "max-batch",
+    "response-store-mb", "response-store-ttl"};
+
+void check_transcription_only(const Args& args, const std::filesystem::path& dir) {
+  if (args.has("whisper-model"))
+    throw std::runtime_error("--model " + dir.string() +
+                             " is a Whisper checkpoint, which makes a transcription-only server; "
+                             "--whisper-model serves one beside a chat model: give the chat model "
+                             "as --model, or leave out --whisper-model");
+  std::vector<std::string> chat_only = kChatOnlyOptions;
+  chat_only.insert(chat_only.end(), kSamplingOptions.begin(), kSamplingOptions.end());
+  chat_only.insert(chat_only.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
+  for (const std::string& name : chat_only)
+    if (args.has(name))
+      throw std::runtime_error("--" + name + " configures a chat model, and --model " +
+                               dir.string() +
+                               " is a Whisper checkpoint (a transcription-only server); give a "
+                               "chat model as --model and this one as --whisper-model for both");
+}
+
+// Serves until SIGINT or SIGTERM (blocked in every thread: `signals`) has
+// shut the server down and its connections are done.
+void serve_until_signalled(server::Server& server, sigset_t& signals) {
+  std::thread signal_thread([&] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0 || sig == SIGUSR1) return;
+      std::fprintf(stderr, "hearth serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      server.shutdown();
+    }
+  });
+  server.run();
+  pthread_kill(signal_thread.native_handle(), SIGUSR1);
+  signal_thread.join();
+}
+
 std::string model_id(const std::filesystem::path& dir) {
   auto canonical = std::filesystem::weakly_canonical(dir);
   std::string name = canonical.filename().string();
@@ -140,6 +184,9 @@ int cmd_serve(int argc, char** argv) {
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
+  const auto dir = model_dir(args);
+  const bool transcription_only = is_whisper_checkpoint(dir);
+  if (transcription_only) check_transcription_only(args, dir);
 
   // SIGINT/SIGTERM are taken by one thread with sigwait; block them before
   // any other thread exists so none of them gets the signal instead.
@@ -173,7 +220,10 @@ int cmd_serve(int argc, char** argv) {
   sopt.response_ttl_seconds = args.number("response-store-ttl", 3600.0);
   if (sopt.response_store_bytes < 0 || !(sopt.response_ttl_seconds > 0))
     throw std::runtime_error("--response-store-mb must be >= 0 and --response-store-ttl > 0");
-  sopt.whisper_model = args.str("whisper-model");
+  // Canonical, so that a trailing slash does not empty the model id (its name).
+  sopt.whisper_model = transcription_only ? dir.string() : args.str("whisper-model");
+  if (!sopt.whisper_model.empty())
+    sopt.whisper_model = std::filesystem::weakly_canonical(sopt.whisper_model);
   sopt.whisper_idle_unload_seconds = args.number("whisper-idle-unload", 300.0);
   sopt.whisper_resident = args.has("whisper-resident");
   sopt.max_audio_bytes = size_t(args.integer("max-audio-bytes", 25 << 20));
@@ -196,7 +246,19 @@ int cmd_serve(int argc, char** argv) {
   if (sopt.max_batch < 1) throw std::runtime_error("--max-batch must be >= 1");
   if (sopt.http_threads < 0 || sopt.max_body_bytes < 1024) throw std::runtime_error("bad --http-threads or --max-body");
 
-  const auto dir = model_dir(args);
+  if (transcription_only) {
+    sopt.whisper_threads = thread_count(args);
+    server::Server server(sopt);
+    const int port = server.bind();
+    std::printf(
+        "hearth serve: listening on http://%s:%d (transcription only: Whisper model %s, %d threads)\n",
+        sopt.host.c_str(), port, sopt.whisper_model.filename().c_str(), sopt.whisper_threads);
+    std::fflush(stdout);
+    serve_until_signalled(server, signals);
+    std::fprintf(stderr, "hearth serve: stopped\n");
+    return 0;
+  }
+
   const auto gen = io::GenerationConfig::load(dir);
   auto tokenizer = text::Tokenizer::load(dir / "tokenizer.json");
   server::PromptBuilder prompts(dir, *tokenizer);
@@ -289,17 +351,7 @@ int cmd_serve(int argc, char** argv) {
               port, served.id.c_str(), (long long)engine.ctx_size(), engine.threads());
   std::fflush(stdout);
 
-  std::thread signal_thread([&] {
-    for (;;) {
-      int sig = 0;
-      if (sigwait(&signals, &sig) != 0 || sig == SIGUSR1) return;
-      std::fprintf(stderr, "hearth serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-      server.shutdown();
-    }
-  });
-  server.run();
-  pthread_kill(signal_thread.native_handle(), SIGUSR1);
-  signal_thread.join();
+  serve_until_signalled(server, signals);
   engine.shutdown();
   if (auto f = engine.flush_cache())  // what was published is on disk before we exit
     std::fprintf(stderr, "hearth serve: SSD cache flushed (%lld blocks written, %lld dropped, %lld failed) in %.0f ms\n",

@@ -79,6 +79,14 @@ std::vector<float> whisper_sinusoids(int64_t length, int64_t channels) {
   return out;
 }
 
+bool is_whisper_checkpoint(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "config.json");
+  const nlohmann::json c = nlohmann::json::parse(in, nullptr, false);
+  if (!c.is_object()) return false;
+  const auto type = c.find("model_type");
+  return (type != c.end() && *type == "whisper") || c.contains("n_audio_state");
+}
+
 WhisperConfig WhisperConfig::load(const std::filesystem::path& dir) {
   const nlohmann::json c = read_json(dir / "config.json");
   WhisperConfig w;

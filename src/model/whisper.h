@@ -50,6 +50,11 @@ struct WhisperConfig {
   int mel_frames() const { return audio_ctx * 2; }
 };
 
+// Whether dir holds a Whisper checkpoint, from its config.json alone:
+// model_type "whisper" (Hugging Face), or openai-whisper's dimensions
+// (n_audio_state: the MLX layout). False when there is no readable config.
+bool is_whisper_checkpoint(const std::filesystem::path& dir);
+
 // openai-whisper's sinusoidal positions, [length][channels] (the encoder's).
 std::vector<float> whisper_sinusoids(int64_t length, int64_t channels);
 // A tensor's name in the MLX layout from its Hugging Face name

@@ -42,7 +42,7 @@ struct ApiError : std::runtime_error {
       case 404: return "not_found_error";
       case 413: return "request_too_large";
       case 429: return "rate_limit_error";
-      case 503: case 529: return "overloaded_error";
+      case 503: case 529: return code == "model_unavailable" ? "api_error" : "overloaded_error";
       default: return "api_error";
     }
   }

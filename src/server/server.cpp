@@ -114,7 +114,7 @@ Job::Job(Server::Impl& server, ApiRequest request, std::shared_ptr<RequestHandle
   static const char* kPrefix[] = {"chatcmpl-", "cmpl-", "msg_", "resp_"};
   id = random_id(kPrefix[int(api.endpoint)]);
   std::vector<int32_t> eos = s.model.eos_ids;
-  stream = std::make_unique<GenerationStream>(handle, s.tok, api.stop, std::move(eos), api.logprobs >= 0);
+  stream = std::make_unique<GenerationStream>(handle, *s.tok, api.stop, std::move(eos), api.logprobs >= 0);
   s.begin_flight(handle);
 }
 
@@ -145,12 +145,28 @@ void Job::record() {
   m.request_duration.observe(std::chrono::duration<double>(Clock::now() - t0).count());
 }
 
+ojson Server::Impl::models(bool anthropic) const {
+  ojson out = ojson::array();
+  if (engine) out.push_back(model_object());
+  if (transcription) out.push_back(whisper_model_object());
+  if (anthropic)  // Anthropic's SDK reads its own model shape
+    for (auto& m : out)
+      m = {{"type", "model"},
+           {"id", m["id"]},
+           {"display_name", m["id"]},
+           {"created_at", rfc3339(m["created"].get<std::time_t>())}};
+  return out;
+}
+
 // ---- errors, auth ----
 
 void Server::Impl::send_error(http::Response& res, const ApiError& e, Protocol protocol) const {
   res.status = e.status;
   if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   if (e.status == 429) res.set_header("Retry-After", "1");
+  // A missing model stays missing: the OpenAI and Anthropic SDKs would
+  // otherwise retry a 503.
+  if (e.code == "model_unavailable") res.set_header("x-should-retry", "false");
   res.set_content(dump(e.body(protocol)), "application/json");
 }
 
@@ -214,7 +230,7 @@ void Server::Impl::setup() {
   get(
       "/health",
       [this](const http::Request&, http::Response& res) {
-    const EngineStats st = engine.stats();
+    const EngineStats st = engine ? engine->stats() : EngineStats{};
     ojson out = {{"status", draining ? "shutting_down" : "ok"},
                  {"model", model.id},
                  {"uptime_seconds", std::chrono::duration<double>(Clock::now() - started).count()},
@@ -232,34 +248,54 @@ void Server::Impl::setup() {
                  dump(ojson{{"name", "hearth"}, {"version", kVersion}, {"model", model.id}, {"endpoints", endpoints}}),
                  "application/json");
            }));
-  // Anthropic's SDK sends anthropic-version and reads its own model shape.
-  auto model_json = [this](const http::Request& req) {
-    if (!req.has_header("anthropic-version")) return model_object();
-    return ojson{{"type", "model"}, {"id", model.id}, {"display_name", model.id}, {"created_at", rfc3339(model.created)}};
-  };
-  get("/v1/models", guarded(true, [model_json](const http::Request& req, http::Response& res) {
-             ojson m = model_json(req);
-             ojson out = req.has_header("anthropic-version")
-                             ? ojson{{"data", {m}}, {"has_more", false}, {"first_id", m["id"]}, {"last_id", m["id"]}}
-                             : ojson{{"object", "list"}, {"data", {m}}};
+  // Anthropic's SDK sends anthropic-version and reads its own shapes.
+  get("/v1/models", guarded(true, [this](const http::Request& req, http::Response& res) {
+             const bool anthropic = req.has_header("anthropic-version");
+             const ojson data = models(anthropic);
+             ojson out = anthropic ? ojson{{"data", data},
+                                           {"has_more", false},
+                                           {"first_id", data.front()["id"]},
+                                           {"last_id", data.back()["id"]}}
+                                   : ojson{{"object", "list"}, {"data", data}};
              res.set_content(dump(out), "application/json");
            }));
-  get("/v1/models/(.+)", guarded(true, [this, model_json](const http::Request& req, http::Response& res) {
+  get("/v1/models/(.+)", guarded(true, [this](const http::Request& req, http::Response& res) {
              const std::string id = req.matches[1];
-             if (id != model.id)
-               throw ApiError(404, "the model '" + id + "' does not exist; this server serves '" + model.id + "'",
-                              "invalid_request_error", "model", "model_not_found");
-             res.set_content(dump(model_json(req)), "application/json");
+             std::string served;
+             for (const ojson& m : models(req.has_header("anthropic-version"))) {
+               if (m["id"] == id) {
+                 res.set_content(dump(m), "application/json");
+                 return;
+               }
+               served += (served.empty() ? "'" : " and '") + m["id"].get<std::string>() + "'";
+             }
+             throw ApiError(404, "the model '" + id + "' does not exist; this server serves " + served,
+                            "invalid_request_error", "model", "model_not_found");
            }));
-  post("/v1/chat/completions", guarded(true, [this](const http::Request& req, http::Response& res) {
+  // Routes that need the chat model; a transcription-only server answers
+  // them 503 in the route's protocol, saying what it serves instead.
+  auto chat = [this](auto f) {
+    return [this, f](const http::Request& req, http::Response& res) {
+      if (!engine)
+        throw ApiError(503,
+                       "this server serves only speech to text (/v1/audio/transcriptions, "
+                       "/v1/audio/translations) with the Whisper model '" + model.id +
+                           "'; for chat, completions and embeddings start hearth serve with "
+                           "--model DIR of a chat model (and --whisper-model DIR for speech to "
+                           "text beside it)",
+                       "server_error", {}, "model_unavailable");
+      f(req, res);
+    };
+  };
+  post("/v1/chat/completions", guarded(true, chat([this](const http::Request& req, http::Response& res) {
               generate(req, res, Endpoint::Chat);
-            }));
-  post("/v1/completions", guarded(true, [this](const http::Request& req, http::Response& res) {
+            })));
+  post("/v1/completions", guarded(true, chat([this](const http::Request& req, http::Response& res) {
               generate(req, res, Endpoint::Completion);
-            }));
-  post("/v1/embeddings", guarded(true, [this](const http::Request& req, http::Response& res) {
+            })));
+  post("/v1/embeddings", guarded(true, chat([this](const http::Request& req, http::Response& res) {
               openai_embeddings(req, res);
-            }));
+            })));
   post("/v1/audio/transcriptions", guarded(true, [this](const http::Request& req, http::Response& res) {
               audio_transcribe(req, res, false);
             }));
@@ -284,25 +320,24 @@ void Server::Impl::setup() {
               out.update(transcription_status());
               res.set_content(dump(out), "application/json");
             }));
-  post("/v1/responses", guarded(true, [this](const http::Request& req, http::Response& res) {
+  post("/v1/responses", guarded(true, chat([this](const http::Request& req, http::Response& res) {
               responses_create(req, res);
-            }));
-  get("/v1/responses/([^/]+)", guarded(true, [this](const http::Request& req, http::Response& res) {
+            })));
+  get("/v1/responses/([^/]+)", guarded(true, chat([this](const http::Request& req, http::Response& res) {
              responses_get(req, res);
-           }));
-  http.route("DELETE", "/v1/responses/([^/]+)", guarded(true, [this](const http::Request& req, http::Response& res) {
+           })));
+  http.route("DELETE", "/v1/responses/([^/]+)", guarded(true, chat([this](const http::Request& req, http::Response& res) {
                 responses_delete(req, res);
-              }));
+              })));
   post("/v1/messages", guarded(
-                                true, [this](const http::Request& req, http::Response& res) { anthropic_messages(req, res); },
+                                true, chat([this](const http::Request& req, http::Response& res) { anthropic_messages(req, res); }),
                                 Protocol::Anthropic));
   post("/v1/messages/count_tokens",
             guarded(
-                true, [this](const http::Request& req, http::Response& res) { anthropic_count_tokens(req, res); },
+                true, chat([this](const http::Request& req, http::Response& res) { anthropic_count_tokens(req, res); }),
                 Protocol::Anthropic));
-  auto ollama = [this](auto f) {
-    return guarded(true, [f](const http::Request& req, http::Response& res) { f(req, res); }, Protocol::Ollama);
-  };
+  // Every Ollama route but /api/version is about the chat model.
+  auto ollama = [this, chat](auto f) { return guarded(true, chat(f), Protocol::Ollama); };
   post("/api/chat", ollama([this](const http::Request& req, http::Response& res) { ollama_generate(req, res, true); }));
   post("/api/generate",
             ollama([this](const http::Request& req, http::Response& res) { ollama_generate(req, res, false); }));
@@ -317,9 +352,12 @@ void Server::Impl::setup() {
              m["size_vram"] = 0;
              res.set_content(dump(ojson{{"models", {m}}}), "application/json");
            }));
-  get("/api/version", ollama([](const http::Request&, http::Response& res) {
-             res.set_content(dump(ojson{{"version", kVersion}}), "application/json");
-           }));
+  get("/api/version", guarded(
+                          true,
+                          [](const http::Request&, http::Response& res) {
+                            res.set_content(dump(ojson{{"version", kVersion}}), "application/json");
+                          },
+                          Protocol::Ollama));
   get("/stats", guarded(true, [this](const http::Request&, http::Response& res) {
              res.set_content(dump(stats()), "application/json");
            }));
@@ -332,12 +370,13 @@ void Server::Impl::setup() {
               if (auto it = body.find("session_id"); it != body.end() && !it->is_null()) {
                 if (!it->is_string()) throw bad_request("session_id", "'session_id' must be a string");
                 id = check_session_id("session_id", it->get<std::string>());
-                engine.close_session(id);
               }
-              res.set_content(dump(ojson{{"closed", !id.empty()}}), "application/json");
+              // Transcription only: no prompt cache, so no session to close.
+              if (engine && !id.empty()) engine->close_session(id);
+              res.set_content(dump(ojson{{"closed", engine && !id.empty()}}), "application/json");
             }));
   post("/admin/cache/flush", guarded(true, [this](const http::Request&, http::Response& res) {
-              const auto f = engine.flush_cache();
+              const auto f = engine ? engine->flush_cache() : std::nullopt;
               ojson out = {{"flushed", f.has_value()}};
               if (f) {
                 out["written"] = f->written;
@@ -406,7 +445,24 @@ void Server::Impl::shutdown() {
 
 Server::Server(Engine& engine, const text::Tokenizer& tokenizer, const PromptBuilder& prompts, ServedModel model,
                ServerOptions options)
-    : impl_(std::make_unique<Impl>(engine, tokenizer, prompts, std::move(model), std::move(options))) {}
+    : impl_(std::make_unique<Impl>(&engine, &tokenizer, &prompts, std::move(model), std::move(options))) {}
+
+namespace {
+
+ServedModel whisper_served(const ServerOptions& options) {
+  if (options.whisper_model.empty())
+    throw std::invalid_argument("a transcription-only server needs options.whisper_model");
+  ServedModel m;
+  m.id = options.whisper_model.filename().string();  // as Transcription::model_id() names it
+  m.dir = options.whisper_model;
+  m.architecture = "whisper";
+  return m;
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options)
+    : impl_(std::make_unique<Impl>(nullptr, nullptr, nullptr, whisper_served(options), std::move(options))) {}
 
 Server::~Server() = default;
 

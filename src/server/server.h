@@ -1,7 +1,8 @@
 // hearth's HTTP server: the OpenAI-compatible routes over one Engine, the
 // admin routes (/health, /v1, /v1/models, /stats, /metrics) and the chat web
-// page at /. See docs/server-api.md for the wire format and
-// docs/server-config.md for the options.
+// page at /; or, without an Engine, a transcription-only server. See
+// docs/server-api.md for the wire format and docs/server-config.md for the
+// options.
 //
 // Threads: the HTTP layer's I/O thread owns the sockets (http/server.h); its
 // workers parse, validate, render and tokenize; the engine thread generates.
@@ -42,6 +43,7 @@ struct ServerOptions {
   // Speech to text beside the chat model (server/transcription.h); no
   // whisper_model: the audio routes answer 503.
   std::filesystem::path whisper_model;
+  int whisper_threads = 0;                   // Whisper's kernel threads; 0: the engine's, or physical cores
   double whisper_idle_unload_seconds = 300;  // 0: kept once loaded
   bool whisper_resident = false;             // loaded at start, never unloaded
   size_t max_audio_bytes = 25u << 20;        // larger audio uploads get 413
@@ -68,6 +70,9 @@ class Server {
  public:
   Server(Engine& engine, const text::Tokenizer& tokenizer, const PromptBuilder& prompts, ServedModel model,
          ServerOptions options);
+  // Transcription only: options.whisper_model is the one model served, and
+  // the chat and text routes answer 503 model_unavailable.
+  explicit Server(ServerOptions options);
   ~Server();
 
   // Binds the listening socket; returns the port (the chosen one for port 0).

@@ -1,4 +1,4 @@
-// The admin routes' content: the model object, /stats and /metrics.
+// The admin routes' content: the model objects, /stats and /metrics.
 #include <malloc.h>
 
 #include <sstream>
@@ -13,32 +13,65 @@ ojson Server::Impl::model_object() const {
           {"created", model.created},
           {"owned_by", "hearth"},
           {"architecture", model.architecture},
-          {"context_length", engine.ctx_size()},
-          {"generates_text", engine.model().has_output_head()},
+          {"context_length", engine->ctx_size()},
+          {"generates_text", engine->model().has_output_head()},
           {"embedding", embedding_info()}};
+}
+
+ojson Server::Impl::whisper_model_object() const {
+  return {{"id", transcription->model_id()},
+          {"object", "model"},
+          {"created", started_unix},
+          {"owned_by", "hearth"},
+          {"architecture", "whisper"},
+          {"context_length", whisper_context},
+          {"transcription", true}};
 }
 
 void Server::Impl::trim_if_idle() const {
   // Freed heap goes back to the OS only when asked; do it while idle so RSS
   // reflects what is live.
   if (metrics.in_flight.load() == 0) {
-    EngineStats st = engine.stats();
+    const EngineStats st = engine ? engine->stats() : EngineStats{};
     if (st.queued == 0 && st.running == 0) malloc_trim(0);
   }
 }
 
 ojson Server::Impl::stats() const {
   trim_if_idle();
-  const EngineStats st = engine.stats();
   const ProcessMemory mem = process_memory();
   const double uptime = std::chrono::duration<double>(Clock::now() - started).count();
   const auto& m = metrics;
+  const ojson server = {{"version", kVersion},
+                        {"sanitized", kSanitized},
+                        {"host", opt.host},
+                        {"port", port},
+                        {"started", started_unix},
+                        {"uptime_seconds", uptime},
+                        {"api_key_required", !opt.api_key.empty()},
+                        {"max_body_bytes", opt.max_body_bytes},
+                        {"shutting_down", draining.load()},
+                        {"http_requests_total", m.http_total()},
+                        {"requests_in_flight", m.in_flight.load()}};
+  if (!engine)  // transcription only: no queue, KV, prompt cache or generation
+    return {{"server", server},
+            {"model",
+             {{"id", model.id},
+              {"path", model.dir.string()},
+              {"architecture", model.architecture},
+              {"context_length", whisper_context}}},
+            {"memory",
+             {{"rss_bytes", mem.rss_bytes},
+              {"peak_rss_bytes", mem.peak_rss_bytes},
+              {"virtual_bytes", mem.virtual_bytes}}},
+            {"transcription", transcription->status()}};
+  const EngineStats st = engine->stats();
   const double decode_s = double(m.decode_us.load()) / 1e6;
-  const auto& cfg = engine.model().config();
-  const AdmissionInfo& ad = engine.admission();
+  const auto& cfg = engine->model().config();
+  const AdmissionInfo& ad = engine->admission();
   const ResponseStoreStats rs = responses.stats();
   ojson prompt_cache = {{"enabled", false}};
-  if (auto c = engine.cache_stats())
+  if (auto c = engine->cache_stats())
     prompt_cache = {{"enabled", true},
                     {"entries", c->entries},
                     {"bytes", c->bytes},
@@ -52,9 +85,9 @@ ojson Server::Impl::stats() const {
                     {"prefix_scans", c->prefix_scans},
                     {"evictions", c->evictions}};
   ojson ssd_cache = nullptr;
-  if (auto d = engine.ssd_stats()) {
-    const auto c = engine.cache_stats();
-    ssd_cache = {{"dir", engine.options().ssd_dir.string()},
+  if (auto d = engine->ssd_stats()) {
+    const auto c = engine->cache_stats();
+    ssd_cache = {{"dir", engine->options().ssd_dir.string()},
                  {"entries", d->entries},
                  {"bytes", d->bytes},
                  {"max_bytes", d->max_bytes},
@@ -70,31 +103,20 @@ ojson Server::Impl::stats() const {
                  {"skipped_files", d->skipped},
                  {"evicted", d->evicted},
                  {"last_error", d->last_error},
-                 {"longest_durable_prefix_tokens", engine.longest_durable_prefix_tokens()}};
+                 {"longest_durable_prefix_tokens", engine->longest_durable_prefix_tokens()}};
   }
   ojson out = {
-      {"server",
-       {{"version", kVersion},
-        {"sanitized", kSanitized},
-        {"host", opt.host},
-        {"port", port},
-        {"started", started_unix},
-        {"uptime_seconds", uptime},
-        {"api_key_required", !opt.api_key.empty()},
-        {"max_body_bytes", opt.max_body_bytes},
-        {"shutting_down", draining.load()},
-        {"http_requests_total", m.http_total()},
-        {"requests_in_flight", m.in_flight.load()}}},
+      {"server", server},
       {"model",
        {{"id", model.id},
         {"path", model.dir.string()},
         {"architecture", model.architecture},
         {"vocab_size", cfg.vocab_size},
-        {"context_length", engine.ctx_size()},
+        {"context_length", engine->ctx_size()},
         {"layers", cfg.num_layers},
         {"hidden_size", cfg.hidden_size},
-        {"weight_bytes", engine.model().weight_bytes()},
-        {"threads", engine.threads()}}},
+        {"weight_bytes", engine->model().weight_bytes()},
+        {"threads", engine->threads()}}},
       {"queue",
        {{"queued", st.queued},
         {"running", st.running},
@@ -105,7 +127,7 @@ ojson Server::Impl::stats() const {
        {{"rss_bytes", mem.rss_bytes},
         {"peak_rss_bytes", mem.peak_rss_bytes},
         {"virtual_bytes", mem.virtual_bytes},
-        {"weight_bytes", engine.model().weight_bytes()},
+        {"weight_bytes", engine->model().weight_bytes()},
         {"kv_bytes", st.kv_bytes},
         {"kv_blocks_total", st.kv_blocks_total},
         {"kv_blocks_free", st.kv_blocks_free},
@@ -154,7 +176,6 @@ ojson Server::Impl::stats() const {
 
 std::string Server::Impl::prometheus() const {
   trim_if_idle();
-  const EngineStats st = engine.stats();
   const ProcessMemory mem = process_memory();
   std::ostringstream o;
   auto metric = [&](const char* name, const char* type, const char* help, auto value) {
@@ -174,6 +195,10 @@ std::string Server::Impl::prometheus() const {
   const auto& m = metrics;
   metric("hearth_uptime_seconds", "gauge", "Seconds since the server started.",
          std::chrono::duration<double>(Clock::now() - started).count());
+  metric("hearth_process_resident_memory_bytes", "gauge", "Resident set size.", mem.rss_bytes);
+  metric("hearth_process_peak_resident_memory_bytes", "gauge", "Peak resident set size.", mem.peak_rss_bytes);
+  if (!engine) return o.str();  // transcription only: the rest is the chat engine's
+  const EngineStats st = engine->stats();
   metric("hearth_requests_in_flight", "gauge", "Generation requests being answered.", m.in_flight.load());
   metric("hearth_queue_waiting", "gauge", "Requests waiting for a batch slot.", st.queued);
   metric("hearth_queue_running", "gauge", "Requests being generated.", st.running);
@@ -199,7 +224,7 @@ std::string Server::Impl::prometheus() const {
   metric("hearth_generation_checkpoints", "gauge", "Cancelled requests kept for resumption.", st.checkpoints);
   metric("hearth_generation_checkpoints_resumed_total", "counter", "Requests resumed from a checkpoint.",
          st.checkpoints_resumed);
-  if (auto c = engine.cache_stats()) {
+  if (auto c = engine->cache_stats()) {
     metric("hearth_prompt_cache_entries", "gauge", "Blocks indexed by the prompt cache.", c->entries);
     metric("hearth_prompt_cache_bytes", "gauge", "Bytes of the blocks indexed by the prompt cache.", c->bytes);
     metric("hearth_prompt_cache_max_bytes", "gauge", "Prompt cache capacity (--prompt-cache).", c->max_bytes);
@@ -212,8 +237,8 @@ std::string Server::Impl::prometheus() const {
     metric("hearth_prompt_cache_prefix_scans_total", "counter", "Prefix lookups run.", c->prefix_scans);
     metric("hearth_prompt_cache_evictions_total", "counter", "Blocks evicted from the prompt cache.", c->evictions);
   }
-  if (auto d = engine.ssd_stats()) {
-    const auto c = engine.cache_stats();
+  if (auto d = engine->ssd_stats()) {
+    const auto c = engine->cache_stats();
     metric("hearth_ssd_cache_entries", "gauge", "Blocks on SSD.", d->entries);
     metric("hearth_ssd_cache_bytes", "gauge", "Bytes of the blocks on SSD.", d->bytes);
     metric("hearth_ssd_cache_max_bytes", "gauge", "SSD cache capacity (--ssd-cache-max).", d->max_bytes);
@@ -229,9 +254,7 @@ std::string Server::Impl::prometheus() const {
     metric("hearth_ssd_cache_skipped_files_total", "counter", "Corrupt, foreign or half-written files removed.",
            d->skipped);
   }
-  metric("hearth_weight_bytes", "gauge", "Model weights in bytes.", engine.model().weight_bytes());
-  metric("hearth_process_resident_memory_bytes", "gauge", "Resident set size.", mem.rss_bytes);
-  metric("hearth_process_peak_resident_memory_bytes", "gauge", "Peak resident set size.", mem.peak_rss_bytes);
+  metric("hearth_weight_bytes", "gauge", "Model weights in bytes.", engine->model().weight_bytes());
   histogram("hearth_time_to_first_token_seconds", "From acceptance to the first generated token.",
             m.time_to_first_token);
   histogram("hearth_request_duration_seconds", "From acceptance to the last token.", m.request_duration);

@@ -153,7 +153,7 @@ void Server::Impl::anthropic_messages(const http::Request& req, http::Response& 
 
 void Server::Impl::anthropic_count_tokens(const http::Request& req, http::Response& res) {
   const ApiRequest api = parse_messages_request(parse_body(req.body), true);
-  res.set_content(dump(ojson{{"input_tokens", prompts.build(api).size()}}), "application/json");
+  res.set_content(dump(ojson{{"input_tokens", prompts->build(api).size()}}), "application/json");
 }
 
 }  // namespace hearth::server

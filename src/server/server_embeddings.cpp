@@ -64,20 +64,20 @@ ojson Server::Impl::embedding_info() const {
           {"pooling_source", model.pooling.source.empty() ? "default (no Sentence Transformers config)"
                                                            : model.pooling.source},
           {"normalized", true},
-          {"dimensions", engine.model().config().hidden_size}};
+          {"dimensions", engine->model().config().hidden_size}};
 }
 
 EmbeddingBatch Server::Impl::embed(const http::Request& req, const EmbeddingsRequest& r) {
   if (!model.pooling_error.empty()) throw ApiError(400, model.pooling_error, "invalid_request_error", "model");
-  const int64_t hidden = engine.model().config().hidden_size;
+  const int64_t hidden = engine->model().config().hidden_size;
   if (r.dimensions > hidden)
     throw bad_request("dimensions", "'dimensions' is " + std::to_string(r.dimensions) + "; this model's embeddings have " +
                                         std::to_string(hidden));
-  const int64_t ctx = engine.ctx_size();
+  const int64_t ctx = engine->ctx_size();
   std::vector<std::vector<int32_t>> inputs;
   inputs.reserve(r.inputs.size());
   for (size_t i = 0; i < r.inputs.size(); ++i) {
-    std::vector<int32_t> ids = r.inputs[i].is_ids ? r.inputs[i].ids : tok.encode(r.inputs[i].text, true);
+    std::vector<int32_t> ids = r.inputs[i].is_ids ? r.inputs[i].ids : tok->encode(r.inputs[i].text, true);
     if (ids.empty()) throw bad_request("input", "input " + std::to_string(i) + " has no tokens");
     if (int64_t(ids.size()) > ctx) {
       if (!r.truncate)
@@ -93,7 +93,7 @@ EmbeddingBatch Server::Impl::embed(const http::Request& req, const EmbeddingsReq
   EmbeddingFlight flight(*this);
   flight.client_watch = req.client->on_gone([&flight] { flight.cancel_all(); });
   try {
-    return hearth::embed(engine, inputs, model.pooling.pooling, r.dimensions,
+    return hearth::embed(*engine, inputs, model.pooling.pooling, r.dimensions,
                          [&flight](const std::shared_ptr<RequestHandle>& h) { flight.add(h); });
   } catch (const QueueFull&) {
     ++metrics.rejected_queue_full;

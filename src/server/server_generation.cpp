@@ -24,7 +24,7 @@ ojson token_bytes(const std::string& s) {
 }  // namespace
 
 const std::shared_ptr<const grammar::Vocabulary>& Server::Impl::grammar_vocabulary() {
-  std::call_once(grammar_vocab_once, [&] { grammar_vocab = grammar::Vocabulary::from_tokenizer(tok); });
+  std::call_once(grammar_vocab_once, [&] { grammar_vocab = grammar::Vocabulary::from_tokenizer(*tok); });
   return grammar_vocab;
 }
 
@@ -38,8 +38,8 @@ void Server::Impl::generate(const http::Request& req, http::Response& res, Endpo
 }
 
 std::vector<int32_t> Server::Impl::prompt_ids(const ApiRequest& api, std::string* rendered) {
-  std::vector<int32_t> ids = prompts.build(api, &history, rendered);
-  const int64_t ctx = engine.ctx_size();
+  std::vector<int32_t> ids = prompts->build(api, &history, rendered);
+  const int64_t ctx = engine->ctx_size();
   if (int64_t(ids.size()) >= ctx)
     throw bad_request(api.is_chat() ? "messages" : "prompt",
                       "the prompt is " + std::to_string(ids.size()) + " tokens; this server's context holds " +
@@ -61,7 +61,7 @@ std::shared_ptr<Job> Server::Impl::start(const http::Request& req, ApiRequest ap
   g.prompt = prompt_ids(api, &rendered);
   g.sampling = model.sampling;
   api.sampling.apply_to(g.sampling);
-  const int64_t vocab = engine.model().config().vocab_size;
+  const int64_t vocab = engine->model().config().vocab_size;
   for (const auto& [id, bias] : g.sampling.logit_bias)
     if (id >= vocab)
       throw bad_request("logit_bias", "token id " + std::to_string(id) + " in 'logit_bias' is outside the vocabulary (" +
@@ -74,14 +74,14 @@ std::shared_ptr<Job> Server::Impl::start(const http::Request& req, ApiRequest ap
   g.top_logprobs = api.logprobs;
   g.session = api.session;
   // A required tool call wins over a response format: the call is the answer.
-  auto grammar = compile_tool_choice(api, prompts.output_format().tool_calls);
+  auto grammar = compile_tool_choice(api, prompts->output_format().tool_calls);
   if (!grammar) grammar = compile_response_format(api.response_format);
   if (grammar) g.constraint = grammar::Constraint{std::move(grammar), grammar_vocabulary()};
   const int64_t prompt_tokens = int64_t(g.prompt.size());
 
   std::shared_ptr<RequestHandle> handle;
   try {
-    handle = engine.submit(std::move(g));
+    handle = engine->submit(std::move(g));
   } catch (const QueueFull&) {
     ++metrics.rejected_queue_full;
     throw ApiError(429, "the request queue is full (" + std::to_string(opt.max_queue) + " waiting); retry later",
@@ -93,7 +93,7 @@ std::shared_ptr<Job> Server::Impl::start(const http::Request& req, ApiRequest ap
   }
   auto job = std::make_shared<Job>(*this, std::move(api), handle);
   job->prompt_tokens = prompt_tokens;
-  job->in_reasoning = text::prompt_opens_reasoning(prompts.output_format(), rendered);
+  job->in_reasoning = text::prompt_opens_reasoning(prompts->output_format(), rendered);
   job->client_watch = req.client->on_gone([handle] { handle->cancel(); });
   if (job->api.stream) ++metrics.streamed_requests;
   return job;
@@ -102,7 +102,7 @@ std::shared_ptr<Job> Server::Impl::start(const http::Request& req, ApiRequest ap
 ReplyStream Server::Impl::reply_stream(Job& job, const char* id_prefix, bool stream_arguments) const {
   const bool tools = job.api.tools.is_array() && !job.api.tools.empty() && job.api.tool_choice.mode != ToolChoice::Mode::None;
   return ReplyStream(*job.stream,
-                     text::OutputParser(prompts.output_format(), tools, job.in_reasoning, &job.api.tools, stream_arguments),
+                     text::OutputParser(prompts->output_format(), tools, job.in_reasoning, &job.api.tools, stream_arguments),
                      id_prefix);
 }
 
@@ -129,7 +129,7 @@ void Server::Impl::remember_reply(const Job& job) {
   std::vector<int32_t> ids = g.generated_ids();
   if (!ids.empty() && std::find(model.eos_ids.begin(), model.eos_ids.end(), ids.back()) != model.eos_ids.end())
     ids.pop_back();
-  if (tok.decode(ids) != g.text()) return;  // only ids that are exactly the text the client got
+  if (tok->decode(ids) != g.text()) return;  // only ids that are exactly the text the client got
   history.remember(g.text(), std::move(ids));
 }
 

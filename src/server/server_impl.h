@@ -86,10 +86,12 @@ struct Job {
 http::Limits http_limits(const ServerOptions& opt);
 
 struct Server::Impl {
-  Engine& engine;
-  const text::Tokenizer& tok;
-  const PromptBuilder& prompts;
-  ServedModel model;
+  // All three null on a transcription-only server, whose routes that need
+  // them answer 503 before they run (setup()).
+  Engine* engine;
+  const text::Tokenizer* tok;
+  const PromptBuilder* prompts;
+  ServedModel model;  // transcription-only: the Whisper model's id, dir and architecture
   ServerOptions opt;
 
   http::Server http;
@@ -107,10 +109,11 @@ struct Server::Impl {
   std::condition_variable flight_cv;
   std::set<std::shared_ptr<RequestHandle>> in_flight;
   std::unique_ptr<Transcription> transcription;  // null: no Whisper model served
+  int whisper_context = 0;                       // its decoder's positions (config.json, read at start)
   std::unique_ptr<audio::SileroVad> vad;         // null: no --vad-model
   AudioSessions audio_sessions;
 
-  Impl(Engine& e, const text::Tokenizer& t, const PromptBuilder& p, ServedModel m, ServerOptions o)
+  Impl(Engine* e, const text::Tokenizer* t, const PromptBuilder* p, ServedModel m, ServerOptions o)
       : engine(e),
         tok(t),
         prompts(p),
@@ -119,14 +122,17 @@ struct Server::Impl {
         http(http_limits(opt)),
         responses(opt.response_store_bytes, std::chrono::milliseconds(int64_t(opt.response_ttl_seconds * 1000))),
         audio_sessions(opt.audio_sessions) {
-    if (auto ids = tok.encode("a", false); !ids.empty()) {
+    if (auto ids = tok ? tok->encode("a", false) : std::vector<int32_t>(); !ids.empty()) {
       anchor = ids.back();
-      anchor_text = tok.decode(std::span<const int32_t>(&anchor, 1));
+      anchor_text = tok->decode(std::span<const int32_t>(&anchor, 1));
     }
     if (!opt.vad_model.empty()) vad = audio::SileroVad::load(opt.vad_model);
-    if (!opt.whisper_model.empty())
+    if (!opt.whisper_model.empty()) {
+      whisper_context = WhisperConfig::load(opt.whisper_model).text_ctx;
+      const int threads = opt.whisper_threads > 0 ? opt.whisper_threads : engine ? engine->threads() : 0;
       transcription = std::make_unique<Transcription>(TranscriptionOptions{
-          opt.whisper_model, opt.whisper_idle_unload_seconds, opt.whisper_resident, engine.threads()});
+          opt.whisper_model, opt.whisper_idle_unload_seconds, opt.whisper_resident, threads});
+    }
     setup();
   }
   ~Impl() {
@@ -209,15 +215,17 @@ struct Server::Impl {
   // A token's text as it reads after other text (decoders drop a leading
   // space at the start of a sequence): decode(anchor, id) - decode(anchor).
   std::string token_text(int32_t id) const {
-    if (anchor < 0) return tok.decode(std::span<const int32_t>(&id, 1));
+    if (anchor < 0) return tok->decode(std::span<const int32_t>(&id, 1));
     const int32_t pair[2] = {anchor, id};
-    std::string both = tok.decode(pair);
+    std::string both = tok->decode(pair);
     return both.compare(0, anchor_text.size(), anchor_text) == 0 ? both.substr(anchor_text.size()) : both;
   }
   int32_t anchor = -1;
   std::string anchor_text;
 
   ojson model_object() const;
+  ojson whisper_model_object() const;
+  ojson models(bool anthropic) const;  // what /v1/models lists: the chat model, then the Whisper model
   ojson stats() const;
   std::string prometheus() const;
   void trim_if_idle() const;

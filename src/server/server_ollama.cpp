@@ -41,11 +41,11 @@ const char* family(io::Arch arch) {
 }  // namespace
 
 ojson Server::Impl::ollama_model() const {
-  const std::string fam = family(engine.model().config().arch);
+  const std::string fam = family(engine->model().config().arch);
   return {{"name", model.id},
           {"model", model.id},
           {"modified_at", ollama_time()},
-          {"size", engine.model().weight_bytes()},
+          {"size", engine->model().weight_bytes()},
           {"digest", ""},
           {"details",
            {{"parent_model", ""},
@@ -138,7 +138,7 @@ void Server::Impl::ollama_show(const http::Request& req, http::Response& res) {
   std::string name = string(body, "model").value_or(string(body, "name").value_or(""));
   if (name != model.id && name.rfind(model.id + ":", 0) != 0)
     throw ApiError(404, "model '" + name + "' not found", "invalid_request_error");
-  const std::string& tmpl = prompts.template_source();
+  const std::string& tmpl = prompts->template_source();
   ojson capabilities = {"completion"};
   if (tmpl.find("tools") != std::string::npos) capabilities.push_back("tools");
   if (tmpl.find("<think>") != std::string::npos) capabilities.push_back("thinking");
@@ -150,7 +150,7 @@ void Server::Impl::ollama_show(const http::Request& req, http::Response& res) {
                              {"details", m["details"]},
                              {"model_info",
                               {{"general.architecture", m["details"]["family"]},
-                               {m["details"]["family"].get<std::string>() + ".context_length", engine.ctx_size()}}},
+                               {m["details"]["family"].get<std::string>() + ".context_length", engine->ctx_size()}}},
                              {"capabilities", capabilities},
                              {"modified_at", m["modified_at"]}}),
                   "application/json");

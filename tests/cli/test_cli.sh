@@ -57,6 +57,21 @@ check "generate: ... by name" contains "$tmp/e2" "--max-tokenz"
 "$hearth" generate --temperature hot >/dev/null 2>"$tmp/e3"; rc=$?
 check "generate: a malformed number is refused" clean_error $rc
 
+# A Whisper checkpoint as --model makes a transcription-only server, told
+# from config.json alone in either layout; a second Whisper model and the
+# flags of a chat model are refused before anything loads.
+mkdir -p "$tmp/whisper-hf" "$tmp/whisper-mlx"
+echo '{"model_type": "whisper"}' >"$tmp/whisper-hf/config.json"
+echo '{"n_audio_state": 384}' >"$tmp/whisper-mlx/config.json"
+for w in whisper-hf whisper-mlx; do
+  "$hearth" serve --model "$tmp/$w" --whisper-model "$tmp/$w" --port 0 >/dev/null 2>"$tmp/e4"; rc=$?
+  check "serve: a Whisper --model ($w) with --whisper-model is refused" clean_error $rc
+  check "serve: ... saying why" contains "$tmp/e4" "is a Whisper checkpoint, which makes a transcription-only server"
+done
+"$hearth" serve --model "$tmp/whisper-hf" --prompt-cache 1 --port 0 >/dev/null 2>"$tmp/e5"; rc=$?
+check "serve: a chat model's flag with a Whisper --model is refused" clean_error $rc
+check "serve: ... by name" contains "$tmp/e5" "--prompt-cache configures a chat model"
+
 "$hearth" bench --prefill 8 --decode 8 --repeats 1 --json >"$tmp/bench.json" 2>/dev/null
 check "bench --json prints the measurements" \
   node -e 'const b=JSON.parse(require("fs").readFileSync(process.argv[1]));

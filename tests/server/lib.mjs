@@ -16,15 +16,14 @@ export async function startServer(args = [], { env = {} } = {}) {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
-  let stderr = '';
+  let stdout = '', stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   const url = await new Promise((resolve, reject) => {
-    let out = '';
     const timer = setTimeout(() => reject(new Error('hearth serve did not start in 60 s: ' + stderr)), 60000);
     proc.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/\S+)/);
+      stdout += d;
+      const m = stdout.match(/listening on (http:\/\/\S+)/);
       if (m) { clearTimeout(timer); resolve(m[1]); }
     });
     exited.then(({ code }) => { clearTimeout(timer); reject(new Error(`hearth serve exited (${code}): ${stderr}`)); });
@@ -32,6 +31,7 @@ export async function startServer(args = [], { env = {} } = {}) {
   const port = Number(new URL(url).port);
   return {
     proc, url, port, exited,
+    stdout: () => stdout,
     stderr: () => stderr,
     client: (opts = {}) => new OpenAI({ baseURL: url + '/v1', apiKey: 'none', maxRetries: 0, timeout: 60000, ...opts }),
     async stop(signal = 'SIGTERM', timeoutMs = 30000) {
