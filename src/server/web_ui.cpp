@@ -38,6 +38,9 @@ const char kIndexHtml[] = R"HEARTH_HTML(<!doctype html>
   button { font:inherit; padding:6px 14px; border-radius:8px; border:1px solid var(--accent); background:var(--accent); color:#fff; cursor:pointer; }
   button.secondary { background:transparent; color:var(--accent); }
   button:disabled { opacity:.45; cursor:default; }
+  #mic { touch-action:none; user-select:none; }
+  #mic.recording { background:var(--err); border-color:var(--err); color:#fff; }
+  #mic.transcribing { cursor:progress; }
   @media (max-width: 700px) { aside { display:none; } }
 </style>
 </head>
@@ -72,13 +75,14 @@ const char kIndexHtml[] = R"HEARTH_HTML(<!doctype html>
 </main>
 <footer>
   <textarea id="input" placeholder="Send a message (Enter sends, Shift+Enter for a new line)"></textarea>
+  <button id="mic" class="secondary" hidden title="Hold to talk (or hold Space or Enter); Escape cancels">Hold to talk</button>
   <button id="send">Send</button>
   <button id="stop" class="secondary" disabled>Stop</button>
 </footer>
 <script>
 "use strict";
 const $ = (id) => document.getElementById(id);
-const chat = $("chat"), input = $("input"), sendBtn = $("send"), stopBtn = $("stop"), statusEl = $("status");
+const chat = $("chat"), input = $("input"), sendBtn = $("send"), stopBtn = $("stop"), micBtn = $("mic"), statusEl = $("status");
 let history = [];      // {role, content}
 let controller = null; // AbortController of the running request
 let modelId = null;
@@ -89,8 +93,8 @@ for (const id of ["system", "temperature", "top_p", "top_k", "min_p", "repetitio
   el.addEventListener("change", () => localStorage.setItem(key, el.value));
 }
 
-function headers() {
-  const h = { "Content-Type": "application/json" };
+function headers(type = "application/json") {
+  const h = type ? { "Content-Type": type } : {};
   if ($("apikey").value) h["Authorization"] = "Bearer " + $("apikey").value;
   return h;
 }
@@ -111,6 +115,7 @@ async function refreshStatus() {
     line += ` · queue ${health.queued} waiting, ${health.running} running`;
     statusEl.textContent = line;
     statusEl.className = health.status === "ok" ? "" : "bad";
+    micBtn.hidden = !health.transcription;  // present only with --whisper-model
   } catch (e) {
     statusEl.textContent = "server unreachable";
     statusEl.className = "bad";
@@ -142,6 +147,13 @@ function numberField(body, id, integer) {
   body[id] = integer ? parseInt(v, 10) : parseFloat(v);
 }
 
+// The error of a failed response, from its OpenAI-shaped body when it has one.
+async function failure(r) {
+  let msg = r.status + " " + r.statusText;
+  try { msg = (await r.json()).error.message; } catch (e) {}
+  return new Error(msg);
+}
+
 function setBusy(busy) {
   sendBtn.disabled = busy;
   stopBtn.disabled = !busy;
@@ -169,11 +181,7 @@ async function send() {
   let tFirst = 0, reply = "", finish = null, usage = null, chunks = 0;
   try {
     const r = await fetch("/v1/chat/completions", { method: "POST", headers: headers(), body: JSON.stringify(body), signal: controller.signal });
-    if (!r.ok) {
-      let msg = r.status + " " + r.statusText;
-      try { msg = (await r.json()).error.message; } catch (e) {}
-      throw new Error(msg);
-    }
+    if (!r.ok) throw await failure(r);
     const reader = r.body.getReader();
     const decoder = new TextDecoder();
     let buf = "";
@@ -227,6 +235,138 @@ async function send() {
     refreshStatus();
   }
 }
+
+// Hold to talk: the microphone, captured at Whisper's 16 kHz, streams into a
+// transcription session while the button is held; on release the transcript
+// goes into the message box, unsent.
+
+// The capture worklet posts the samples in 300 ms chunks; on any message it
+// posts what is left, then null, and stops (the port keeps order, so null
+// comes last).
+const CAPTURE = `registerProcessor("capture", class extends AudioWorkletProcessor {
+  constructor() {
+    super();
+    this.buf = new Float32Array(4800);
+    this.n = 0;
+    this.live = true;
+    this.port.onmessage = () => { this.port.postMessage(this.buf.slice(0, this.n)); this.port.postMessage(null); this.live = false; };
+  }
+  process(inputs) {
+    if (!this.live) return false;  // chromium still calls it while the source is connected
+    for (const x of inputs[0][0] || []) {
+      this.buf[this.n++] = x;
+      if (this.n === this.buf.length) { this.port.postMessage(this.buf.slice()); this.n = 0; }
+    }
+    return true;
+  }
+});`;
+let rec = null;  // the recording in progress
+
+function setMic(state) {  // "", "recording" or "transcribing"
+  micBtn.className = "secondary " + state;
+  micBtn.textContent = { recording: "Listening…", transcribing: "Transcribing…" }[state] || "Hold to talk";
+  micBtn.disabled = state === "transcribing";
+}
+
+async function sessionCall(method, path, body, type) {
+  const r = await fetch("/v1/audio/sessions" + path, { method, headers: headers(type), body });
+  if (!r.ok) throw await failure(r);
+  return r.status === 204 ? null : r.json();
+}
+
+// Sends the captured chunks in order, one request at a time: chunks that come
+// while one is in flight go out together in the next.
+async function pump(r) {
+  while (r.chunks.length) {
+    const chunks = r.chunks.splice(0), samples = new Float32Array(chunks.reduce((n, c) => n + c.length, 0));
+    let at = 0;
+    for (const c of chunks) { samples.set(c, at); at += c.length; }
+    await sessionCall("POST", `/${r.id}/audio`, samples.buffer, "audio/pcm;rate=16000");
+  }
+}
+
+// A failed pump stays in r.pumping: nothing more goes out, and awaiting it throws.
+function kick(r) {
+  if (!r.id || r.pumping) return;
+  r.pumping = pump(r).then(() => { r.pumping = null; });
+  r.pumping.catch(r.fail);
+}
+
+async function talk() {
+  const r = rec = { chunks: [], id: null, pumping: null };
+  // Resolves on release (true) or cancel (false); rejects when a chunk fails.
+  const held = new Promise((resolve, reject) => { r.release = resolve; r.fail = reject; });
+  setMic("recording");
+  try {
+    if (!navigator.mediaDevices) throw new Error("the browser allows the microphone only over https or on localhost");
+    try {
+      r.stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false, autoGainControl: false } });
+    } catch (e) {
+      throw e.name === "NotAllowedError" ? new Error("microphone permission denied") : e;
+    }
+    r.ctx = new AudioContext({ sampleRate: 16000 });
+    const url = URL.createObjectURL(new Blob([CAPTURE], { type: "text/javascript" }));
+    await r.ctx.audioWorklet.addModule(url);
+    URL.revokeObjectURL(url);
+    const node = new AudioWorkletNode(r.ctx, "capture", { numberOfOutputs: 0 });
+    const drained = new Promise((resolve) => {
+      node.port.onmessage = (e) => {
+        if (e.data === null) return resolve();
+        if (e.data.length) { r.chunks.push(e.data); kick(r); }
+      };
+    });
+    r.ctx.createMediaStreamSource(r.stream).connect(node);
+    r.id = (await sessionCall("POST", "", "{}")).id;
+    kick(r);
+    if (await held) {
+      setMic("transcribing");
+      node.port.postMessage("stop");
+      await drained;
+      kick(r);
+      await r.pumping;
+      const { text } = await sessionCall("POST", `/${r.id}/finish`, undefined, null);
+      r.id = null;
+      insertText(text.trim());
+    }
+  } catch (e) {
+    addMessage("error", "Microphone: " + e.message);
+  } finally {
+    // Cancelled or failed: the server frees the session now, not at its timeout.
+    if (r.id) sessionCall("DELETE", "/" + r.id, undefined, null).catch(() => {});
+    if (r.stream) r.stream.getTracks().forEach((t) => t.stop());
+    if (r.ctx) r.ctx.close();
+    rec = null;
+    setMic("");
+  }
+}
+
+// At the cursor, a space apart from the text around it.
+function insertText(text) {
+  const before = input.value.slice(0, input.selectionStart), after = input.value.slice(input.selectionEnd);
+  if (text) {
+    const add = (before && !/\s$/.test(before) ? " " : "") + text + (after && !/^\s/.test(after) ? " " : "");
+    input.value = before + add + after;
+    input.selectionStart = input.selectionEnd = before.length + add.length;
+  }
+  input.focus();
+}
+
+const holdKey = (e) => e.key === " " || e.key === "Enter";
+micBtn.addEventListener("pointerdown", (e) => {
+  if (rec || e.button !== 0) return;
+  micBtn.setPointerCapture(e.pointerId);  // the release counts wherever the pointer is
+  talk();
+});
+micBtn.addEventListener("pointerup", () => rec && rec.release(true));
+micBtn.addEventListener("pointercancel", () => rec && rec.release(true));
+micBtn.addEventListener("keydown", (e) => {
+  if (!holdKey(e)) return;
+  e.preventDefault();  // no click from Enter
+  if (!rec && !e.repeat) talk();
+});
+micBtn.addEventListener("keyup", (e) => { if (holdKey(e) && rec) rec.release(true); });
+micBtn.addEventListener("blur", () => rec && rec.release(true));
+document.addEventListener("keydown", (e) => { if (e.key === "Escape" && rec) rec.release(false); });
 
 sendBtn.addEventListener("click", send);
 stopBtn.addEventListener("click", () => controller && controller.abort());
