@@ -53,6 +53,10 @@ suite "whisper streaming = one-shot" $PY tests/numerics/test_whisper_stream.py -
 # server, and leaks at exit fail its exit status.
 [ -f tests/server/run.sh ] && suite "server front door (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 \
   bash tests/server/run.sh build-asan/hearth tests/server/front_door.test.mjs tests/server/api.test.mjs
+# The audio routes' bad input and limits (the tests that decode little: Whisper at -O0 is slow).
+[ -f tests/server/run.sh ] && suite "audio routes' bad input (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 \
+  TEST_NAME_PATTERN='bad requests|vad fields|limits|without' \
+  bash tests/server/run.sh build-asan/hearth tests/server/audio.test.mjs tests/server/audio_sessions.test.mjs
 
 [ ${#failed[@]} -gt 0 ] && echo "failed suites: ${failed[*]}"
 echo "suites: $passed passed, ${#failed[@]} failed"

@@ -2,7 +2,9 @@
 test loop that prints one line per test ("ok  " or "FAIL", the seconds, and
 notes on failure or with -v) and counts the results."""
 
+import argparse
 import os
+import shutil
 import struct
 import subprocess
 import time
@@ -96,3 +98,21 @@ class Checks:
             self.passed += 1
         else:
             self.failed += 1
+
+
+def main(suite, description, label, options=()):
+    """Runs suite(args).run_all() with --hearth, -k, -v and `options` ((flags, kwargs) pairs),
+    removes the suite's tmp folder, prints "label: N passed, M failed"; the exit status."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--hearth", required=True)
+    ap.add_argument("-k", action="append", help="only the tests whose names hold this")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    for flags, kwargs in options:
+        ap.add_argument(*flags, **kwargs)
+    s = suite(ap.parse_args())
+    try:
+        s.run_all()
+    finally:
+        shutil.rmtree(s.tmp, ignore_errors=True)
+    print(f"{label}: {s.passed} passed, {s.failed} failed")
+    return 1 if s.failed else 0

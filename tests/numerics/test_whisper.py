@@ -14,10 +14,8 @@ from the .tiktoken file, as openai-whisper numbers them.
 The last line is "whisper numerics: N passed, M failed".
 """
 
-import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 
@@ -27,6 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 AUDIO = os.path.join(os.path.dirname(ROOT), "shared", "audio")
 sys.path.insert(0, HERE)
+import harness  # noqa: E402
 from harness import Tests, check, crashed, run  # noqa: E402
 from whisper_reference import Whisper  # noqa: E402
 
@@ -202,21 +201,7 @@ class Suite(Tests):
                       lambda notes: self.greedy_window("large-v3-turbo", "bf16", notes))
 
 
-def main():
-    ap = argparse.ArgumentParser(description="hearth's Whisper against the NumPy reference")
-    ap.add_argument("--hearth", required=True)
-    ap.add_argument("-k", action="append")
-    ap.add_argument("--big", action="store_true", help="also the large-v3-turbo shape (1.6 GB)")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    args = ap.parse_args()
-    s = Suite(args)
-    try:
-        s.run_all()
-    finally:
-        shutil.rmtree(s.tmp, ignore_errors=True)
-    print(f"whisper numerics: {s.passed} passed, {s.failed} failed")
-    return 1 if s.failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(Suite, "hearth's Whisper against the NumPy reference", "whisper numerics",
+                          [(["--big"], {"action": "store_true",
+                                        "help": "also the large-v3-turbo shape (1.6 GB)"})]))

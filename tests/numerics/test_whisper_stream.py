@@ -7,15 +7,14 @@ clips whose loudness rises late (the log-mel clamp changes, so early windows
 are redone), with language detection, word timestamps, and the VAD gate.
 Also: vocabulary hints are the prompt they stand for."""
 
-import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
 
 import numpy as np
 
+import harness
 from harness import Tests, check, crashed, float_wav, run, shared_audio
 
 QUICK = ["--sample-len", "12", "--no-fallback"]  # random weights: keep each window short
@@ -127,20 +126,5 @@ class Suite(Tests):
                   budget)
 
 
-def main():
-    ap = argparse.ArgumentParser(description="streamed Whisper transcription = one-shot")
-    ap.add_argument("--hearth", required=True)
-    ap.add_argument("-k", action="append")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    args = ap.parse_args()
-    s = Suite(args)
-    try:
-        s.run_all()
-    finally:
-        shutil.rmtree(s.tmp, ignore_errors=True)
-    print(f"whisper streaming: {s.passed} passed, {s.failed} failed")
-    return 1 if s.failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(Suite, "streamed Whisper transcription = one-shot", "whisper streaming"))

@@ -15,11 +15,9 @@ words, their times and probabilities must agree.
 The last line is "whisper words: N passed, M failed".
 """
 
-import argparse
 import base64
 import json
 import os
-import shutil
 import string
 import sys
 import tempfile
@@ -30,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 AUDIO = os.path.join(os.path.dirname(ROOT), "shared", "audio")
 sys.path.insert(0, HERE)
+import harness  # noqa: E402
 from harness import Failure, Tests, check, crashed, run  # noqa: E402
 from test_whisper import special_tokens  # noqa: E402
 from whisper_reference import Whisper  # noqa: E402
@@ -225,6 +224,9 @@ class Suite(Tests):
         self.hearth = os.path.abspath(args.hearth)
         self.tmp = tempfile.mkdtemp(prefix="hearth-words-")
 
+    def run_all(self):
+        self.test("whisper tiny f32: word timestamps of jfk.wav vs NumPy timing.py", self.words_vs_numpy)
+
     def words_vs_numpy(self, notes):
         model_dir = os.path.join(self.tmp, "tiny")
         p = run([self.hearth, "mkmodel", "--arch", "whisper", "--preset", "tiny", "--seed", "3",
@@ -309,19 +311,5 @@ class Suite(Tests):
         notes.append(f"{checked} words in {len(windows)} windows, max |probability difference| {worst_p:.3g}")
 
 
-def main():
-    ap = argparse.ArgumentParser(description="hearth's word timestamps against NumPy timing.py")
-    ap.add_argument("--hearth", required=True)
-    ap.add_argument("-v", "--verbose", action="store_true")
-    args = ap.parse_args()
-    s = Suite(args)
-    try:
-        s.test("whisper tiny f32: word timestamps of jfk.wav vs NumPy timing.py", s.words_vs_numpy)
-    finally:
-        shutil.rmtree(s.tmp, ignore_errors=True)
-    print(f"whisper words: {s.passed} passed, {s.failed} failed")
-    return 1 if s.failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(harness.main(Suite, "hearth's word timestamps against NumPy timing.py", "whisper words"))

@@ -22,7 +22,10 @@ trap 'rm -f "$tap"' EXIT
 cd "$root"
 files=("$@")
 [ ${#files[@]} -eq 0 ] && files=(tests/server/*.test.mjs)
-HEARTH_BIN="$bin" node --test --test-concurrency=1 \
+# TEST_NAME_PATTERN: only the tests whose names match (the sanitizer run's selection).
+pattern=()
+[ -n "${TEST_NAME_PATTERN:-}" ] && pattern=(--test-name-pattern="$TEST_NAME_PATTERN")
+HEARTH_BIN="$bin" node --test --test-concurrency=1 "${pattern[@]}" \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$tap" \
   "${files[@]}"
