@@ -25,6 +25,15 @@ ojson segment_json(const audio::Segment& s) {
 
 }  // namespace
 
+Transcription& Server::Impl::require_transcription() const {
+  if (!transcription)
+    throw ApiError(503,
+                   "this server has no speech-to-text model: start it with --whisper-model DIR (a "
+                   "Whisper checkpoint in the Hugging Face layout)",
+                   "server_error", {}, "model_unavailable");
+  return *transcription;
+}
+
 TranscriptAnswer Server::Impl::transcript_answer(const audio::Transcript& t, const AudioRequest& r,
                                                  ojson timings) const {
   TranscriptAnswer a;

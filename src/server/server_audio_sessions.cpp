@@ -78,15 +78,6 @@ ojson session_progress(const AudioSession& s) {
 
 }  // namespace
 
-Transcription& Server::Impl::require_transcription() const {
-  if (!transcription)
-    throw ApiError(503,
-                   "this server has no speech-to-text model: start it with --whisper-model DIR (a "
-                   "Whisper checkpoint in the Hugging Face layout)",
-                   "server_error", {}, "model_unavailable");
-  return *transcription;
-}
-
 ojson Server::Impl::transcription_status() const {
   ojson out = transcription->status();
   out["audio_sessions"] = audio_sessions.open();
