@@ -40,6 +40,9 @@ ap.add_argument("--threads", default="2", help="comma-separated --threads values
 ap.add_argument("--rounds", type=int, default=2)
 ap.add_argument("--max-tokens", type=int, default=200, help="chat tokens when alone")
 ap.add_argument("--ctx-size", type=int, default=4096)
+# One decode per window: at 0 a random-weight model fails every fallback check and each window is
+# decoded at all six temperatures. Sampling is seeded, so each run does the same work.
+ap.add_argument("--temperature", default="0.2", help="the transcription's temperature")
 a = ap.parse_args()
 audio = open(a.clip, "rb").read()
 
@@ -82,7 +85,7 @@ def chat(port, max_tokens, stop=None, first=None):
 def transcribe(port):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     t0 = time.monotonic()
-    c.request("POST", "/v1/audio/transcriptions?language=en", audio, {"Content-Type": "audio/wav"})
+    c.request("POST", f"/v1/audio/transcriptions?language=en&temperature={a.temperature}", audio, {"Content-Type": "audio/wav"})
     r = c.getresponse()
     text = json.loads(r.read()).get("text", "")
     c.close()
