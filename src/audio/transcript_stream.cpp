@@ -38,6 +38,7 @@ void TranscriptStream::add_frames(int64_t end, int64_t length) {
 }
 
 void TranscriptStream::append(std::span<const float> samples) {
+  if (finishing_) throw std::logic_error("audio appended to a finished transcript stream");
   audio_.insert(audio_.end(), samples.begin(), samples.end());
   // The length only matters for reflection at the end, which final frames never reach.
   add_frames(final_frames(audio_.size()), int64_t(audio_.size()) + kChunkSamples);
@@ -94,6 +95,7 @@ void TranscriptStream::advance(WhisperModel& model, const text::WhisperTokenizer
 
 Transcript TranscriptStream::finish(WhisperModel& model, const text::WhisperTokenizer& tokenizer,
                                     ThreadPool& pool, const TranscribeHooks& hooks) {
+  finishing_ = true;  // the padding's frames and the VAD's last block are no longer final
   std::optional<std::vector<SpeechSpan>> speech;
   if (options_.vad) {
     options_.vad->extend(audio_, vad_, true);

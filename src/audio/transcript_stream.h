@@ -39,7 +39,8 @@ class TranscriptStream {
   void advance(WhisperModel& model, const text::WhisperTokenizer& tokenizer, ThreadPool& pool,
                const TranscribeHooks& hooks = {});
 
-  // The rest of the audio, and the transcript of all of it.
+  // The rest of the audio, and the transcript of all of it. No audio may
+  // follow, even when it throws (hooks.cancelled).
   Transcript finish(WhisperModel& model, const text::WhisperTokenizer& tokenizer,
                     ThreadPool& pool, const TranscribeHooks& hooks = {});
 
@@ -76,6 +77,7 @@ class TranscriptStream {
 
   VadState vad_;
   bool heard_speech_ = false;
+  bool finishing_ = false;
 };
 
 }  // namespace hearth::audio

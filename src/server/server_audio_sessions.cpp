@@ -147,6 +147,14 @@ void Server::Impl::audio_session_finish(const http::Request& req, http::Response
   audio::TranscribeHooks hooks;
   hooks.cancelled = [client = req.client] { return client->gone(); };
   audio::Transcript t;
+  ojson windows;
+  struct Consumed {  // finishing uses the stream up, whether or not it succeeds
+    AudioSession& s;
+    ~Consumed() {
+      s.stream.reset();
+      s.done = true;
+    }
+  } consumed{*session};
   try {
     whisper.run([&](WhisperModel& model, const text::WhisperTokenizer& tokenizer,
                     ThreadPool& pool) { t = stream.finish(model, tokenizer, pool, hooks); });
@@ -155,10 +163,7 @@ void Server::Impl::audio_session_finish(const http::Request& req, http::Response
                    "client_closed_request");
   }
   whisper.count_request();
-  const ojson windows = {{"early", stream.windows_transcribed()},
-                         {"redone", stream.windows_redone()}};
-  session->stream.reset();  // the audio is no longer needed
-  session->done = true;
+  windows = {{"early", stream.windows_transcribed()}, {"redone", stream.windows_redone()}};
   TranscriptAnswer a = transcript_answer(
       t, session->request,
       {{"finish_ms", std::chrono::duration<double, std::milli>(Clock::now() - t0).count()}});
