@@ -118,6 +118,26 @@ describe('audio sessions', () => {
     assert.equal((await finish(id)).status, 404);
   });
 
+  test('a client that leaves during finish ends the session; the server lives', async () => {
+    const { body } = await open();
+    await append(body.id, bytes(long));
+    const abort = new AbortController();
+    const leaving = fetch(`${srv.url}/v1/audio/sessions/${body.id}/finish`, { method: 'POST', signal: abort.signal });
+    await sleep(300);
+    abort.abort();
+    await assert.rejects(leaving);
+    // The finish stops between windows; from then on the session is finished.
+    let r;
+    for (let i = 0; i < 200; i++) {
+      r = await append(body.id, bytes(jfk.subarray(0, 1600)));
+      if (r.status !== 200) break;
+      await sleep(100);
+    }
+    assert.equal(r.status, 409, JSON.stringify(r.body));
+    assert.equal((await getJSON(srv.url + '/health')).status, 200);
+    assert.equal((await fetch(`${srv.url}/v1/audio/sessions/${body.id}`, { method: 'DELETE' })).status, 204);
+  });
+
   test('a file as a part (mp3), text format: the one-shot answer', async () => {
     const { body } = await open({ ...OPTIONS, response_format: 'text' });
     const mp3 = fs.readFileSync(path.join(shared, 'jfk.mp3'));
