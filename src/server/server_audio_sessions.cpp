@@ -39,7 +39,7 @@ std::vector<float> session_audio(const http::Request& req) {
     if (req.body.size() % 4)
       throw bad_request("audio", "raw float32 audio must be a whole number of 4-byte samples");
     std::vector<float> samples(req.body.size() / 4);
-    std::memcpy(samples.data(), req.body.data(), req.body.size());
+    if (!samples.empty()) std::memcpy(samples.data(), req.body.data(), req.body.size());
     if constexpr (std::endian::native == std::endian::big)
       for (float& f : samples) f = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(f)));
     for (float f : samples)
