@@ -9,6 +9,7 @@
 #include "cli/model_options.h"
 #include "core/amx.h"
 #include "core/bandwidth.h"
+#include "core/bf16_matmul.h"
 #include "core/cpu_features.h"
 #include "core/int8_matmul.h"
 #include "core/ops.h"
@@ -178,6 +179,7 @@ int cmd_bench(int argc, char** argv) {
       {"cpu", cpu_summary()},
       {"simd_target", simd::target_name()},
       {"int8_target", int8_target()},
+      {"bf16_target", bf16_target()},
       {"weight_bytes", model->weight_bytes()},
       {"memory_read_bandwidth_gbps", bandwidth / 1e9},
       {"prefill", prefill},
@@ -204,9 +206,11 @@ int cmd_bench(int argc, char** argv) {
   }
   std::printf("model      %s (%s), %.1f MB of weights\n", dir.string().c_str(),
               cfg.architecture.c_str(), model->weight_bytes() / 1e6);
-  std::printf("machine    %d threads, %s, SIMD target %s, int8 kernels %s, memory read %.1f GB/s\n",
-              pool.size(), cpu_summary().c_str(), simd::target_name(), int8_target(),
-              bandwidth / 1e9);
+  std::printf(
+      "machine    %d threads, %s, SIMD target %s, int8 kernels %s, bf16 kernels %s, memory read "
+      "%.1f GB/s\n",
+      pool.size(), cpu_summary().c_str(), simd::target_name(), int8_target(), bf16_target(),
+      bandwidth / 1e9);
   for (const auto& p : prefill)
     std::printf("prefill    %5lld tokens  %9.1f tok/s\n", (long long)p["tokens"].get<int64_t>(),
                 p["tokens_per_second"].get<double>());

@@ -18,14 +18,41 @@ constexpr int kRows = kPackedRows;
 constexpr int kMaxTokens = 8;
 }  // namespace
 
-bool bf16_supported(const Matrix& w) {
+namespace {
+enum class Kernel { none, dot, widen };
+
+// The kernel for this CPU's effective features (cpu_features.h), chosen once.
+// HEARTH_NO_BF16_DOT=1 packs nothing: the dense path (ops.cpp) then runs.
+Kernel kernel() {
+  static const Kernel k = [] {
+    if (std::getenv("HEARTH_NO_BF16_DOT")) return Kernel::none;
 #if defined(__x86_64__)
-  static const bool available =
-      cpu_features().avx512f && cpu_features().avx512bf16 && !std::getenv("HEARTH_NO_BF16_DOT");
-  return available && !w.quantized() && w.dtype == DType::BF16;
+    const CpuFeatures& f = cpu_features();
+    if (f.avx512f && f.avx512bf16) return Kernel::dot;
+    return f.avx2 && f.fma ? Kernel::widen : Kernel::none;
+#elif defined(__aarch64__)
+    return Kernel::widen;
 #else
-  return false;
+    return Kernel::none;
 #endif
+  }();
+  return k;
+}
+}  // namespace
+
+const char* bf16_target() {
+  switch (kernel()) {
+    case Kernel::dot:
+      return "avx512-bf16";
+    case Kernel::widen:
+      return "widen-f32";
+    default:
+      return "none";
+  }
+}
+
+bool bf16_supported(const Matrix& w) {
+  return kernel() != Kernel::none && !w.quantized() && w.dtype == DType::BF16;
 }
 
 std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool) {
@@ -268,12 +295,24 @@ void amx_matmul(ThreadPool& pool, const Bf16Packed& w, const uint16_t* xb, int64
 }
 
 }  // namespace
+#endif
 
 void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
+  if (kernel() == Kernel::widen) {
+    pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
+      bf16_widen::tiles(w, b, e, x, n_tokens, y);
+    });
+    return;
+  }
+#if defined(__x86_64__)
   // Activations as BF16 pairs, each row padded to a whole number of pairs.
   // The AMX path reads whole 16-token blocks: rows past n_tokens are zero.
-  static std::vector<uint16_t> xb;  // engine-thread scratch
+  // Per calling thread: the engine and a transcription run matmuls at once.
+  // (The pool's tasks use it through the reference: a thread_local named
+  // inside them would be each worker's own.)
+  thread_local std::vector<uint16_t> scratch;
+  std::vector<uint16_t>& xb = scratch;
   const int64_t stride = 2 * w.pairs;
   const bool amx = use_amx(w, n_tokens);
   const int64_t padded = amx ? amx_padded_tokens(n_tokens) : n_tokens;
@@ -293,9 +332,7 @@ void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t 
         tile_any(w, tile, xb.data(), stride, t0, int(std::min<int64_t>(kMaxTokens, n_tokens - t0)),
                  y);
   });
-}
-#else
-void bf16_matmul(ThreadPool&, const Bf16Packed&, const float*, int64_t, float*) {}
 #endif
+}
 
 }  // namespace hearth

@@ -1,12 +1,15 @@
 // BF16 weights rearranged once at load for the AVX-512 BF16 dot product
-// (vdpbf16ps), and the matmul that uses them.
+// (vdpbf16ps) or, on CPUs without one (AVX2, NEON), for a kernel that widens
+// them to F32 in registers (bf16_matmul_hwy.cpp), and the matmul that uses
+// them.
 //
 // Packed layout: rows in tiles of 16; per tile, one 64-byte vector per pair
 // of columns, holding rows 0..15's two BF16 weights (lane r = row r). One
 // vdpbf16ps multiplies a column pair of all 16 rows by the same two BF16
 // activations (broadcast) and accumulates into lane r: 32 multiply-adds per
 // instruction, no horizontal sums, one sequential stream per tile.
-// Activations are rounded to BF16 (nearest even) once per call.
+// vdpbf16ps rounds the activations to BF16 (nearest even) once per call;
+// the widening kernel multiplies them as they are, in F32.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,9 @@ struct Bf16Packed {
 };
 
 bool bf16_supported(const Matrix& w);
+// The kernel this process uses: "avx512-bf16" (activations rounded to BF16),
+// "widen-f32" (exact F32 activations), or "none" (no packing).
+const char* bf16_target();
 std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool);
 std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts, ThreadPool& pool);
 // out[i] = f32_to_bf16(x[i]) (nearest even, NaNs kept quiet): how the
@@ -34,5 +40,12 @@ std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts
 void to_bf16(const float* x, int64_t n, uint16_t* out);
 
 void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens, float* y);
+
+namespace bf16_widen {
+// The widening kernel on the best Highway target: tiles [tile_begin,
+// tile_end) of y = W x for every token.
+void tiles(const Bf16Packed& w, int64_t tile_begin, int64_t tile_end, const float* x,
+           int64_t n_tokens, float* y);
+}  // namespace bf16_widen
 
 }  // namespace hearth

@@ -435,7 +435,11 @@ const int8::Kernels int8::kAvx512{"avx512-vnni", &run_tile};
 
 void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
-  static QuantizedActivations a;  // engine-thread scratch, reused across calls
+  // Reused across calls, per calling thread: the engine and a transcription
+  // run matmuls at once. (The pool's tasks use it through the reference: a
+  // thread_local named inside them would be each worker's own.)
+  thread_local QuantizedActivations scratch;
+  QuantizedActivations& a = scratch;
   const int8::Kernels& k = *int8_kernels();
   quantize_activations(pool, w, x, n_tokens, a);
   if (use_amx(w, n_tokens)) {

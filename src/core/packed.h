@@ -73,21 +73,22 @@ inline AlignedBytes aligned_bytes(size_t n) {
   return AlignedBytes(p, std::free);
 }
 
-#if defined(__x86_64__)
 // How far ahead of use the packed kernels prefetch their weight stream, in
 // bytes: near lines into L1, far ones into L2. Decode is bound by memory and
 // needs more lines in flight than the hardware prefetchers keep; the far
 // prefetch is what brings 4-bit and BF16 decode close to the read bandwidth.
 constexpr size_t kPrefetchNear = 2048, kPrefetchFar = 16384;
 
-// Prefetches the lines of [p, p + bytes) near and far ahead.
+// Prefetches the lines of [p, p + bytes) near and far ahead (locality 3 and
+// 2: x86's T0 and T1 hints, Arm's L1 and L2 keep).
 inline void prefetch_ahead(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchNear + off), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFar + off), _MM_HINT_T1);
+    __builtin_prefetch(p + kPrefetchNear + off, 0, 3);
+    __builtin_prefetch(p + kPrefetchFar + off, 0, 2);
   }
 }
 
+#if defined(__x86_64__)
 // The lanes of a 16-row tile starting at row0 that hold rows of the matrix
 // (the last tile may be partial).
 inline __mmask16 tile_row_mask(int64_t rows, int64_t row0) {

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/bf16_matmul.h"
@@ -38,7 +40,13 @@ bool expect_int8_kernel() {
   return (f.avx512vnni || (f.avx2 && f.fma && f.f16c)) && !std::getenv("HEARTH_NO_INT8");
 }
 bool expect_bf16_kernel() {
-  return cpu_features().avx512bf16 && !std::getenv("HEARTH_NO_BF16_DOT");
+  const CpuFeatures& f = cpu_features();
+#if defined(__aarch64__)
+  const bool widen = true;
+#else
+  const bool widen = f.avx2 && f.fma;
+#endif
+  return (f.avx512bf16 || widen) && !std::getenv("HEARTH_NO_BF16_DOT");
 }
 
 float max_abs(const std::vector<float>& v) {
@@ -136,8 +144,9 @@ TEST(Ops, ActivationRoundingToBf16MatchesScalar) {
 }
 
 // The BF16 dot-product kernel rounds activations to BF16: it must equal the
-// reference run on the rounded activations.
-TEST(Ops, Bf16PackedMatmulMatchesReferenceOnRoundedActivations) {
+// reference run on the rounded activations. The widening kernel (AVX2, NEON)
+// takes them as they are: it must equal the reference on the F32 ones.
+TEST(Ops, Bf16PackedMatmulMatchesReference) {
   ThreadPool pool(2);
   // 16 tokens and more take the AMX path where the CPU has it (whole 32-column
   // tiles only: 64 and 96 columns); 37 tokens end in a partial token block.
@@ -153,7 +162,8 @@ TEST(Ops, Bf16PackedMatmulMatchesReferenceOnRoundedActivations) {
         std::vector<float> xr(x.size()), got(size_t(n * rows)), want(size_t(n * rows));
         for (size_t i = 0; i < x.size(); ++i) xr[i] = bf16_to_f32(f32_to_bf16(x[i]));
         matmul(pool, w.m, x.data(), n, got.data());
-        reference::matmul(w.m, w.m.packed_bf16 ? xr.data() : x.data(), n, want.data());
+        const bool rounded = w.m.packed_bf16 && std::string(bf16_target()) == "avx512-bf16";
+        reference::matmul(w.m, rounded ? xr.data() : x.data(), n, want.data());
         SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " tokens " +
                      std::to_string(n));
         expect_close(got, want, 1e-5f);
@@ -254,6 +264,64 @@ TEST(Ops, Int8KernelsFollowTheSimdSwitch) {
   if (!expect_int8_kernel()) {
     EXPECT_EQ(target, "none");
   }
+}
+
+// HEARTH_SIMD picks the BF16 kernel too: below AVX-512 BF16, the widening one.
+TEST(Ops, Bf16KernelFollowsTheSimdSwitch) {
+  const std::string cap = cpu_features().cap, target = bf16_target();
+  if (!expect_bf16_kernel()) {
+    EXPECT_EQ(target, "none");
+  } else if (cap == "avx2" || cap == "avx2-novnni" || !cpu_features().avx512bf16) {
+    EXPECT_EQ(target, "widen-f32");
+  } else {
+    EXPECT_EQ(target, "avx512-bf16");
+  }
+  if (cap == "scalar") {
+    EXPECT_EQ(target, "none");
+  }
+}
+
+// The packed kernels keep their scratch per calling thread: the engine and
+// a transcription run matmuls at the same time, each on its own pool, with
+// different shapes. Each thread's results equal the same calls made alone.
+TEST(Ops, PackedMatmulsOnTwoThreadsAtOnceEqualEachAlone) {
+  QuantMatrix q4(4, 64, 96, 512, 11), q8(8, 32, 80, 256, 12);
+  DenseMatrix b1(DType::BF16, 64, 384, 13), b2(DType::BF16, 48, 130, 14);
+  {
+    ThreadPool pool(1);
+    for (QuantMatrix* m : {&q4, &q8}) m->m.packed = int8_pack(m->m, pool);
+    for (DenseMatrix* m : {&b1, &b2}) m->m.packed_bf16 = bf16_pack(m->m, pool);
+  }
+  struct Job {
+    const Matrix* w[2];
+    int64_t tokens;
+    std::vector<float> x, alone[2];
+  };
+  Job jobs[2] = {{{&q4.m, &b1.m}, 7, {}, {}}, {{&q8.m, &b2.m}, 3, {}, {}}};
+  auto run = [](ThreadPool& pool, const Job& job, int i) {
+    std::vector<float> y(size_t(job.tokens * job.w[i]->rows));
+    matmul(pool, *job.w[i], job.x.data(), job.tokens, y.data());
+    return y;
+  };
+  for (Job& job : jobs) {
+    job.x = randn(size_t(job.tokens * 512), uint64_t(job.tokens));
+    ThreadPool pool(1);
+    for (int i = 0; i < 2; ++i) job.alone[i] = run(pool, job, i);
+  }
+  std::atomic<int> mismatches{0}, ready{0};
+  auto worker = [&](const Job& job) {
+    ThreadPool pool(1);
+    ++ready;
+    while (ready.load() < 2) {
+    }
+    for (int round = 0; round < 2000; ++round)
+      for (int i = 0; i < 2; ++i)
+        if (run(pool, job, i) != job.alone[i]) ++mismatches;
+  };
+  std::thread a(worker, std::cref(jobs[0])), b(worker, std::cref(jobs[1]));
+  a.join();
+  b.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 // Codes at their extremes (0 and 2^bits - 1) against activations at +-127
