@@ -1,5 +1,6 @@
 // What the repacked-weight kernels (int8_matmul, bf16_matmul) share: the
-// tile height, 64-byte aligned storage, and the x86 intrinsics header.
+// tile height, 64-byte aligned storage, the weight-stream prefetch, and the
+// intrinsics header (x86, or NEON on 64-bit Arm).
 #pragma once
 
 #include <algorithm>
@@ -22,6 +23,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 namespace hearth {
@@ -73,21 +76,28 @@ inline AlignedBytes aligned_bytes(size_t n) {
   return AlignedBytes(p, std::free);
 }
 
-#if defined(__x86_64__)
 // How far ahead of use the packed kernels prefetch their weight stream, in
 // bytes: near lines into L1, far ones into L2. Decode is bound by memory and
 // needs more lines in flight than the hardware prefetchers keep; the far
 // prefetch is what brings 4-bit and BF16 decode close to the read bandwidth.
+// (Measured on x86 only; the Arm kernels use the same distances untested.)
 constexpr size_t kPrefetchNear = 2048, kPrefetchFar = 16384;
 
 // Prefetches the lines of [p, p + bytes) near and far ahead.
 inline void prefetch_ahead(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) {
+#if defined(__x86_64__)
     _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchNear + off), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFar + off), _MM_HINT_T1);
+#else
+    // Read, high / moderate locality: PRFM PLDL1KEEP / PLDL2KEEP on aarch64.
+    __builtin_prefetch(p + kPrefetchNear + off, 0, 3);
+    __builtin_prefetch(p + kPrefetchFar + off, 0, 2);
+#endif
   }
 }
 
+#if defined(__x86_64__)
 // The lanes of a 16-row tile starting at row0 that hold rows of the matrix
 // (the last tile may be partial).
 inline __mmask16 tile_row_mask(int64_t rows, int64_t row0) {
