@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config  # toolchain
   g++-aarch64-linux-gnu                         # checks that the portable layers build for Arm
+  qemu-user                                     # ... and runs the kernel test for Arm (qemu-aarch64)
+  libhwy-dev:arm64 libgtest-dev:arm64           # ... linked with arm64 builds (multiarch, below)
   clang libclang-rt-dev llvm                    # libFuzzer harnesses under ASan/UBSan (tests/fuzz), llvm-symbolizer
   libhwy-dev                                    # portable SIMD with run-time dispatch
   libgtest-dev libgmock-dev                     # unit tests
@@ -24,6 +26,12 @@ packages=(
   nodejs npm                                    # test tooling (reference tokenizer, API clients)
   chromium                                      # headless browser for the web page test
 )
+
+# The arm64 packages above come from Debian's multiarch: arm64 must be a
+# foreign architecture of dpkg (apt-get update below then fetches its lists).
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  dpkg --add-architecture arm64
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -35,7 +35,7 @@ suite "unit tests (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 ctest --test-dir
 suite "fuzzing (libFuzzer, ASan+UBSan)" env FUZZ_JOBS="$jobs" bash tests/fuzz/run.sh
 
 # Debian's python3 carries numpy and jinja2; a python3 earlier on PATH may not.
-suite "Arm (aarch64) build of the portable layers" bash scripts/check_arm_build.sh
+suite "Arm (aarch64) build of the portable layers, kernel tests under qemu-user" bash scripts/check_arm_build.sh
 
 PY=/usr/bin/python3
 suite "command line" bash tests/cli/test_cli.sh build/hearth

@@ -31,7 +31,7 @@ Kernel kernel() {
     if (f.avx512f && f.avx512bf16) return Kernel::dot;
     return f.avx2 && f.fma ? Kernel::widen : Kernel::none;
 #elif defined(__aarch64__)
-    return Kernel::widen;
+    return cpu_features().asimd ? Kernel::widen : Kernel::none;
 #else
     return Kernel::none;
 #endif

@@ -4,6 +4,15 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+// Linux's AT_HWCAP bits (asm/hwcap.h), for C libraries that lack them.
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
 #endif
 
 #include <cstdio>
@@ -30,13 +39,19 @@ CpuFeatures detect() {
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+#elif defined(__aarch64__)
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  f.asimd = hwcap & HWCAP_ASIMD;
+  f.dotprod = f.asimd && (hwcap & HWCAP_ASIMDDP);
 #endif
   return f;
 }
 
 // Clears what HEARTH_SIMD takes away, and the Highway targets above it.
 void apply_cap(CpuFeatures& f, const std::string& cap) {
-  const bool avx2 = cap == "avx2", novnni = cap == "avx2-novnni", scalar = cap == "scalar";
+  const bool scalar = cap == "scalar";
+#if defined(__x86_64__)
+  const bool avx2 = cap == "avx2", novnni = cap == "avx2-novnni";
   if (!avx2 && !novnni && !scalar) {
     if (cap != "native")
       std::fprintf(stderr, "hearth: HEARTH_SIMD=%s is not avx2, avx2-novnni or scalar; ignored\n",
@@ -47,9 +62,28 @@ void apply_cap(CpuFeatures& f, const std::string& cap) {
   f.avx512f = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512bf16 = false;
   if (novnni || scalar) f.avxvnni = false;
   if (scalar) f.avx2 = f.fma = f.f16c = false;
-#if defined(__x86_64__)
   // Highway keeps its baseline target whatever is disabled.
   hwy::DisableTargets(HWY_AVX3 | HWY_AVX3_DL | (scalar ? HWY_AVX2 | HWY_SSE4 | HWY_SSSE3 : 0));
+#elif defined(__aarch64__)
+  const bool nodot = cap == "neon-nodot";
+  if (!nodot && !scalar) {
+    if (cap != "native")
+      std::fprintf(stderr, "hearth: HEARTH_SIMD=%s is not neon-nodot or scalar; ignored\n",
+                   cap.c_str());
+    return;
+  }
+  f.cap = cap;
+  f.dotprod = false;
+  if (scalar) f.asimd = false;
+  // Highway's code (simd.cpp) is compiled for NEON only, its baseline here:
+  // there is no Highway target to take away.
+#else
+  if (!scalar) {
+    if (cap != "native")
+      std::fprintf(stderr, "hearth: HEARTH_SIMD=%s is not scalar; ignored\n", cap.c_str());
+    return;
+  }
+  f.cap = cap;
 #endif
 }
 
@@ -83,6 +117,8 @@ std::string CpuFeatures::summary() const {
   add(avx512vl, "avx512vl");
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
+  add(asimd, "asimd");
+  add(dotprod, "dotprod");
   if (s.empty()) s = "baseline";
   return cap.empty() ? s : s + " (HEARTH_SIMD=" + cap + ")";
 }

@@ -1,5 +1,6 @@
 // What the int8 matmul's per-target files share: int8_matmul.cpp (AVX-512
-// VNNI, AMX, the dispatch) and int8_matmul_avx2.cpp (AVX2, AVX-VNNI).
+// VNNI, AMX, the dispatch), int8_matmul_avx2.cpp (AVX2, AVX-VNNI) and
+// int8_matmul_neon.cpp (64-bit Arm NEON, with or without dotprod).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ struct Kernels {
 #if defined(__x86_64__)
 extern const Kernels kAvx512;          // int8_matmul.cpp
 extern const Kernels kAvx2, kAvxVnni;  // int8_matmul_avx2.cpp
+#elif defined(__aarch64__)
+extern const Kernels kNeonDot, kNeon;  // int8_matmul_neon.cpp: with SDOT, plain ARMv8 NEON
 #endif
 
 }  // namespace hearth::int8

@@ -34,6 +34,14 @@ const int8::Kernels* int8_kernels() {
     return nullptr;
   }();
   return kernels;
+#elif defined(__aarch64__)
+  static const int8::Kernels* const kernels = []() -> const int8::Kernels* {
+    const CpuFeatures& f = cpu_features();
+    if (std::getenv("HEARTH_NO_INT8")) return nullptr;
+    if (f.asimd) return f.dotprod ? &int8::kNeonDot : &int8::kNeon;
+    return nullptr;
+  }();
+  return kernels;
 #else
   return nullptr;
 #endif
@@ -115,11 +123,12 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
   return p;
 }
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
 namespace {
 
 using int8::QuantizedActivations;
 
+#if defined(__x86_64__)
 // Activations are quantized with AVX2 for every x86 kernel (all CPUs that
 // run one have it; it is under 1% of a matmul's time). Group sizes are
 // multiples of 16 (32, 64, 128).
@@ -155,6 +164,33 @@ __attribute__((target("avx2,fma"))) int32_t quantize_group(const float* x, int n
   return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
 }
 
+#else
+// On 64-bit Arm with NEON (every such CPU; HEARTH_SIMD=scalar does not reach
+// here, it has no int8 kernel). The same q, step and sum as the AVX2 code:
+// the same product x * inv, rounded to nearest with ties to even (FCVTNS,
+// whatever the rounding mode), and |v| <= 127 so the narrowing is exact.
+float group_amax(const float* x, int n) {
+  float32x4_t m = vdupq_n_f32(0.0f);
+  for (int i = 0; i < n; i += 4) m = vmaxq_f32(m, vabsq_f32(vld1q_f32(x + i)));
+  return vmaxvq_f32(m);
+}
+
+// q = round_half_even(x * inv), returns sum q.
+int32_t quantize_group(const float* x, int n, float inv, int8_t* q) {
+  const float32x4_t vinv = vdupq_n_f32(inv);
+  int32x4_t sum = vdupq_n_s32(0);
+  for (int i = 0; i < n; i += 16) {
+    int32x4_t v[4];
+    for (int k = 0; k < 4; ++k) v[k] = vcvtnq_s32_f32(vmulq_f32(vld1q_f32(x + i + 4 * k), vinv));
+    const int16x8_t lo = vqmovn_high_s32(vqmovn_s32(v[0]), v[1]);
+    const int16x8_t hi = vqmovn_high_s32(vqmovn_s32(v[2]), v[3]);
+    vst1q_s8(q + i, vqmovn_high_s16(vqmovn_s16(lo), hi));
+    sum = vaddq_s32(sum, vaddq_s32(vaddq_s32(v[0], v[1]), vaddq_s32(v[2], v[3])));
+  }
+  return vaddvq_s32(sum);
+}
+#endif
+
 void quantize_activations(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
                           QuantizedActivations& a) {
   const int64_t cols = w.cols, groups = cols / w.group_size;
@@ -177,6 +213,14 @@ void quantize_activations(ThreadPool& pool, const Int8Packed& w, const float* x,
     }
   });
 }
+
+}  // namespace
+#endif
+
+#if defined(__x86_64__)
+namespace {
+
+using int8::QuantizedActivations;
 
 __attribute__((target("avx512f,avx512bw"))) inline __m512 load16_f32(DType t, const uint8_t* p) {
   if (t == DType::F32) return _mm512_loadu_ps(p);
@@ -432,7 +476,9 @@ void amx_matmul(ThreadPool& pool, const Int8Packed& w, const QuantizedActivation
 }  // namespace
 
 const int8::Kernels int8::kAvx512{"avx512-vnni", &run_tile};
+#endif
 
+#if defined(__x86_64__) || defined(__aarch64__)
 void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
   // Reused across calls, per calling thread: the engine and a transcription
@@ -442,6 +488,7 @@ void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t 
   QuantizedActivations& a = scratch;
   const int8::Kernels& k = *int8_kernels();
   quantize_activations(pool, w, x, n_tokens, a);
+#if defined(__x86_64__)
   if (use_amx(w, n_tokens)) {
     // The tile path reads whole 16-token blocks: zero tokens pad the last.
     const int64_t padded = amx_padded_tokens(n_tokens);
@@ -450,6 +497,7 @@ void int8_matmul(ThreadPool& pool, const Int8Packed& w, const float* x, int64_t 
     a.sum.resize(a.step.size());
     return amx_matmul(pool, w, a, n_tokens, y);
   }
+#endif
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
     for (int64_t tile = b; tile < e; ++tile) k.tile(w, tile, a, n_tokens, y);
   });

@@ -1,6 +1,7 @@
 // MLX affine-quantized weights (4- or 8-bit codes) rearranged once at load
 // for an AVX-512 VNNI kernel (AVX2 CPUs read the same layout as two halves of
-// 8 rows, int8_matmul_avx2-inl.h), and the matmul that uses them.
+// 8 rows, int8_matmul_avx2-inl.h; 64-bit Arm as four quarters of 4 rows,
+// int8_matmul_neon-inl.h), and the matmul that uses them.
 //
 // Packed layout: rows in tiles of 16; per tile, per weight group, the codes of
 // the 16 rows as 64-byte vectors in which byte 4*r + i is row r's code for
@@ -38,9 +39,11 @@ struct Int8Packed {
 };
 
 // Whether this CPU and this matrix can use the packed kernel: AVX-512 VNNI,
-// or AVX2 with FMA and F16C (with AVX-VNNI where the CPU has it).
+// or AVX2 with FMA and F16C (with AVX-VNNI where the CPU has it); on 64-bit
+// Arm, NEON (with the dot-product extension where the CPU has it).
 bool int8_supported(const Matrix& w);
-// The kernels this process uses ("avx512-vnni", "avx2+avxvnni", "avx2"), or "none".
+// The kernels this process uses ("avx512-vnni", "avx2+avxvnni", "avx2",
+// "neon+dotprod", "neon"), or "none".
 const char* int8_target();
 
 std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool);

@@ -1,5 +1,6 @@
 // What the repacked-weight kernels (int8_matmul, bf16_matmul) share: the
-// tile height, 64-byte aligned storage, and the x86 intrinsics header.
+// tile height, 64-byte aligned storage, the weight-stream prefetch, and the
+// intrinsics header (x86, or NEON on 64-bit Arm).
 #pragma once
 
 #include <algorithm>
@@ -22,6 +23,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 namespace hearth {
@@ -77,6 +80,7 @@ inline AlignedBytes aligned_bytes(size_t n) {
 // bytes: near lines into L1, far ones into L2. Decode is bound by memory and
 // needs more lines in flight than the hardware prefetchers keep; the far
 // prefetch is what brings 4-bit and BF16 decode close to the read bandwidth.
+// (Measured on x86 only; the Arm kernels use the same distances untested.)
 constexpr size_t kPrefetchNear = 2048, kPrefetchFar = 16384;
 
 // Prefetches the lines of [p, p + bytes) near and far ahead (locality 3 and

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -37,12 +38,12 @@ std::vector<float> randn(size_t n, uint64_t seed, float scale = 1.0f) {
 // and others) lowers the features cpu_features() reports.
 bool expect_int8_kernel() {
   const CpuFeatures& f = cpu_features();
-  return (f.avx512vnni || (f.avx2 && f.fma && f.f16c)) && !std::getenv("HEARTH_NO_INT8");
+  return (f.avx512vnni || (f.avx2 && f.fma && f.f16c) || f.asimd) && !std::getenv("HEARTH_NO_INT8");
 }
 bool expect_bf16_kernel() {
   const CpuFeatures& f = cpu_features();
 #if defined(__aarch64__)
-  const bool widen = true;
+  const bool widen = f.asimd;
 #else
   const bool widen = f.avx2 && f.fma;
 #endif
@@ -250,8 +251,22 @@ TEST(Ops, QuantizedMatmulIsExactOnRepresentableActivations) {
 }
 
 // HEARTH_SIMD picks the int8 kernels the tests registered with it mean to run.
+// HEARTH_EXPECT_INT8_TARGET (set by scripts/check_arm_build.sh for each
+// emulated CPU model) names the kernels the run-time detection must pick.
 TEST(Ops, Int8KernelsFollowTheSimdSwitch) {
   const std::string cap = cpu_features().cap, target = int8_target();
+  std::printf("cpu features: %s; int8 kernels: %s\n", cpu_features().summary().c_str(),
+              target.c_str());
+  if (const char* want = std::getenv("HEARTH_EXPECT_INT8_TARGET")) {
+    EXPECT_EQ(target, want);
+  }
+  if (cap.empty() && cpu_features().asimd && expect_int8_kernel()) {
+    EXPECT_EQ(target, cpu_features().dotprod ? "neon+dotprod" : "neon");
+  }
+  if (cap == "neon-nodot" && cpu_features().asimd) {
+    EXPECT_FALSE(cpu_features().dotprod);
+    EXPECT_EQ(target, "neon");
+  }
   if (cap == "avx2" && cpu_features().avx2) {
     EXPECT_EQ(target, cpu_features().avxvnni ? "avx2+avxvnni" : "avx2");
   }
@@ -325,8 +340,10 @@ TEST(Ops, PackedMatmulsOnTwoThreadsAtOnceEqualEachAlone) {
 }
 
 // Codes at their extremes (0 and 2^bits - 1) against activations at +-127
-// steps: a u8 x s8 dot built from saturating int16 pairs (plain AVX2) loses
-// exactly these sums if it gets its ranges wrong. Odd row counts end in
+// steps: a u8 x s8 dot built from saturating int16 pairs (plain AVX2), or
+// from int16 products and pair sums (NEON without dotprod), loses exactly
+// these sums if it gets its ranges wrong, and 8-bit codes at 0 and 255 are
+// the ends of the code - 128 offset both of those (and SDOT) use. Odd row counts end in
 // partial tiles and half tiles; 1-10 tokens take every token-block size.
 TEST(Ops, QuantizedMatmulIsExactAtExtremeCodes) {
   ThreadPool pool(2);
