@@ -75,7 +75,8 @@ def log(*x):
 
 def run(cmd):
     t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    # Random weights write any bytes: a transcript need not be valid UTF-8.
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     wall = time.monotonic() - t0
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
