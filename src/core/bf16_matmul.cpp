@@ -21,20 +21,32 @@ constexpr int kMaxTokens = 8;
 namespace {
 enum class Kernel { none, dot, widen };
 
-// The kernel for this CPU's effective features (cpu_features.h), chosen once.
+// Whether the widening kernel (bf16_matmul_hwy.cpp) has a vector target here.
 // HEARTH_NO_BF16_DOT=1 packs nothing: the dense path (ops.cpp) then runs.
-Kernel kernel() {
-  static const Kernel k = [] {
-    if (std::getenv("HEARTH_NO_BF16_DOT")) return Kernel::none;
+bool widen_available() {
+  static const bool available = [] {
+    if (std::getenv("HEARTH_NO_BF16_DOT")) return false;
 #if defined(__x86_64__)
     const CpuFeatures& f = cpu_features();
-    if (f.avx512f && f.avx512bf16) return Kernel::dot;
-    return f.avx2 && f.fma ? Kernel::widen : Kernel::none;
+    return f.avx2 && f.fma && f.f16c;
 #elif defined(__aarch64__)
-    return cpu_features().asimd ? Kernel::widen : Kernel::none;
+    return cpu_features().asimd;
 #else
-    return Kernel::none;
+    return false;
 #endif
+  }();
+  return available;
+}
+
+// The kernel for BF16 weights on this CPU's effective features
+// (cpu_features.h), chosen once. F16 weights take the widening one.
+Kernel kernel() {
+  static const Kernel k = [] {
+#if defined(__x86_64__)
+    const CpuFeatures& f = cpu_features();
+    if (f.avx512f && f.avx512bf16 && !std::getenv("HEARTH_NO_BF16_DOT")) return Kernel::dot;
+#endif
+    return widen_available() ? Kernel::widen : Kernel::none;
   }();
   return k;
 }
@@ -52,7 +64,9 @@ const char* bf16_target() {
 }
 
 bool bf16_supported(const Matrix& w) {
-  return kernel() != Kernel::none && !w.quantized() && w.dtype == DType::BF16;
+  if (w.quantized()) return false;
+  if (w.dtype == DType::BF16) return kernel() != Kernel::none;
+  return w.dtype == DType::F16 && widen_available();
 }
 
 std::shared_ptr<const Bf16Packed> bf16_pack(const Matrix& w, ThreadPool& pool) {
@@ -72,7 +86,9 @@ std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts
   p->cols = w.cols;
   p->tiles = (p->rows + kRows - 1) / kRows;
   p->pairs = (w.cols + 1) / 2;
+  p->dtype = w.dtype;
   p->data = aligned_bytes(p->bytes());
+  const bool f16 = w.dtype == DType::F16;
   uint16_t* base = reinterpret_cast<uint16_t*>(p->data.get());
   pool.parallel_for(p->tiles, 1, [&](int64_t tb, int64_t te) {
     for (int64_t tile = tb; tile < te; ++tile) {
@@ -83,7 +99,8 @@ std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts
           const uint16_t* src = static_cast<const uint16_t*>(m->data) + local * w.cols;
           for (int i = 0; i < 2; ++i) {
             const int64_t col = 2 * pair + i;
-            out[pair * 32 + r * 2 + i] = col < w.cols ? src[col] : 0;  // storage is zeroed
+            // storage is zeroed
+            out[pair * 32 + (f16 ? i * kRows + r : r * 2 + i)] = col < w.cols ? src[col] : 0;
           }
         }
     }
@@ -299,7 +316,7 @@ void amx_matmul(ThreadPool& pool, const Bf16Packed& w, const uint16_t* xb, int64
 
 void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
-  if (kernel() == Kernel::widen) {
+  if (w.dtype == DType::F16 || kernel() == Kernel::widen) {
     pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
       bf16_widen::tiles(w, b, e, x, n_tokens, y);
     });

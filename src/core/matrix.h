@@ -29,7 +29,7 @@ struct Matrix {
   const void* biases = nullptr;
   // The same weights rearranged for the int8 kernel, when built (int8_pack).
   std::shared_ptr<const Int8Packed> packed;
-  // BF16 weights rearranged for the BF16 dot-product kernel (bf16_pack).
+  // BF16 or F16 weights rearranged for the 16-bit kernels (bf16_pack).
   std::shared_ptr<const Bf16Packed> packed_bf16;
 
   bool quantized() const { return bits > 0; }

@@ -45,7 +45,7 @@ bool expect_bf16_kernel() {
 #if defined(__aarch64__)
   const bool widen = f.asimd;
 #else
-  const bool widen = f.avx2 && f.fma;
+  const bool widen = f.avx2 && f.fma && f.f16c;
 #endif
   return (f.avx512bf16 || widen) && !std::getenv("HEARTH_NO_BF16_DOT");
 }
@@ -145,30 +145,33 @@ TEST(Ops, ActivationRoundingToBf16MatchesScalar) {
 }
 
 // The BF16 dot-product kernel rounds activations to BF16: it must equal the
-// reference run on the rounded activations. The widening kernel (AVX2, NEON)
-// takes them as they are: it must equal the reference on the F32 ones.
+// reference run on the rounded activations. The widening kernel (AVX2, NEON;
+// F16 weights everywhere) takes them as they are: it must equal the
+// reference on the F32 ones.
 TEST(Ops, Bf16PackedMatmulMatchesReference) {
   ThreadPool pool(2);
   // 16 tokens and more take the AMX path where the CPU has it (whole 32-column
   // tiles only: 64 and 96 columns); 37 tokens end in a partial token block.
-  for (int64_t rows : {1, 7, 16, 33, 48})
-    for (int64_t cols : {1, 7, 64, 96, 129})
-      for (int64_t n : {1, 2, 5, 9, 16, 37}) {
-        DenseMatrix w(DType::BF16, rows, cols, rows * 7 + cols);
-        w.m.packed_bf16 = bf16_pack(w.m, pool);
-        if (expect_bf16_kernel()) {
-          ASSERT_TRUE(w.m.packed_bf16);
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (int64_t rows : {1, 7, 16, 33, 48})
+      for (int64_t cols : {1, 7, 64, 96, 129})
+        for (int64_t n : {1, 2, 5, 9, 16, 37}) {
+          DenseMatrix w(dtype, rows, cols, rows * 7 + cols);
+          w.m.packed_bf16 = bf16_pack(w.m, pool);
+          if (expect_bf16_kernel()) {
+            ASSERT_TRUE(w.m.packed_bf16);
+          }
+          auto x = randn(size_t(n * cols), 3);
+          std::vector<float> xr(x.size()), got(size_t(n * rows)), want(size_t(n * rows));
+          for (size_t i = 0; i < x.size(); ++i) xr[i] = bf16_to_f32(f32_to_bf16(x[i]));
+          matmul(pool, w.m, x.data(), n, got.data());
+          const bool rounded = w.m.packed_bf16 && dtype == DType::BF16 &&
+                               std::string(bf16_target()) == "avx512-bf16";
+          reference::matmul(w.m, rounded ? xr.data() : x.data(), n, want.data());
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + std::to_string(rows) + "x" +
+                       std::to_string(cols) + " tokens " + std::to_string(n));
+          expect_close(got, want, 1e-5f);
         }
-        auto x = randn(size_t(n * cols), 3);
-        std::vector<float> xr(x.size()), got(size_t(n * rows)), want(size_t(n * rows));
-        for (size_t i = 0; i < x.size(); ++i) xr[i] = bf16_to_f32(f32_to_bf16(x[i]));
-        matmul(pool, w.m, x.data(), n, got.data());
-        const bool rounded = w.m.packed_bf16 && std::string(bf16_target()) == "avx512-bf16";
-        reference::matmul(w.m, rounded ? xr.data() : x.data(), n, want.data());
-        SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " tokens " +
-                     std::to_string(n));
-        expect_close(got, want, 1e-5f);
-      }
 }
 
 TEST(Ops, QuantizedMatmulMatchesReference) {
@@ -423,15 +426,20 @@ TEST(Ops, StackedPackingEqualsSeparateMatrices) {
   QuantMatrix other(8, 64, 5, cols, 4);
   const Matrix* mixed[] = {&a.m, &other.m};
   EXPECT_FALSE(int8_pack(mixed, pool)) << "parts in different formats cannot share a pack";
-  DenseMatrix d1(DType::BF16, 9, cols, 5), d2(DType::BF16, 17, cols, 6);
-  for (DenseMatrix* m : {&d1, &d2}) m->m.packed_bf16 = bf16_pack(m->m, pool);
-  std::vector<const Matrix*> d = {&d1.m, &d2.m};
-  Matrix sd;
-  sd.packed_bf16 = bf16_pack(d, pool);
-  if (expect_bf16_kernel()) {
-    ASSERT_TRUE(sd.packed_bf16);
-    check(d, sd);
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    DenseMatrix d1(dtype, 9, cols, 5), d2(dtype, 17, cols, 6);
+    for (DenseMatrix* m : {&d1, &d2}) m->m.packed_bf16 = bf16_pack(m->m, pool);
+    std::vector<const Matrix*> d = {&d1.m, &d2.m};
+    Matrix sd;
+    sd.packed_bf16 = bf16_pack(d, pool);
+    if (expect_bf16_kernel()) {
+      ASSERT_TRUE(sd.packed_bf16);
+      check(d, sd);
+    }
   }
+  DenseMatrix bf(DType::BF16, 9, cols, 7), f16(DType::F16, 9, cols, 8);
+  const Matrix* mixed16[] = {&bf.m, &f16.m};
+  EXPECT_FALSE(bf16_pack(mixed16, pool)) << "BF16 and F16 parts cannot share a pack";
 }
 
 TEST(Ops, DequantizeRowDecodesTheBitStream) {
