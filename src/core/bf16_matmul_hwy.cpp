@@ -8,9 +8,7 @@
 // F16 pairs are stored as two runs of 16 rows, which PromoteTo widens (F16C,
 // NEON's FCVTL). Activations stay F32 (nothing is rounded, unlike vdpbf16ps).
 // A 64-byte pair vector is 16 / N vectors of N rows (AVX2: two of 8).
-#ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
-#endif
+#include "core/hwy_targets.h"
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/bf16_matmul_hwy.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep

@@ -1,10 +1,6 @@
 // Highway compiles this file once per target (foreach_target.h re-includes
 // it); HWY_EXPORT / HWY_DYNAMIC_DISPATCH pick the best one at run time.
-// SVE vectors are sizeless types, which cannot form the register tiles
-// (arrays of vectors) below; on Arm, NEON is the target.
-#ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
-#endif
+#include "core/hwy_targets.h"
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
