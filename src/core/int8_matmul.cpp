@@ -24,27 +24,19 @@ namespace {
 // The kernels for this CPU's effective features (cpu_features.h), chosen once;
 // null where there are none (the float path then takes MLX weights).
 const int8::Kernels* int8_kernels() {
-#if defined(__x86_64__)
   static const int8::Kernels* const kernels = []() -> const int8::Kernels* {
-    const CpuFeatures& f = cpu_features();
+    [[maybe_unused]] const CpuFeatures& f = cpu_features();
     // HEARTH_NO_INT8=1 forces the float path, to compare the two.
     if (std::getenv("HEARTH_NO_INT8")) return nullptr;
+#if defined(__x86_64__)
     if (f.avx512f && f.avx512bw && f.avx512vnni) return &int8::kAvx512;
     if (f.avx2 && f.fma && f.f16c) return f.avxvnni ? &int8::kAvxVnni : &int8::kAvx2;
-    return nullptr;
-  }();
-  return kernels;
 #elif defined(__aarch64__)
-  static const int8::Kernels* const kernels = []() -> const int8::Kernels* {
-    const CpuFeatures& f = cpu_features();
-    if (std::getenv("HEARTH_NO_INT8")) return nullptr;
     if (f.asimd) return f.dotprod ? &int8::kNeonDot : &int8::kNeon;
+#endif
     return nullptr;
   }();
   return kernels;
-#else
-  return nullptr;
-#endif
 }
 }  // namespace
 
