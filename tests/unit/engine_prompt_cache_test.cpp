@@ -222,7 +222,7 @@ TEST(GenerationCheckpoints, ACancelledRequestSentAgainResumesAndMatchesAnUninter
 TEST(GenerationCheckpoints, UnseededSamplingAndShortRunsAreNotKept) {
   GenerationRequest r;
   r.prompt = prompt_of(20);
-  r.max_tokens = 60;
+  r.max_tokens = 400;  // far more than the engine can run ahead of the reader before the cancel
   r.sampling.temperature = 0.8f;  // no seed: another run would differ anyway
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2});
   cancel_after(engine, r, 30);
@@ -230,7 +230,7 @@ TEST(GenerationCheckpoints, UnseededSamplingAndShortRunsAreNotKept) {
   // Fewer generated tokens than the minimum (the engine may run ahead of the
   // reader, so the minimum is above anything this request can generate).
   r.sampling.temperature = 0;
-  Engine short_runs(LlamaModel::load(kModel), EngineOptions{.threads = 2, .generation_checkpoint_tokens = 100});
+  Engine short_runs(LlamaModel::load(kModel), EngineOptions{.threads = 2, .generation_checkpoint_tokens = 1000});
   cancel_after(short_runs, r, 5);
   EXPECT_EQ(short_runs.stats().checkpoints_saved, 0);
   EngineOptions off{.threads = 2, .generation_checkpoint_tokens = 0};
