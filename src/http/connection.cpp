@@ -460,8 +460,10 @@ void Connection::close() {
   socket_.close(ignored);
   deadline_.cancel();
   probe_timer_.cancel();
-  close_stream();
+  // Gone is told before the stream's writer is woken: the writer's return
+  // may drop the last subscription (a Job's), which must hear it first.
   if (request_ && !answered) request_->client->mark_gone();
+  close_stream();
   server_.forget(this, client_);
 }
 
