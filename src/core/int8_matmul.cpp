@@ -45,9 +45,25 @@ const char* int8_target() {
 }
 
 bool int8_supported(const Matrix& w) {
-  return int8_kernels() && w.quantized() && (w.bits == 4 || w.bits == 8) &&
+  return int8_kernels() && w.quantized() && w.bits >= 2 && w.bits <= 8 && w.bits != 7 &&
          (w.group_size == 32 || w.group_size == 64 || w.group_size == 128);
 }
+
+namespace {
+// One group's codes of a row, one byte each. Little-endian words make the
+// row one LSB-first bit stream: code c is bits [c * bits, (c + 1) * bits),
+// within one byte or across two (3, 5 and 6 bits).
+void unpack_group(const uint8_t* row, int bits, int64_t col0, int n, uint8_t* codes) {
+  const unsigned mask = (1u << bits) - 1;
+  for (int c = 0; c < n; ++c) {
+    const int64_t bit = (col0 + c) * bits;
+    const int shift = int(bit % 8);
+    unsigned v = row[bit / 8];
+    if (shift + bits > 8) v |= unsigned(row[bit / 8 + 1]) << 8;
+    codes[c] = uint8_t((v >> shift) & mask);
+  }
+}
+}  // namespace
 
 std::shared_ptr<const Int8Packed> int8_pack(const Matrix& w, ThreadPool& pool) {
   const Matrix* parts[] = {&w};
@@ -64,23 +80,21 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
   auto p = std::make_shared<Int8Packed>();
   p->rows = stack.rows();
   p->cols = w.cols;
-  p->bits = w.bits;
+  p->bits = w.bits <= 4 ? 4 : 8;  // narrower codes ride the wider layout: exact, as wide
   p->group_size = w.group_size;
   p->scale_dtype = w.scale_dtype;
   p->tiles = (p->rows + kRows - 1) / kRows;
   const size_t esize = dtype_size(w.scale_dtype);
-  const size_t code_bytes = size_t(w.group_size) * kRows * w.bits / 8;
+  const size_t code_bytes = size_t(w.group_size) * kRows * p->bits / 8;
   p->group_bytes = code_bytes + 2 * kRows * esize;
   p->tile_bytes = p->group_bytes * size_t(w.groups_per_row());
   p->data = aligned_bytes(p->bytes());  // zeroed: padding rows get zero codes, scales and biases
   uint8_t* base = p->data.get();
 
   const int64_t groups = w.groups_per_row();
-  // Codes read byte-wise: little-endian words make the row one byte stream
-  // (4-bit: column c in the low nibble of byte c/2 when c is even, else the high).
-  const int64_t row_bytes = w.cols * w.bits / 8,
-                group_src_bytes = int64_t(w.group_size) * w.bits / 8;
+  const int64_t row_bytes = w.cols * w.bits / 8;
   pool.parallel_for(p->tiles, 1, [&](int64_t tb, int64_t te) {
+    uint8_t q[128];  // one group's codes of one row
     for (int64_t tile = tb; tile < te; ++tile)
       for (int64_t g = 0; g < groups; ++g) {
         uint8_t* blk = base + tile * p->tile_bytes + g * p->group_bytes;
@@ -88,21 +102,17 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
           const int64_t row = tile * kRows + r;
           if (row >= p->rows) break;
           const auto [m, local] = stack.locate(row);
-          const uint8_t* src =
-              static_cast<const uint8_t*>(m->data) + local * row_bytes + g * group_src_bytes;
-          if (w.bits == 8) {
+          unpack_group(static_cast<const uint8_t*>(m->data) + local * row_bytes, w.bits,
+                       g * w.group_size, w.group_size, q);
+          if (p->bits == 8) {
             for (int quad = 0; quad < w.group_size / 4; ++quad)
-              std::memcpy(blk + quad * 64 + r * 4, src + quad * 4, 4);
+              std::memcpy(blk + quad * 64 + r * 4, q + quad * 4, 4);
           } else {
             // Vector j takes quad 2j (columns 8j..8j+3) in its low nibbles and
             // quad 2j+1 (8j+4..8j+7) in its high ones.
             for (int j = 0; j < w.group_size / 8; ++j)
-              for (int i = 0; i < 4; ++i) {
-                const int lo = 8 * j + i, hi = 8 * j + 4 + i;
-                const uint8_t qlo = (src[lo / 2] >> (4 * (lo % 2))) & 0xf;
-                const uint8_t qhi = (src[hi / 2] >> (4 * (hi % 2))) & 0xf;
-                blk[j * 64 + r * 4 + i] = uint8_t(qlo | (qhi << 4));
-              }
+              for (int i = 0; i < 4; ++i)
+                blk[j * 64 + r * 4 + i] = uint8_t(q[8 * j + i] | (q[8 * j + 4 + i] << 4));
           }
           const int64_t gi = local * groups + g;
           std::memcpy(blk + code_bytes + r * esize,

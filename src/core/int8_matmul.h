@@ -1,4 +1,4 @@
-// MLX affine-quantized weights (4- or 8-bit codes) rearranged once at load
+// MLX affine-quantized weights (2- to 8-bit codes) rearranged once at load
 // for an AVX-512 VNNI kernel (AVX2 CPUs read the same layout as two halves of
 // 8 rows, int8_matmul_avx2-inl.h; 64-bit Arm as four quarters of 4 rows,
 // int8_matmul_neon-inl.h), and the matmul that uses them.
@@ -8,6 +8,9 @@
 // column 4*k + i of a 4-column quad k (for 4-bit codes one vector carries two
 // quads, quad 2j in the low nibbles and quad 2j+1 in the high ones), followed
 // by the 16 rows' scales and then their biases, in the checkpoint's dtype.
+// Codes of 2 and 3 bits take the 4-bit layout and 5 and 6 bits the 8-bit one:
+// the same codes, scales and biases, so the same sums, at the wider layout's
+// memory and speed (a layout per width would stream fewer bytes).
 // One vpdpbusd then multiplies a quad of every row by the same 4 int8
 // activations (broadcast), leaving row r's partial sum in lane r: no
 // horizontal sums, one sequential stream per tile.
@@ -29,7 +32,8 @@ namespace hearth {
 
 struct Int8Packed {
   int64_t rows = 0, cols = 0;
-  int bits = 0, group_size = 0;
+  int bits = 0;  // of the layout: 4 or 8
+  int group_size = 0;
   DType scale_dtype = DType::F32;
   int64_t tiles = 0;
   size_t group_bytes = 0;  // one tile's codes + scales + biases of one group

@@ -176,7 +176,7 @@ TEST(Ops, Bf16PackedMatmulMatchesReference) {
 
 TEST(Ops, QuantizedMatmulMatchesReference) {
   ThreadPool pool(2);
-  for (int bits : {2, 3, 4, 6, 8})
+  for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       for (int64_t rows : {1, 7, 16, 33})
         // 16 tokens and more take the AMX path where the CPU has it (groups
@@ -231,7 +231,7 @@ TEST(Ops, QuantizedMatmulMatchesReference) {
 // rounding: this pins down the code layout and the scale bookkeeping.
 TEST(Ops, QuantizedMatmulIsExactOnRepresentableActivations) {
   ThreadPool pool(2);
-  for (int bits : {4, 8})
+  for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       for (int64_t n : {3, 21}) {  // 21: the AMX path, where the CPU has it
         const int64_t rows = 19, cols = group * 2;
@@ -346,11 +346,12 @@ TEST(Ops, PackedMatmulsOnTwoThreadsAtOnceEqualEachAlone) {
 // steps: a u8 x s8 dot built from saturating int16 pairs (plain AVX2), or
 // from int16 products and pair sums (NEON without dotprod), loses exactly
 // these sums if it gets its ranges wrong, and 8-bit codes at 0 and 255 are
-// the ends of the code - 128 offset both of those (and SDOT) use. Odd row counts end in
+// the ends of the code - 128 offset both of those (and SDOT) use; 2, 3, 5 and
+// 6 bits check that codes crossing bytes and words unpack whole. Odd row counts end in
 // partial tiles and half tiles; 1-10 tokens take every token-block size.
 TEST(Ops, QuantizedMatmulIsExactAtExtremeCodes) {
   ThreadPool pool(2);
-  for (int bits : {4, 8})
+  for (int bits : {2, 3, 4, 5, 6, 8})
     for (int group : {32, 64, 128})
       for (int64_t rows : {7, 13, 17})
         for (int64_t n = 1; n <= 10; ++n) {
@@ -364,7 +365,10 @@ TEST(Ops, QuantizedMatmulIsExactAtExtremeCodes) {
               // Rows of all-top codes, all-zero codes, and a mix.
               const bool high = r % 3 == 0 || (r % 3 == 2 && rng() % 2);
               const int64_t bit = (r * cols + c) * bits;
-              if (high) w.words[size_t(bit / 32)] |= top << (bit % 32);
+              if (!high) continue;
+              w.words[size_t(bit / 32)] |= top << (bit % 32);
+              if (bit % 32 + bits > 32)  // 3, 5, 6 bits: the code goes on in the next word
+                w.words[size_t(bit / 32 + 1)] |= top >> (32 - bit % 32);
             }
           w.m.packed = int8_pack(w.m, pool);
           if (expect_int8_kernel()) {
