@@ -20,6 +20,10 @@ struct QuantizedActivations {
 // One target's kernels.
 struct Kernels {
   const char* name;
+  // 8-bit codes are stored as code ^ code8_flip: 0x80 for kernels that take
+  // them as signed code - 128 (plain AVX2, NEON), flipped once at packing
+  // rather than at every use.
+  uint8_t code8_flip;
   // y[t][rows of the tile] for every token t < n_tokens.
   void (*tile)(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t n_tokens,
                float* y);

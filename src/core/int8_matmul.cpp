@@ -105,8 +105,9 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
           unpack_group(static_cast<const uint8_t*>(m->data) + local * row_bytes, w.bits,
                        g * w.group_size, w.group_size, q);
           if (p->bits == 8) {
+            const uint8_t flip = int8_kernels()->code8_flip;
             for (int quad = 0; quad < w.group_size / 4; ++quad)
-              std::memcpy(blk + quad * 64 + r * 4, q + quad * 4, 4);
+              for (int i = 0; i < 4; ++i) blk[quad * 64 + r * 4 + i] = q[quad * 4 + i] ^ flip;
           } else {
             // Vector j takes quad 2j (columns 8j..8j+3) in its low nibbles and
             // quad 2j+1 (8j+4..8j+7) in its high ones.
@@ -477,7 +478,7 @@ void amx_matmul(ThreadPool& pool, const Int8Packed& w, const QuantizedActivation
 
 }  // namespace
 
-const int8::Kernels int8::kAvx512{"avx512-vnni", &run_tile};
+const int8::Kernels int8::kAvx512{"avx512-vnni", 0, &run_tile};
 #endif
 
 #if defined(__x86_64__) || defined(__aarch64__)

@@ -78,8 +78,8 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
           codes[h][1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
         } else {
           for (int i = 0; i < 2; ++i)
-            codes[h][i] = Dot::prepare8(_mm256_load_si256(
-                reinterpret_cast<const __m256i*>(blk + j * 128 + i * 64 + h * 32)));
+            codes[h][i] = _mm256_load_si256(
+                reinterpret_cast<const __m256i*>(blk + j * 128 + i * 64 + h * 32));
         }
       }
 #pragma GCC unroll 4

@@ -34,16 +34,13 @@ struct Dot {
   static __m256i widen(__m256i acc, __m256i i16) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(i16, _mm256_set1_epi16(1)));
   }
-  // 8-bit codes would reach 255 * 127 * 2 and saturate, so they are taken as
+  // 8-bit codes would reach 255 * 127 * 2 and saturate, so they are stored as
   // c = code - 128 in [-128, 127] (kOffset8, added back per group through the
   // bias), and c·x as |c| · (x·sign c): |c| <= 128 is exact as u8 (abs of -128
   // is 0x80), |x| <= 127 (quantize_group's range) so x·sign c cannot wrap,
   // and a pair is at most 128 * 127 * 2 = 32512 < 32767: no saturation, the
   // sum is exact. (The other way round, |x| · (c·sign x), -128·-1 wraps.)
   static constexpr int kOffset8 = 128;
-  static __m256i prepare8(__m256i codes) {
-    return _mm256_xor_si256(codes, _mm256_set1_epi8(char(0x80)));
-  }
   // Quads c0·x0 into s0 and c1·x1 into s1 (the same sum where the kernel
   // keeps one chain). A 4-bit pair is at most 15 * 127 * 2 = 3810, so both
   // quads' pairs add up in int16 exactly and widen once.
@@ -68,7 +65,6 @@ namespace vnni {
 
 struct Dot {
   static constexpr int kOffset8 = 0;
-  static __m256i prepare8(__m256i codes) { return codes; }
   template <int Bits>
   static void dot2(__m256i& s0, __m256i& s1, __m256i c0, __m256i x0, __m256i c1, __m256i x1) {
     s0 = _mm256_dpbusd_avx_epi32(s0, c0, x0);
@@ -81,8 +77,9 @@ struct Dot {
 }  // namespace vnni
 HEARTH_TARGET_POP
 
-const Kernels kAvx2{"avx2", &plain::run_tile};
-const Kernels kAvxVnni{"avx2+avxvnni", &vnni::run_tile};
+// A code stored as code ^ 0x80, read as a signed byte, is code - 128.
+const Kernels kAvx2{"avx2", uint8_t(plain::Dot::kOffset8), &plain::run_tile};
+const Kernels kAvxVnni{"avx2+avxvnni", uint8_t(vnni::Dot::kOffset8), &vnni::run_tile};
 
 }  // namespace hearth::int8
 #endif

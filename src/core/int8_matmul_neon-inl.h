@@ -32,13 +32,10 @@ inline int8x16_t broadcast4_neon(const int8_t* p) {
   return vreinterpretq_s8_s32(vdupq_n_s32(v));
 }
 
-// 8-bit codes 0..255 as signed bytes code - 128 (neither SDOT nor SMULL takes
-// u8 x s8): flipping the top bit; the kernel adds 128 * Σ xq back through the
-// group's bias.
+// 8-bit codes 0..255 are stored as signed bytes code - 128 (neither SDOT nor
+// SMULL takes u8 x s8; code8_flip); the kernel adds 128 * Σ xq back through
+// the group's bias.
 constexpr int kOffset8 = 128;
-inline int8x16_t prepare8(uint8x16_t codes) {
-  return vreinterpretq_s8_u8(veorq_u8(codes, vdupq_n_u8(0x80)));
-}
 
 // One group's contribution for one token, as the AVX-512 / AVX2 add_group:
 // acc + dot * scale * step + bias * (step * Σ xq), lanes being 4 rows (the
@@ -90,7 +87,7 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
           codes[h][1] = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
         } else {
           for (int i = 0; i < 2; ++i)
-            codes[h][i] = prepare8(vld1q_u8(blk + j * 128 + i * 64 + h * 16));
+            codes[h][i] = vld1q_s8(reinterpret_cast<const int8_t*>(blk + j * 128 + i * 64 + h * 16));
         }
       }
 #pragma GCC unroll 4

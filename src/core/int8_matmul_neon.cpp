@@ -38,7 +38,7 @@ namespace dot {
 // SDOT: each 32-bit lane += the dot of its 4 signed bytes with the other
 // operand's, i.e. one row's quad against the broadcast activation quad.
 // 4-bit codes (0..15) are valid signed bytes as they are; 8-bit codes come
-// in as code - 128 (prepare8).
+// are stored as code - 128 (kOffset8).
 struct Dot {
   template <int Bits>
   static void dot2(int32x4_t& s0, int32x4_t& s1, int8x16_t c0, int8x16_t x0, int8x16_t c1,
@@ -94,8 +94,9 @@ struct Dot {
 
 }  // namespace nodot
 
-const Kernels kNeonDot{"neon+dotprod", &dot::run_tile};
-const Kernels kNeon{"neon", &nodot::run_tile};
+// A code stored as code ^ 0x80, read as a signed byte, is code - 128.
+const Kernels kNeonDot{"neon+dotprod", uint8_t(dot::kOffset8), &dot::run_tile};
+const Kernels kNeon{"neon", uint8_t(nodot::kOffset8), &nodot::run_tile};
 
 }  // namespace hearth::int8
 #endif
