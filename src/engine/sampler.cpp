@@ -83,72 +83,143 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   if (params_.has_processors()) process(logits, history);
   if (params_.temperature <= 0.0f) return argmax(logits);
   const int64_t n = int64_t(logits.size());
-  const bool xtc = params_.xtc_probability > 0.0f;
-
-  // Candidates are found without sorting the vocabulary: a count for min_p,
-  // a histogram of the probabilities for top_p, a selection for top_k.
-  // order_[0, keep) holds the survivors (sorted only where XTC needs their
-  // order: sort_prefix). Without XTC the prefix filters commute, so top_k
-  // may cut first; XTC sits between them (after top_p and min_p, before
-  // top_k).
-  order_.resize(size_t(n));
-  std::iota(order_.begin(), order_.end(), 0);
-  sorted_ = partitioned_ = 0;
-  by_id_ = true;
-  int64_t keep = n;
-  if (!xtc && params_.top_k > 0 && params_.top_k < n) keep = params_.top_k;
   const float top = simd::max_value(logits.data(), n);
 
+  // min_p and top_p keep the tokens at or above a logit, top_k the k best:
+  // each keeps an upper set of the logit order, so without XTC they commute
+  // and the survivors are those at or above the highest cut. XTC sits
+  // between them (after top_p and min_p, before top_k). Nothing sorts the
+  // vocabulary.
+  int64_t keep = n;
+  const float at_least = min_p_top_p_cut(logits, top, keep);
+  if (params_.xtc_probability > 0.0f) return sample_xtc(logits, at_least);
+  if (params_.top_k > 0 && params_.top_k < keep) {
+    // The k-th best logit; of the tokens tied at it, the first in id order.
+    const int64_t k = params_.top_k;
+    gathered_.clear();
+    for (float l : logits)
+      if (l >= at_least) gathered_.push_back(l);
+    std::nth_element(gathered_.begin(), gathered_.begin() + (k - 1), gathered_.end(), std::greater<>());
+    const float kth = gathered_[size_t(k - 1)];
+    const int64_t above = std::count_if(gathered_.begin(), gathered_.begin() + (k - 1),
+                                        [&](float l) { return l > kth; });
+    collect(logits, kth, k - above);
+    return draw_listed(logits, int64_t(order_.size()));
+  }
+  // Some survivors are drawn from a list; most of the vocabulary in place.
+  if (keep * 4 < n) {
+    collect(logits, at_least, n);
+    return draw_listed(logits, int64_t(order_.size()));
+  }
+  return draw_above(logits, top, at_least);
+}
+
+float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t& keep) {
+  const int64_t n = int64_t(logits.size());
+  float at_least = -std::numeric_limits<float>::infinity();
   if (params_.min_p > 0.0f) {
-    // Keep tokens with p >= min_p * p_max, i.e. logit >= top + log(min_p).
+    // p >= min_p * p_max, i.e. logit >= top + log(min_p): as a float, the
+    // least one at or above that.
     const double floor = top + std::log(double(params_.min_p));
+    float f = float(floor);
+    if (double(f) < floor) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+    at_least = std::min(f, top);
     int64_t above = 0;
-    for (float l : logits) above += l >= floor;
-    keep = std::min(keep, std::max<int64_t>(1, above));
+    for (float l : logits) above += l >= at_least;
+    keep = above;
   }
   if (params_.top_p > 0.0f && params_.top_p < 1.0f) {
-    // Probabilities of the untempered distribution: the smallest prefix (in
-    // order of logit) whose mass reaches top_p.
-    probs_.resize(size_t(n));
-    const double total = simd::exp_sum(logits.data(), n, top, 1.0, probs_.data());
-    keep = std::max<int64_t>(1, std::min(keep, top_p_by_histogram(logits, top, total)));
-  }
-
-  if (xtc) {
-    sort_prefix(logits, keep);
-    // One uniform draw per step decides whether XTC applies (mlx-lm draws it
-    // every step too). Probabilities are renormalized over the survivors.
-    const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
-    if (u <= params_.xtc_probability) {
-      double z = 0;
-      for (int64_t i = 0; i < keep; ++i) z += std::exp(double(logits[order_[i]]) - top);
-      // The least likely token above the threshold is the last one in order.
-      int64_t last_above = -1;
-      for (int64_t i = 0; i < keep; ++i)
-        if (std::exp(double(logits[order_[i]]) - top) / z > params_.xtc_threshold) last_above = i;
-      if (last_above > 0) {
-        const float floor_logit = logits[order_[last_above]];
-        const auto& special = params_.xtc_special_tokens;
-        int64_t out = 0;
-        for (int64_t i = 0; i < keep; ++i) {
-          const int32_t id = order_[i];
-          const bool removed = logits[id] > floor_logit &&
-                               std::find(special.begin(), special.end(), id) == special.end();
-          if (!removed) order_[out++] = id;
-        }
-        keep = out;
-        sorted_ = out;  // the survivors stay in order
-      }
+    // The smallest prefix (in order of logit) of the untempered distribution
+    // whose mass reaches top_p, in linear time: a histogram of the
+    // probabilities by distance below the top, kBucketsPerNat to a nat (the
+    // last bucket holds everything further down, e^-32 each at most), then a
+    // sort of the one bucket where the mass reaches top_p.
+    constexpr int kBucketsPerNat = 64, kBuckets = 32 * kBucketsPerNat + 1;
+    bucket_mass_.assign(kBuckets, 0.0);
+    bucket_count_.assign(kBuckets, 0);
+    const double total = simd::exp_histogram(logits.data(), n, top, float(kBucketsPerNat), kBuckets,
+                                             bucket_mass_.data(), bucket_count_.data());
+    const double target = double(params_.top_p) * total;
+    double mass = 0;
+    int64_t k = 0;
+    int edge = 0;
+    for (; edge < kBuckets - 1 && mass + bucket_mass_[size_t(edge)] < target; ++edge) {
+      mass += bucket_mass_[size_t(edge)];
+      k += bucket_count_[size_t(edge)];
     }
-    if (params_.top_k > 0 && params_.top_k < keep) keep = params_.top_k;
+    // The edge bucket's logits: a range test a bucket wider on each side
+    // passes few, then the exact bucket as exp_histogram computes it.
+    edge_.clear();
+    const float hi = top - float(edge - 1) / kBucketsPerNat,
+                lo = edge == kBuckets - 1 ? -std::numeric_limits<float>::infinity()
+                                          : top - float(edge + 2) / kBucketsPerNat;
+    for (float l : logits) {
+      if (!(l <= hi && l >= lo)) continue;
+      const float d = (top - l) * kBucketsPerNat;
+      if ((d < float(kBuckets - 1) ? int(d) : kBuckets - 1) == edge) edge_.push_back(l);
+    }
+    std::sort(edge_.begin(), edge_.end(), std::greater<>());
+    size_t m = 0;
+    while (m < edge_.size() && mass < target) mass += std::exp(double(edge_[m++]) - top);
+    // m = 0 only when the edge is the empty far bucket: all above it stay.
+    if (m > 0 && edge_[m - 1] > at_least) at_least = edge_[m - 1];
+    keep = std::min(keep, std::max<int64_t>(1, k + int64_t(m)));
   }
+  return at_least;
+}
 
-  // Sample among the survivors (the `keep` best) at the temperature,
-  // relative to the best survivor, which XTC may have made another token
-  // than `top`. Inverse-CDF draw from one uniform number over the survivors
-  // in order of token id (no sorting by logit), so a seed fixes the sequence
-  // independently of the standard library's distribution classes.
+void Sampler::collect(std::span<const float> logits, float at_least, int64_t ties) {
+  order_.clear();
+  for (int32_t id = 0; id < int32_t(logits.size()); ++id) {
+    const float l = logits[size_t(id)];
+    if (l > at_least || (l == at_least && ties-- > 0)) order_.push_back(id);
+  }
+  sorted_ = partitioned_ = 0;
+  by_id_ = true;
+}
+
+int32_t Sampler::sample_xtc(std::span<const float> logits, float at_least) {
+  collect(logits, at_least, int64_t(logits.size()));
+  int64_t keep = int64_t(order_.size());
+  sort_prefix(logits, keep);
+  // One uniform draw per step decides whether XTC applies (mlx-lm draws it
+  // every step too). Probabilities are renormalized over the survivors.
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  if (u <= params_.xtc_probability) {
+    const float top = logits[size_t(order_[0])];
+    double z = 0;
+    for (int64_t i = 0; i < keep; ++i) z += std::exp(double(logits[order_[i]]) - top);
+    // The least likely token above the threshold is the last one in order.
+    int64_t last_above = -1;
+    for (int64_t i = 0; i < keep; ++i)
+      if (std::exp(double(logits[order_[i]]) - top) / z > params_.xtc_threshold) last_above = i;
+    if (last_above > 0) {
+      const float floor_logit = logits[order_[last_above]];
+      const auto& special = params_.xtc_special_tokens;
+      int64_t out = 0;
+      for (int64_t i = 0; i < keep; ++i) {
+        const int32_t id = order_[i];
+        const bool removed = logits[id] > floor_logit &&
+                             std::find(special.begin(), special.end(), id) == special.end();
+        if (!removed) order_[out++] = id;
+      }
+      keep = out;
+      order_.resize(size_t(keep));
+      sorted_ = out;  // the survivors stay in order
+    }
+  }
+  if (params_.top_k > 0 && params_.top_k < keep) keep = params_.top_k;
   partition(logits, keep);
+  return draw_listed(logits, keep);
+}
+
+// Sample among order_[0, keep) at the temperature, relative to the best of
+// them, which XTC may have made another token than the top. Inverse-CDF
+// draw from one uniform number over the survivors in order of token id (no
+// sorting by logit), so a seed fixes the sequence independently of the
+// standard library's distribution classes.
+int32_t Sampler::draw_listed(std::span<const float> logits, int64_t keep) {
+  const int64_t n = int64_t(logits.size());
   const std::span<int32_t> survivors(order_.data(), size_t(keep));
   if (by_id_) {
   } else if (keep * 16 < n) {
@@ -172,46 +243,35 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   return survivors.back();
 }
 
-int64_t Sampler::top_p_by_histogram(std::span<const float> logits, float top, double total) {
-  // probs_ holds exp(logit - top) for every candidate (sample() filled it).
-  // Buckets of logit distance below the top, kBucketsPerNat to a nat; the
-  // last one holds everything further down (a mass of e^-32 each at most).
-  constexpr int kBucketsPerNat = 64, kBuckets = 32 * kBucketsPerNat + 1;
-  const int64_t n = int64_t(logits.size());
-  bucket_.resize(size_t(n));
-  bucket_mass_.assign(kBuckets, 0.0);
-  for (int64_t id = 0; id < n; ++id) {
-    const float d = (top - logits[size_t(id)]) * kBucketsPerNat;
-    const int b = d < float(kBuckets - 1) ? int(d) : kBuckets - 1;  // also for -inf (d = inf)
-    bucket_[size_t(id)] = uint16_t(b);
-    bucket_mass_[size_t(b)] += probs_[size_t(id)];
+// The same draw over every token at or above at_least, in place: block sums
+// first, then the weights of the one block the draw falls in.
+int32_t Sampler::draw_above(std::span<const float> logits, float top, float at_least) {
+  constexpr int64_t kBlock = 4096;
+  const int64_t n = int64_t(logits.size()), blocks = (n + kBlock - 1) / kBlock;
+  const double inv_t = 1.0 / params_.temperature;
+  block_sums_.resize(size_t(blocks));
+  double sum = 0;
+  for (int64_t b = 0; b < blocks; ++b)
+    sum += block_sums_[size_t(b)] = simd::exp_sum(logits.data() + b * kBlock,
+                                                  std::min(kBlock, n - b * kBlock), top, inv_t,
+                                                  nullptr, at_least);
+  double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * sum;
+  int64_t b = 0;
+  while (b < blocks - 1 && u >= block_sums_[size_t(b)]) u -= block_sums_[size_t(b++)];
+  if (!(u < block_sums_[size_t(b)])) {  // rounding left u past the last survivor: that one
+    while (b > 0 && block_sums_[size_t(b)] == 0) --b;
+    u = std::numeric_limits<double>::infinity();
   }
-  // The bucket where the mass reaches top_p; all above it survive.
-  const double target = double(params_.top_p) * total;
-  double mass = 0;
-  int edge = 0;
-  while (edge < kBuckets - 1 && mass + bucket_mass_[size_t(edge)] < target) mass += bucket_mass_[size_t(edge++)];
-  // The survivors in token-id order: those above the edge bucket, merged
-  // with the best of the edge bucket until the mass reaches top_p.
-  int64_t k = 0;
-  edge_ids_.clear();
-  for (int32_t id = 0; id < n; ++id) {
-    if (bucket_[size_t(id)] < edge) order_[size_t(k++)] = id;
-    else if (bucket_[size_t(id)] == edge) edge_ids_.push_back(id);
+  const int64_t first = b * kBlock, len = std::min(kBlock, n - first);
+  weights_.resize(size_t(len));
+  simd::exp_sum(logits.data() + first, len, top, inv_t, weights_.data(), at_least);
+  int64_t last = -1;
+  for (int64_t i = 0; i < len; ++i) {
+    if (weights_[size_t(i)] == 0) continue;
+    if ((u -= weights_[size_t(i)]) < 0) return int32_t(first + i);
+    last = i;
   }
-  std::sort(edge_ids_.begin(), edge_ids_.end(),
-            [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
-  size_t m = 0;
-  while (m < edge_ids_.size() && mass < target) mass += probs_[size_t(edge_ids_[m++])];
-  std::sort(edge_ids_.begin(), edge_ids_.begin() + ptrdiff_t(m));
-  std::copy(edge_ids_.begin(), edge_ids_.begin() + ptrdiff_t(m), order_.begin() + k);
-  std::inplace_merge(order_.begin(), order_.begin() + k, order_.begin() + k + ptrdiff_t(m));
-  k += int64_t(m);
-  // order_[0, k) are the k best, in order of id; what follows is stale.
-  sorted_ = 0;
-  partitioned_ = std::max<int64_t>(k, 1);
-  by_id_ = true;
-  return k;
+  return int32_t(first + last);
 }
 
 }  // namespace hearth

@@ -62,28 +62,34 @@ class Sampler {
   static int32_t argmax(std::span<const float> logits);
 
  private:
+  // min_p's and top_p's cut: the survivors are the tokens with a logit at
+  // or above the returned value; keep becomes about how many there are.
+  float min_p_top_p_cut(std::span<const float> logits, float top, int64_t& keep);
+  // order_ = the tokens with logits above at_least, and of those equal to
+  // it the first `ties`, in order of id.
+  void collect(std::span<const float> logits, float at_least, int64_t ties);
+  int32_t sample_xtc(std::span<const float> logits, float at_least);
+  // The tempered draw among order_[0, keep), or among every token at or
+  // above at_least (the best being `top`).
+  int32_t draw_listed(std::span<const float> logits, int64_t keep);
+  int32_t draw_above(std::span<const float> logits, float top, float at_least);
   // order_[0, sorted_) are the best candidates in order; with partitioned_
   // > 0, order_[0, partitioned_) are the partitioned_ best, and sorting
   // stays inside them.
   void sort_prefix(std::span<const float> logits, int64_t k);
   void partition(std::span<const float> logits, int64_t keep);
-  // The top_p cut over the whole vocabulary in linear time (a histogram of
-  // logits, then a sort of the one bucket where the mass reaches top_p):
-  // leaves the survivors first in order_, in order of id, and returns how
-  // many there are.
-  int64_t top_p_by_histogram(std::span<const float> logits, float top, double total);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<int32_t> order_;
   int64_t sorted_ = 0, partitioned_ = 0;
-  bool by_id_ = true;  // order_[0, partitioned_ or n) is in order of token id
+  bool by_id_ = true;  // order_[0, partitioned_ or its size) is in order of token id
   std::vector<int32_t> window_;  // scratch: distinct tokens of a penalty window
   std::vector<uint8_t> member_;  // scratch: the survivors as a mask over the vocabulary
-  std::vector<float> gathered_;                    // scratch: the survivors' logits
-  std::vector<double> probs_, weights_, bucket_mass_;  // scratch: exp(logit - top); draw weights
-  std::vector<uint16_t> bucket_;    // scratch: each candidate's histogram bucket
-  std::vector<int32_t> edge_ids_;   // scratch: the candidates of top_p's edge bucket
+  std::vector<float> gathered_;  // scratch: the survivors' logits
+  std::vector<float> edge_;      // scratch: the logits of top_p's edge bucket
+  std::vector<double> weights_, bucket_mass_, block_sums_;  // scratch: draw weights, top_p histogram
+  std::vector<int32_t> bucket_count_;
 };
 
 }  // namespace hearth
