@@ -169,11 +169,21 @@ float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t
 }
 
 void Sampler::collect(std::span<const float> logits, float at_least, int64_t ties) {
-  order_.clear();
-  for (int32_t id = 0; id < int32_t(logits.size()); ++id) {
-    const float l = logits[size_t(id)];
-    if (l > at_least || (l == at_least && ties-- > 0)) order_.push_back(id);
+  const int32_t n = int32_t(logits.size());
+  order_.resize(size_t(n));
+  int64_t k = 0;
+  if (ties >= n) {  // every tie: no branch to mispredict on a flat row
+    for (int32_t id = 0; id < n; ++id) {
+      order_[size_t(k)] = id;
+      k += logits[size_t(id)] >= at_least;
+    }
+  } else {
+    for (int32_t id = 0; id < n; ++id) {
+      const float l = logits[size_t(id)];
+      if (l > at_least || (l == at_least && ties-- > 0)) order_[size_t(k++)] = id;
+    }
   }
+  order_.resize(size_t(k));
   sorted_ = partitioned_ = 0;
   by_id_ = true;
 }
