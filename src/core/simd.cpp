@@ -221,7 +221,8 @@ double ExpHistogram(const float* x, int64_t n, float top, float per_unit, int bu
     // Bucket = the distance below the top in 1/per_unit steps, as
     // bucket_of(); the far tail (most of a peaked vocabulary) sums in a
     // register instead of one memory cell.
-    const auto d = hn::Min(hn::Mul(hn::Sub(vtop, v), vper), vlast);
+    const auto dist = hn::Mul(hn::Sub(vtop, v), vper);
+    const auto d = hn::IfThenElse(hn::Lt(dist, vlast), dist, vlast);  // NaN too: the far bucket
     const auto b = hn::ConvertTo(di, d);
     const auto far = hn::Ge(d, vlast);
     if (hn::AllTrue(df, far)) {

@@ -229,13 +229,17 @@ std::vector<ChainCase> chain_cases() {
   return cases;
 }
 
-// 64 candidates; 5000, where the sampler sorts only what it looks at; and
-// a flat 150k vocabulary, where top_p keeps most of it (the histogram cut).
+// 64 candidates; 5000, where the sampler keeps a list of the few it draws
+// from; a flat 150k vocabulary, where top_p keeps most of it (the histogram
+// cut, the draw in place); and the same with two tokens in three refused
+// (-inf), as a grammar's mask leaves them.
 TEST(Sampler, MatchesPlainReimplementation) {
-  struct Size { int vocab, steps; float spread; };
-  for (auto [vocab, steps, spread] : {Size{64, 400, 2.5f}, {5000, 120, 2.5f}, {150000, 6, 0.5f}})
+  struct Size { int vocab, steps; float spread; bool masked; };
+  for (auto [vocab, steps, spread, masked] :
+       {Size{64, 400, 2.5f, false}, {5000, 120, 2.5f, false}, {150000, 6, 0.5f, false},
+        {150000, 6, 0.5f, true}})
   for (const auto& c : chain_cases()) {
-    SCOPED_TRACE(c.name + std::string(" vocab ") + std::to_string(vocab));
+    SCOPED_TRACE(c.name + std::string(" vocab ") + std::to_string(vocab) + (masked ? " masked" : ""));
     Sampler sampler(c.params);
     std::mt19937_64 ref_rng(*c.params.seed);
     std::mt19937 gen(7);
@@ -244,6 +248,9 @@ TEST(Sampler, MatchesPlainReimplementation) {
     for (int step = 0; step < steps; ++step) {
       std::vector<float> logits(static_cast<size_t>(vocab));
       for (auto& v : logits) v = normal(gen);
+      if (masked)
+        for (size_t i = 0; i < logits.size(); ++i)
+          if (i % 3 != 1) logits[i] = -kInf;
       int32_t expect = reference_sample(c.params, logits, history, ref_rng);
       int32_t got = sampler.sample(logits, history);
       ASSERT_EQ(got, expect) << "step " << step;
