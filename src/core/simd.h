@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 
 #include "core/dtype.h"
 
@@ -37,17 +36,6 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 float max_value(const float* x, int64_t n);
 // x = exp(x - shift), returns the sum of the new x.
 float exp_shift_sum(float* x, float shift, int64_t n);
-// In double precision: out[i] = exp((x[i] - shift) * scale) where out is
-// not null, 0 where x[i] < at_least; returns their sum (the sampler's
-// probabilities: exact enough that a top-p cut matches a double-precision
-// reference).
-double exp_sum(const float* x, int64_t n, double shift, double scale, double* out = nullptr,
-               float at_least = -std::numeric_limits<float>::infinity());
-// The sampler's top-p histogram: adds exp(x[i] - top) (in double) to
-// mass[b] and 1 to count[b] for b = min(int((top - x[i]) * per_unit),
-// buckets - 1) (in float); returns the sum of all. top is max(x).
-double exp_histogram(const float* x, int64_t n, float top, float per_unit, int buckets,
-                     double* mass, int32_t* count);
 void scale(float* x, float s, int64_t n);
 
 // Attention of query rows that share kv head `kv_head` (see ops.h);

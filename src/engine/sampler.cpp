@@ -1,6 +1,7 @@
 #include "engine/sampler.h"
 
 #include "core/simd.h"
+#include "core/simd_sampling.h"
 
 #include <algorithm>
 #include <cmath>
@@ -147,23 +148,24 @@ float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t
       mass += bucket_mass_[size_t(edge)];
       k += bucket_count_[size_t(edge)];
     }
-    // The edge bucket's logits: a range test a bucket wider on each side
-    // passes few, then the exact bucket as exp_histogram computes it.
-    edge_.clear();
+    // The edge bucket's logits: a vector range test a bucket wider on each
+    // side passes few, then the exact bucket as exp_histogram computes it.
     const float hi = top - float(edge - 1) / kBucketsPerNat,
                 lo = edge == kBuckets - 1 ? -std::numeric_limits<float>::infinity()
                                           : top - float(edge + 2) / kBucketsPerNat;
-    for (float l : logits) {
-      if (!(l <= hi && l >= lo)) continue;
-      const float d = (top - l) * kBucketsPerNat;
-      if ((d < float(kBuckets - 1) ? int(d) : kBuckets - 1) == edge) edge_.push_back(l);
+    edge_.resize(size_t(n));
+    const int64_t near = simd::select_between(logits.data(), n, lo, hi, edge_.data());
+    int64_t in_edge = 0;
+    for (int64_t i = 0; i < near; ++i) {
+      const float l = edge_[size_t(i)], d = (top - l) * kBucketsPerNat;
+      if ((d < float(kBuckets - 1) ? int(d) : kBuckets - 1) == edge) edge_[size_t(in_edge++)] = l;
     }
-    std::sort(edge_.begin(), edge_.end(), std::greater<>());
-    size_t m = 0;
-    while (m < edge_.size() && mass < target) mass += std::exp(double(edge_[m++]) - top);
+    std::sort(edge_.begin(), edge_.begin() + in_edge, std::greater<>());
+    int64_t m = 0;
+    while (m < in_edge && mass < target) mass += std::exp(double(edge_[size_t(m++)]) - top);
     // m = 0 only when the edge is the empty far bucket: all above it stay.
-    if (m > 0 && edge_[m - 1] > at_least) at_least = edge_[m - 1];
-    keep = std::min(keep, std::max<int64_t>(1, k + int64_t(m)));
+    if (m > 0 && edge_[size_t(m - 1)] > at_least) at_least = edge_[size_t(m - 1)];
+    keep = std::min(keep, std::max<int64_t>(1, k + m));
   }
   return at_least;
 }

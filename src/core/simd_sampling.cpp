@@ -1,0 +1,131 @@
+// Highway compiles this file once per target (foreach_target.h re-includes
+// it); HWY_EXPORT / HWY_DYNAMIC_DISPATCH pick the best one at run time.
+#include "core/hwy_targets.h"
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/simd_sampling.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format off
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+// clang-format on
+
+#include <cmath>
+
+#include "core/simd_sampling.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace hearth::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+double ExpSum(const float* x, int64_t n, double shift, double scale, double* out, float at_least) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;  // half as many floats, one per double lane
+  const int64_t N = hn::Lanes(dd);
+  const auto vs = hn::Set(dd, shift), vk = hn::Set(dd, scale);
+  const auto floor = hn::Set(dd, double(at_least));
+  auto acc = hn::Zero(dd);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::PromoteTo(dd, hn::LoadU(df, x + i));
+    const auto e = hn::IfThenElseZero(hn::Ge(v, floor), hn::Exp(dd, hn::Mul(hn::Sub(v, vs), vk)));
+    if (out) hn::StoreU(e, dd, out + i);
+    acc = hn::Add(acc, e);
+  }
+  double s = hn::GetLane(hn::SumOfLanes(dd, acc));
+  for (; i < n; ++i) {
+    const double e = x[i] >= at_least ? std::exp((double(x[i]) - shift) * scale) : 0.0;
+    if (out) out[i] = e;
+    s += e;
+  }
+  return s;
+}
+
+double ExpHistogram(const float* x, int64_t n, float top, float per_unit, int buckets,
+                    double* mass, int32_t* count) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const hn::Rebind<int32_t, decltype(dd)> di;
+  constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(double);
+  const int64_t N = hn::Lanes(dd);
+  const int last = buckets - 1;
+  const auto vtop = hn::Set(df, top), vper = hn::Set(df, per_unit);
+  const auto vlast = hn::Set(df, float(last));
+  const auto vshift = hn::Set(dd, double(top));
+  auto acc = hn::Zero(dd), acc_last = hn::Zero(dd);
+  int64_t in_last = 0;
+  HWY_ALIGN double e_lanes[kMaxLanes];
+  HWY_ALIGN int32_t b_lanes[kMaxLanes];
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(df, x + i);
+    const auto e = hn::Exp(dd, hn::Sub(hn::PromoteTo(dd, v), vshift));
+    acc = hn::Add(acc, e);
+    // Bucket = the distance below the top in 1/per_unit steps, as
+    // bucket_of(); the far tail (most of a peaked vocabulary) sums in a
+    // register instead of one memory cell.
+    const auto dist = hn::Mul(hn::Sub(vtop, v), vper);
+    const auto d = hn::IfThenElse(hn::Lt(dist, vlast), dist, vlast);  // NaN too: the far bucket
+    const auto b = hn::ConvertTo(di, d);
+    const auto far = hn::Ge(d, vlast);
+    if (hn::AllTrue(df, far)) {
+      acc_last = hn::Add(acc_last, e);
+      in_last += N;
+      continue;
+    }
+    hn::Store(e, dd, e_lanes);
+    hn::Store(b, di, b_lanes);
+    for (int64_t l = 0; l < N; ++l) {
+      mass[b_lanes[l]] += e_lanes[l];
+      ++count[b_lanes[l]];
+    }
+  }
+  double s = hn::GetLane(hn::SumOfLanes(dd, acc));
+  mass[last] += hn::GetLane(hn::SumOfLanes(dd, acc_last));
+  count[last] += int32_t(in_last);
+  for (; i < n; ++i) {
+    const double e = std::exp(double(x[i]) - double(top));
+    const float d = (top - x[i]) * per_unit;
+    const int b = d < float(last) ? int(d) : last;
+    mass[b] += e;
+    ++count[b];
+    s += e;
+  }
+  return s;
+}
+
+int64_t SelectBetween(const float* x, int64_t n, float lo, float hi, float* out) {
+  const hn::ScalableTag<float> df;
+  const int64_t N = hn::Lanes(df);
+  const auto vlo = hn::Set(df, lo), vhi = hn::Set(df, hi);
+  int64_t k = 0, i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(df, x + i);
+    const auto in = hn::And(hn::Ge(v, vlo), hn::Le(v, vhi));
+    if (!hn::AllFalse(df, in)) k += int64_t(hn::CompressBlendedStore(v, in, df, out + k));
+  }
+  for (; i < n; ++i)
+    if (x[i] >= lo && x[i] <= hi) out[k++] = x[i];
+  return k;
+}
+
+}  // namespace hearth::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hearth::simd {
+HWY_EXPORT(ExpSum);
+HWY_EXPORT(ExpHistogram);
+HWY_EXPORT(SelectBetween);
+
+double exp_sum(const float* x, int64_t n, double shift, double scale, double* out, float at_least) {
+  return HWY_DYNAMIC_DISPATCH(ExpSum)(x, n, shift, scale, out, at_least);
+}
+double exp_histogram(const float* x, int64_t n, float top, float per_unit, int buckets,
+                     double* mass, int32_t* count) {
+  return HWY_DYNAMIC_DISPATCH(ExpHistogram)(x, n, top, per_unit, buckets, mass, count);
+}
+int64_t select_between(const float* x, int64_t n, float lo, float hi, float* out) {
+  return HWY_DYNAMIC_DISPATCH(SelectBetween)(x, n, lo, hi, out);
+}
+}  // namespace hearth::simd
+#endif
