@@ -108,6 +108,22 @@ int64_t SelectBetween(const float* x, int64_t n, float lo, float hi, float* out)
   return k;
 }
 
+int64_t IdsAtLeast(const float* x, int64_t n, float at_least, int32_t* ids) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const int64_t N = hn::Lanes(df);
+  const auto floor = hn::Set(df, at_least);
+  int64_t k = 0, i = 0;
+  for (; i + N <= n; i += N) {
+    const auto in = hn::Ge(hn::LoadU(df, x + i), floor);
+    if (!hn::AllFalse(df, in))
+      k += int64_t(hn::CompressBlendedStore(hn::Iota(di, int32_t(i)), hn::RebindMask(di, in), di, ids + k));
+  }
+  for (; i < n; ++i)
+    if (x[i] >= at_least) ids[k++] = int32_t(i);
+  return k;
+}
+
 }  // namespace hearth::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -116,6 +132,7 @@ namespace hearth::simd {
 HWY_EXPORT(ExpSum);
 HWY_EXPORT(ExpHistogram);
 HWY_EXPORT(SelectBetween);
+HWY_EXPORT(IdsAtLeast);
 
 double exp_sum(const float* x, int64_t n, double shift, double scale, double* out, float at_least) {
   return HWY_DYNAMIC_DISPATCH(ExpSum)(x, n, shift, scale, out, at_least);
@@ -126,6 +143,9 @@ double exp_histogram(const float* x, int64_t n, float top, float per_unit, int b
 }
 int64_t select_between(const float* x, int64_t n, float lo, float hi, float* out) {
   return HWY_DYNAMIC_DISPATCH(SelectBetween)(x, n, lo, hi, out);
+}
+int64_t ids_at_least(const float* x, int64_t n, float at_least, int32_t* ids) {
+  return HWY_DYNAMIC_DISPATCH(IdsAtLeast)(x, n, at_least, ids);
 }
 }  // namespace hearth::simd
 #endif

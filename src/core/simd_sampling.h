@@ -22,4 +22,8 @@ double exp_histogram(const float* x, int64_t n, float top, float per_unit, int b
 // out has room for n floats.
 int64_t select_between(const float* x, int64_t n, float lo, float hi, float* out);
 
+// Writes the indices i with x[i] >= at_least to ids, in order; returns how
+// many. ids has room for n.
+int64_t ids_at_least(const float* x, int64_t n, float at_least, int32_t* ids);
+
 }  // namespace hearth::simd

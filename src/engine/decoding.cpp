@@ -57,10 +57,10 @@ void Decoding::constrain(std::span<const float> logits, std::span<float> out) {
   if (!any) throw std::runtime_error("the output grammar allows no token here");
 }
 
-int32_t Decoding::next(std::span<const float> logits) {
+int32_t Decoding::next(std::span<const float> logits, ThreadPool* pool) {
   scratch_.assign(logits.begin(), logits.end());
   if (matcher_) constrain(logits, scratch_);
-  int32_t token = sampler_.sample(scratch_, history_);
+  int32_t token = sampler_.sample(scratch_, history_, pool);
   // Advances the grammar over the token (a stop id: only where it may end).
   auto take = [&](int32_t t) { return is_stop(t) ? matcher_->is_complete() : matcher_->accept(t); };
   if (matcher_ && !take(token)) {

@@ -36,8 +36,9 @@ class Decoding {
   // sampler runs (so penalties, temperature and the filters work over the
   // allowed set); the stop ids are allowed only once the grammar is
   // complete, and are the only choice once it must end. Throws
-  // std::runtime_error if the grammar allows no token at all.
-  int32_t next(std::span<const float> logits);
+  // std::runtime_error if the grammar allows no token at all. The sampler's
+  // passes over the vocabulary may use `pool` (the draw does not depend on it).
+  int32_t next(std::span<const float> logits, ThreadPool* pool = nullptr);
   std::optional<FinishReason> finished() const { return finished_; }
 
   std::span<const int32_t> history() const { return history_; }

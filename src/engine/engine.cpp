@@ -552,7 +552,7 @@ void Engine::advance(Active& a, int64_t fed, std::span<const float> logits) {
     cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
   if (a.computed < int64_t(a.history().size())) return;  // more history to feed first
   TokenEvent ev;
-  ev.token = a.decoding.next(logits);
+  ev.token = a.decoding.next(logits, &pool_);
   if (a.request.top_logprobs >= 0) {
     const float m = *std::max_element(logits.begin(), logits.end());
     double sum = 0;

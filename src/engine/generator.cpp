@@ -50,7 +50,7 @@ FinishReason Generator::run(std::span<const int32_t> prompt, const GenerateOptio
   FinishReason reason = FinishReason::Length;
   while (options.max_tokens != 0) {
     std::span<const float> last(logits_.data() + logits_.size() - size_t(vocab), size_t(vocab));
-    int32_t token = decoding.next(last);
+    int32_t token = decoding.next(last, &pool_);
     st.generated_tokens = decoding.generated_tokens();
     if (!on_token(token, last)) {
       reason = FinishReason::Cancelled;

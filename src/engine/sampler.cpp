@@ -2,14 +2,29 @@
 
 #include "core/simd.h"
 #include "core/simd_sampling.h"
+#include "core/thread_pool.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 
 namespace hearth {
+
+namespace {
+
+// fn(task) for each task in [0, n), over the pool's threads where there is
+// one. Each task writes only its own results, so they do not depend on it.
+void run_tasks(ThreadPool* pool, int64_t n, const std::function<void(int64_t)>& fn) {
+  if (pool && pool->size() > 1 && n > 1)
+    pool->run(int(n), [&](int task, int) { fn(task); });
+  else
+    for (int64_t t = 0; t < n; ++t) fn(t);
+}
+
+}  // namespace
 
 Sampler::Sampler(const SamplingParams& params)
     : params_(params), rng_(params.seed ? *params.seed : std::random_device{}()) {}
@@ -78,7 +93,8 @@ void Sampler::partition(std::span<const float> logits, int64_t keep) {
   by_id_ = false;
 }
 
-int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history,
+                        ThreadPool* pool) {
   // The server validates its requests; the engine's own callers may not.
   if (std::isnan(params_.temperature)) throw std::invalid_argument("the temperature is not a number");
   if (params_.has_processors()) process(logits, history);
@@ -92,7 +108,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   // between them (after top_p and min_p, before top_k). Nothing sorts the
   // vocabulary.
   int64_t keep = n;
-  const float at_least = min_p_top_p_cut(logits, top, keep);
+  const float at_least = min_p_top_p_cut(logits, top, keep, pool);
   if (params_.xtc_probability > 0.0f) return sample_xtc(logits, at_least);
   if (params_.top_k > 0 && params_.top_k < keep) {
     // The k-th best logit; of the tokens tied at it, the first in id order.
@@ -112,10 +128,11 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     collect(logits, at_least, n);
     return draw_listed(logits, int64_t(order_.size()));
   }
-  return draw_above(logits, top, at_least);
+  return draw_above(logits, top, at_least, pool);
 }
 
-float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t& keep) {
+float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t& keep,
+                               ThreadPool* pool) {
   const int64_t n = int64_t(logits.size());
   float at_least = -std::numeric_limits<float>::infinity();
   if (params_.min_p > 0.0f) {
@@ -134,19 +151,36 @@ float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t
     // whose mass reaches top_p, in linear time: a histogram of the
     // probabilities by distance below the top, kBucketsPerNat to a nat (the
     // last bucket holds everything further down, e^-32 each at most), then a
-    // sort of the one bucket where the mass reaches top_p.
+    // sort of the one bucket where the mass reaches top_p. Each chunk of the
+    // row has a histogram of its own (they add up in chunk order), so the
+    // pool's threads can share the pass.
     constexpr int kBucketsPerNat = 64, kBuckets = 32 * kBucketsPerNat + 1;
-    bucket_mass_.assign(kBuckets, 0.0);
-    bucket_count_.assign(kBuckets, 0);
-    const double total = simd::exp_histogram(logits.data(), n, top, float(kBucketsPerNat), kBuckets,
-                                             bucket_mass_.data(), bucket_count_.data());
+    constexpr int64_t kChunk = 32768;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    bucket_mass_.assign(size_t(chunks * kBuckets), 0.0);
+    bucket_count_.assign(size_t(chunks * kBuckets), 0);
+    chunk_mass_.resize(size_t(chunks));
+    run_tasks(pool, chunks, [&](int64_t c) {
+      const size_t at = size_t(c * kBuckets);
+      chunk_mass_[size_t(c)] = simd::exp_histogram(
+          logits.data() + c * kChunk, std::min(kChunk, n - c * kChunk), top, float(kBucketsPerNat),
+          kBuckets, bucket_mass_.data() + at, bucket_count_.data() + at);
+    });
+    const double total = std::accumulate(chunk_mass_.begin(), chunk_mass_.end(), 0.0);
     const double target = double(params_.top_p) * total;
     double mass = 0;
     int64_t k = 0;
     int edge = 0;
-    for (; edge < kBuckets - 1 && mass + bucket_mass_[size_t(edge)] < target; ++edge) {
-      mass += bucket_mass_[size_t(edge)];
-      k += bucket_count_[size_t(edge)];
+    for (; edge < kBuckets - 1; ++edge) {
+      double in_bucket = 0;
+      int64_t count = 0;
+      for (int64_t c = 0; c < chunks; ++c) {
+        in_bucket += bucket_mass_[size_t(c * kBuckets + edge)];
+        count += bucket_count_[size_t(c * kBuckets + edge)];
+      }
+      if (mass + in_bucket >= target) break;
+      mass += in_bucket;
+      k += count;
     }
     // The edge bucket's logits: a vector range test a bucket wider on each
     // side passes few, then the exact bucket as exp_histogram computes it.
@@ -174,11 +208,8 @@ void Sampler::collect(std::span<const float> logits, float at_least, int64_t tie
   const int32_t n = int32_t(logits.size());
   order_.resize(size_t(n));
   int64_t k = 0;
-  if (ties >= n) {  // every tie: no branch to mispredict on a flat row
-    for (int32_t id = 0; id < n; ++id) {
-      order_[size_t(k)] = id;
-      k += logits[size_t(id)] >= at_least;
-    }
+  if (ties >= n) {  // every tie
+    k = simd::ids_at_least(logits.data(), n, at_least, order_.data());
   } else {
     for (int32_t id = 0; id < n; ++id) {
       const float l = logits[size_t(id)];
@@ -257,16 +288,18 @@ int32_t Sampler::draw_listed(std::span<const float> logits, int64_t keep) {
 
 // The same draw over every token at or above at_least, in place: block sums
 // first, then the weights of the one block the draw falls in.
-int32_t Sampler::draw_above(std::span<const float> logits, float top, float at_least) {
+int32_t Sampler::draw_above(std::span<const float> logits, float top, float at_least,
+                            ThreadPool* pool) {
   constexpr int64_t kBlock = 4096;
   const int64_t n = int64_t(logits.size()), blocks = (n + kBlock - 1) / kBlock;
   const double inv_t = 1.0 / params_.temperature;
   block_sums_.resize(size_t(blocks));
-  double sum = 0;
-  for (int64_t b = 0; b < blocks; ++b)
-    sum += block_sums_[size_t(b)] = simd::exp_sum(logits.data() + b * kBlock,
-                                                  std::min(kBlock, n - b * kBlock), top, inv_t,
-                                                  nullptr, at_least);
+  run_tasks(pool, blocks, [&](int64_t b) {
+    block_sums_[size_t(b)] = simd::exp_sum(logits.data() + b * kBlock,
+                                           std::min(kBlock, n - b * kBlock), top, inv_t, nullptr,
+                                           at_least);
+  });
+  const double sum = std::accumulate(block_sums_.begin(), block_sums_.end(), 0.0);
   double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * sum;
   int64_t b = 0;
   while (b < blocks - 1 && u >= block_sums_[size_t(b)]) u -= block_sums_[size_t(b++)];

@@ -15,6 +15,8 @@
 
 namespace hearth {
 
+class ThreadPool;
+
 struct SamplingParams {
   float temperature = 1.0f;
   float top_p = 1.0f;  // 1: off
@@ -53,7 +55,10 @@ class Sampler {
   // penalties have nothing to act on (the logit bias still applies).
   int32_t sample(std::span<float> logits);
   // history: the sequence so far, prompt then generated tokens, oldest first.
-  int32_t sample(std::span<float> logits, std::span<const int32_t> history);
+  // The passes over the whole vocabulary spread over `pool` where one is
+  // given; the draw is the same either way.
+  int32_t sample(std::span<float> logits, std::span<const int32_t> history,
+                 ThreadPool* pool = nullptr);
 
   // Applies only the logits processors, in place (what sample() does first).
   void process(std::span<float> logits, std::span<const int32_t> history);
@@ -64,7 +69,7 @@ class Sampler {
  private:
   // min_p's and top_p's cut: the survivors are the tokens with a logit at
   // or above the returned value; keep becomes about how many there are.
-  float min_p_top_p_cut(std::span<const float> logits, float top, int64_t& keep);
+  float min_p_top_p_cut(std::span<const float> logits, float top, int64_t& keep, ThreadPool* pool);
   // order_ = the tokens with logits above at_least, and of those equal to
   // it the first `ties`, in order of id.
   void collect(std::span<const float> logits, float at_least, int64_t ties);
@@ -72,7 +77,7 @@ class Sampler {
   // The tempered draw among order_[0, keep), or among every token at or
   // above at_least (the best being `top`).
   int32_t draw_listed(std::span<const float> logits, int64_t keep);
-  int32_t draw_above(std::span<const float> logits, float top, float at_least);
+  int32_t draw_above(std::span<const float> logits, float top, float at_least, ThreadPool* pool);
   // order_[0, sorted_) are the best candidates in order; with partitioned_
   // > 0, order_[0, partitioned_) are the partitioned_ best, and sorting
   // stays inside them.
@@ -88,7 +93,8 @@ class Sampler {
   std::vector<uint8_t> member_;  // scratch: the survivors as a mask over the vocabulary
   std::vector<float> gathered_;  // scratch: the survivors' logits
   std::vector<float> edge_;      // scratch: the logits of top_p's edge bucket
-  std::vector<double> weights_, bucket_mass_, block_sums_;  // scratch: draw weights, top_p histogram
+  std::vector<double> weights_, block_sums_;  // scratch: draw weights
+  std::vector<double> bucket_mass_, chunk_mass_;  // scratch: top_p histogram, per chunk of the row
   std::vector<int32_t> bucket_count_;
 };
 

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "core/thread_pool.h"
 #include "engine/sampler.h"
 
 namespace hearth {
@@ -232,8 +233,10 @@ std::vector<ChainCase> chain_cases() {
 // 64 candidates; 5000, where the sampler keeps a list of the few it draws
 // from; a flat 150k vocabulary, where top_p keeps most of it (the histogram
 // cut, the draw in place); and the same with two tokens in three refused
-// (-inf), as a grammar's mask leaves them.
+// (-inf), as a grammar's mask leaves them. Every other step spreads the
+// sampler's passes over a pool of two threads: the draw must not change.
 TEST(Sampler, MatchesPlainReimplementation) {
+  ThreadPool pool(2);
   struct Size { int vocab, steps; float spread; bool masked; };
   for (auto [vocab, steps, spread, masked] :
        {Size{64, 400, 2.5f, false}, {5000, 120, 2.5f, false}, {150000, 6, 0.5f, false},
@@ -252,7 +255,7 @@ TEST(Sampler, MatchesPlainReimplementation) {
         for (size_t i = 0; i < logits.size(); ++i)
           if (i % 3 != 1) logits[i] = -kInf;
       int32_t expect = reference_sample(c.params, logits, history, ref_rng);
-      int32_t got = sampler.sample(logits, history);
+      int32_t got = sampler.sample(logits, history, step % 2 ? &pool : nullptr);
       ASSERT_EQ(got, expect) << "step " << step;
       history.push_back(got);
     }
