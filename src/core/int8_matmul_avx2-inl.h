@@ -59,7 +59,7 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
 
   for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes) {
     // Later token blocks find the tile in cache.
-    if (t0 == 0) prefetch_ahead(blk, w.group_bytes);
+    if (t0 == 0) prefetch_far(blk, w.group_bytes);
     __m256i isum[NT][2][kChains];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t)
