@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include "cache/model_namespace.h"
+#include "engine/logprobs.h"
 
 #include <algorithm>
 #include <chrono>
@@ -553,21 +554,8 @@ void Engine::advance(Active& a, int64_t fed, std::span<const float> logits) {
   if (a.computed < int64_t(a.history().size())) return;  // more history to feed first
   TokenEvent ev;
   ev.token = a.decoding.next(logits, &pool_);
-  if (a.request.top_logprobs >= 0) {
-    const float m = *std::max_element(logits.begin(), logits.end());
-    double sum = 0;
-    for (float l : logits) sum += std::exp(double(l) - m);
-    const float lse = m + float(std::log(sum));
-    ev.logprob = logits[size_t(ev.token)] - lse;
-    const int64_t vocab = int64_t(logits.size());
-    const int k = int(std::min<int64_t>(a.request.top_logprobs, vocab));
-    std::vector<int32_t>& order = step_order_;
-    order.resize(size_t(vocab));
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int32_t x, int32_t y) { return logits[size_t(x)] > logits[size_t(y)]; });
-    for (int i = 0; i < k; ++i) ev.top.push_back({order[size_t(i)], logits[size_t(order[size_t(i)])] - lse});
-  }
+  if (a.request.top_logprobs >= 0)
+    ev.logprob = token_logprobs(logits, ev.token, a.request.top_logprobs, ev.top);
   if (a.first_token == Clock::time_point{}) a.first_token = Clock::now();
   if (a.checkpoint_key) a.sent.push_back(ev);
   a.handle->push(std::move(ev));

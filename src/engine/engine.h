@@ -216,7 +216,6 @@ class Engine {
   // Engine-thread scratch for step(), reused so a warm step allocates nothing.
   std::vector<BatchRow> step_rows_;
   std::vector<Active*> step_batch_;
-  std::vector<int32_t> step_order_;
   std::vector<float> step_logits_, step_hidden_;
   std::thread thread_;
 };
