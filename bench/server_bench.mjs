@@ -5,7 +5,7 @@
 //
 //   node bench/server_bench.mjs [--hearth build/hearth] [--model DIR] [--prompt 64]
 //        [--decode 128] [--repeats 5] [--clients 1,8] [--threads N] [--json]
-//        [--itl-streams 4] [--itl-prompt 1024] [--step-tokens N]
+//        [--itl-streams 4] [--itl-prompt 1024] [--step-tokens N] [--kv-type f32|bf16]
 //
 // The prompt is random token ids (as `hearth bench` uses) sent as a token-id
 // prompt; EOS is forbidden with logit_bias so every request decodes exactly
@@ -38,9 +38,11 @@ const JSON_OUT = args.includes('--json');
 const ITL_STREAMS = Number(opt('itl-streams', 4));
 const ITL_PROMPT = Number(opt('itl-prompt', 1024));
 const STEP_TOKENS = opt('step-tokens', null);
+const KV_TYPE = opt('kv-type', null);
 const log = (...a) => { if (!JSON_OUT) console.error(...a); };
 
-const common = [...(MODEL ? ['--model', MODEL] : []), ...(THREADS ? ['--threads', THREADS] : [])];
+const common = [...(MODEL ? ['--model', MODEL] : []), ...(THREADS ? ['--threads', THREADS] : []),
+  ...(KV_TYPE ? ['--kv-type', KV_TYPE] : [])];
 
 async function inProcess() {
   const { stdout } = await promisify(execFile)(HEARTH, ['bench', '--json', '--prefill', String(PROMPT), '--decode',

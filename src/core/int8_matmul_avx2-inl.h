@@ -46,6 +46,9 @@ template <int Bits, int NT, int GS>
 void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0,
                  float* y) {
   constexpr int kChains = NT <= 2 ? 2 : 1;
+  // Code steps (8 columns) whose dot products run up in a partial sum before
+  // it folds into the group's int32 sum (Dot::fold).
+  constexpr int kSpan = std::min(GS / 8, Dot::template kSpanSteps<Bits>);
   constexpr size_t kCodeBytes = size_t(GS) * kRows * Bits / 8;
   const int64_t groups = w.cols / GS;
   const size_t esize = dtype_size(w.scale_dtype);
@@ -67,29 +70,43 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
 #pragma GCC unroll 2
         for (int c = 0; c < kChains; ++c) isum[t][h][c] = _mm256_setzero_si256();
     const int64_t col0 = g * GS;
+    for (int j0 = 0; j0 < GS / 8; j0 += kSpan) {
+      __m256i part[NT][2][kChains];
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t)
+        for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+          for (int c = 0; c < kChains; ++c) part[t][h][c] = _mm256_setzero_si256();
 #pragma GCC unroll 16
-    for (int j = 0; j < GS / 8; ++j) {
-      __m256i codes[2][2];  // [half][quad 2j + i]
-      for (int h = 0; h < 2; ++h) {
-        if constexpr (Bits == 4) {
-          const __m256i v =
-              _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + j * 64 + h * 32));
-          codes[h][0] = _mm256_and_si256(v, low4);
-          codes[h][1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-        } else {
-          for (int i = 0; i < 2; ++i)
-            codes[h][i] = _mm256_load_si256(
-                reinterpret_cast<const __m256i*>(blk + j * 128 + i * 64 + h * 32));
+      for (int j = j0; j < j0 + kSpan; ++j) {
+        __m256i codes[2][2];  // [half][quad 2j + i]
+        for (int h = 0; h < 2; ++h) {
+          if constexpr (Bits == 4) {
+            const __m256i v =
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + j * 64 + h * 32));
+            codes[h][0] = _mm256_and_si256(v, low4);
+            codes[h][1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+          } else {
+            for (int i = 0; i < 2; ++i)
+              codes[h][i] = _mm256_load_si256(
+                  reinterpret_cast<const __m256i*>(blk + j * 128 + i * 64 + h * 32));
+          }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* xj = xq[t] + col0 + 8 * j;
+          const __m256i x0 = broadcast4_avx2(xj), x1 = broadcast4_avx2(xj + 4);
+          for (int h = 0; h < 2; ++h)
+            Dot::template dot2<Bits>(part[t][h][0], part[t][h][kChains - 1], codes[h][0], x0,
+                                     codes[h][1], x1);
         }
       }
 #pragma GCC unroll 4
-      for (int t = 0; t < NT; ++t) {
-        const int8_t* xj = xq[t] + col0 + 8 * j;
-        const __m256i x0 = broadcast4_avx2(xj), x1 = broadcast4_avx2(xj + 4);
+      for (int t = 0; t < NT; ++t)
         for (int h = 0; h < 2; ++h)
-          Dot::template dot2<Bits>(isum[t][h][0], isum[t][h][kChains - 1], codes[h][0], x0,
-                                   codes[h][1], x1);
-      }
+#pragma GCC unroll 2
+          for (int c = 0; c < kChains; ++c)
+            isum[t][h][c] = Dot::template fold<Bits>(isum[t][h][c], part[t][h][c]);
     }
     for (int h = 0; h < 2; ++h) {
       const uint8_t* meta = blk + kCodeBytes + h * 8 * esize;

@@ -42,16 +42,27 @@ struct Dot {
   // sum is exact. (The other way round, |x| · (c·sign x), -128·-1 wraps.)
   static constexpr int kOffset8 = 128;
   // Quads c0·x0 into s0 and c1·x1 into s1 (the same sum where the kernel
-  // keeps one chain). A 4-bit pair is at most 15 * 127 * 2 = 3810, so both
-  // quads' pairs add up in int16 exactly and widen once.
+  // keeps one chain). 4-bit partial sums stay int16 lanes, widened once per
+  // span of code steps (fold): a pair is at most 15 * 127 * 2 = 3810, and a
+  // span of 4 steps adds 8 pairs into a lane, at most 30480 < 32767, so the
+  // sums are exact and one madd serves 8 maddubs. 8-bit pairs widen at once.
+  template <int Bits>
+  static constexpr int kSpanSteps = Bits == 4 ? 4 : 16;  // 16: a whole group of 128
   template <int Bits>
   static void dot2(__m256i& s0, __m256i& s1, __m256i c0, __m256i x0, __m256i c1, __m256i x1) {
     if constexpr (Bits == 4) {
-      s0 = widen(s0, _mm256_add_epi16(pairs(c0, x0), pairs(c1, x1)));
+      s0 = _mm256_add_epi16(s0, _mm256_add_epi16(pairs(c0, x0), pairs(c1, x1)));
+      // Keeps the running sum one register: without it GCC reassociates a
+      // span's adds into a tree and spills every product to the stack.
+      __asm__("" : "+x"(s0));
     } else {
       s0 = widen(s0, pairs(_mm256_abs_epi8(c0), _mm256_sign_epi8(x0, c0)));
       s1 = widen(s1, pairs(_mm256_abs_epi8(c1), _mm256_sign_epi8(x1, c1)));
     }
+  }
+  template <int Bits>
+  static __m256i fold(__m256i sum, __m256i part) {
+    return Bits == 4 ? widen(sum, part) : _mm256_add_epi32(sum, part);
   }
 };
 
@@ -65,6 +76,12 @@ namespace vnni {
 
 struct Dot {
   static constexpr int kOffset8 = 0;
+  template <int Bits>
+  static constexpr int kSpanSteps = 16;  // int32 partials: a whole group (up to 128)
+  template <int Bits>
+  static __m256i fold(__m256i sum, __m256i part) {
+    return _mm256_add_epi32(sum, part);
+  }
   template <int Bits>
   static void dot2(__m256i& s0, __m256i& s1, __m256i c0, __m256i x0, __m256i c1, __m256i x1) {
     s0 = _mm256_dpbusd_avx_epi32(s0, c0, x0);
