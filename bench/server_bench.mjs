@@ -12,7 +12,10 @@
 // --decode tokens. TTFT is from sending the request to the first SSE event
 // carrying text; decode speed is (tokens - 1) / (last event - first event).
 // With several clients, the aggregate rate is all clients' tokens over the
-// wall time of the round. Last, inter-token latency while others prefill:
+// wall time of the round (prefill included), and the aggregate decode rate
+// the tokens all streams received while every one of them was decoding (from
+// the last stream's first token to the first stream's last) over that
+// window. Last, inter-token latency while others prefill:
 // --itl-streams streams decode while requests with --itl-prompt-token
 // prompts keep arriving (one at a time, back to back); the gaps between the
 // streams' tokens are reported as p50/p99 (the engine's --step-tokens
@@ -88,6 +91,7 @@ async function streamOnce(url, prompt, eosBias, gaps = null, maxTokens = DECODE)
   const reader = r.body.getReader();
   const dec = new TextDecoder();
   let buf = '', first = 0, last = 0, tokens = 0;
+  const times = [];  // of the events carrying text
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
@@ -101,18 +105,26 @@ async function streamOnce(url, prompt, eosBias, gaps = null, maxTokens = DECODE)
       if (j.usage) tokens = j.usage.completion_tokens;
       if (j.choices?.[0]?.text) {
         const now = performance.now();
+        times.push(now);
         if (!first) first = now;
         else if (gaps) gaps.push(now - last);
         last = now;
       }
     }
   }
-  return { ttft: (first - t0) / 1000, decodeSeconds: (last - first) / 1000, tokens, wall: (performance.now() - t0) / 1000 };
+  return { ttft: (first - t0) / 1000, decodeSeconds: (last - first) / 1000, tokens, times, wall: (performance.now() - t0) / 1000 };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 const best = (xs) => Math.min(...xs);
+// Tokens per second of all streams together while all of them decode.
+function decodeWindowRate(runs) {
+  const from = Math.max(...runs.map((x) => x.times[0])), to = Math.min(...runs.map((x) => x.times.at(-1)));
+  if (to <= from) return NaN;
+  const events = runs.reduce((n, x) => n + x.times.filter((t) => t > from && t <= to).length, 0);
+  return events / ((to - from) / 1000);
+}
 
 log(`bench: in-process hearth bench (prefill ${PROMPT}, decode ${DECODE})`);
 const local = await inProcess();
@@ -139,7 +151,7 @@ try {
   await streamOnce(url, randomPrompt(vocab, 1), eos);  // warm-up
   for (const clients of CLIENTS) {
     log(`bench: HTTP streaming, ${clients} client(s), ${REPEATS} rounds`);
-    const ttfts = [], rates = [], aggregates = [];
+    const ttfts = [], rates = [], aggregates = [], decodeAggregates = [];
     for (let r = 0; r < REPEATS; r++) {
       const t0 = performance.now();
       const runs = await Promise.all(Array.from({ length: clients }, (_, c) => streamOnce(url, randomPrompt(vocab, 100 + r * 64 + c), eos)));
@@ -150,6 +162,7 @@ try {
         rates.push((x.tokens - 1) / x.decodeSeconds);
       }
       aggregates.push(runs.reduce((s, x) => s + x.tokens, 0) / wall);
+      decodeAggregates.push(decodeWindowRate(runs));
     }
     result.http.push({
       clients,
@@ -158,6 +171,7 @@ try {
       decode_tokens_per_second_median: median(rates),
       decode_tokens_per_second_best: Math.max(...rates),
       aggregate_tokens_per_second_median: median(aggregates),
+      aggregate_decode_tokens_per_second_median: median(decodeAggregates),
     });
   }
 
@@ -194,10 +208,14 @@ if (JSON_OUT) {
   const r = result.in_process;
   console.log(`model ${result.served_model}, ${result.threads} threads, prompt ${PROMPT} tokens, decode ${DECODE} tokens`);
   console.log(`in-process (hearth bench): prefill ${ms(r.prefill_seconds)} (${r.prefill_tokens_per_second.toFixed(0)} tok/s), decode ${r.decode_tokens_per_second.toFixed(0)} tok/s`);
-  console.log('| clients | TTFT median | TTFT best | decode tok/s per stream (median) | aggregate tok/s |');
-  console.log('|---:|---:|---:|---:|---:|');
-  for (const h of result.http)
-    console.log(`| ${h.clients} | ${ms(h.ttft_seconds_median)} | ${ms(h.ttft_seconds_best)} | ${h.decode_tokens_per_second_median.toFixed(0)} | ${h.aggregate_tokens_per_second_median.toFixed(0)} |`);
+  console.log('| clients | TTFT median | TTFT best | decode tok/s per stream (median) | aggregate tok/s | aggregate decode tok/s | aggregate decode / 1 client |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|');
+  const single = result.http.find((h) => h.clients === 1)?.aggregate_decode_tokens_per_second_median;
+  for (const h of result.http) {
+    const d = h.aggregate_decode_tokens_per_second_median;
+    console.log(`| ${h.clients} | ${ms(h.ttft_seconds_median)} | ${ms(h.ttft_seconds_best)} | ${h.decode_tokens_per_second_median.toFixed(0)} | ` +
+      `${h.aggregate_tokens_per_second_median.toFixed(0)} | ${d.toFixed(0)} | ${single ? (d / single).toFixed(2) : '-'} |`);
+  }
   const l = result.inter_token_latency;
   if (l)
     console.log(`inter-token latency, ${l.streams} streams while ${l.prefills_during} prompts of ${l.prefill_prompt_tokens} tokens prefilled: ` +

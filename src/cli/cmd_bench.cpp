@@ -32,7 +32,7 @@ const char* kHelp = R"(usage: hearth bench [--model DIR] [options]
 
   --model DIR        model directory (default: the bundled stories260k)
   --threads N        kernel threads (default: physical cores)
-  --kv-type T        KV cache entries: f32 (default) or bf16
+  --kv-type T        KV cache entries: auto (default: bf16, f32 for f32 checkpoints), f32 or bf16
   --prefill LIST     prompt lengths to time (default: 64,512)
   --decode N         tokens to decode (default: 128)
   --context N        decode after a prompt of N tokens (default: 1); the KV cache read
@@ -165,7 +165,7 @@ int cmd_bench(int argc, char** argv) {
   sampled.seed = 1;
   const double best_sampled = decode_rate(sampled, &sampled_generated);
   // Weights, plus the KV entries attention reads at the run's mean length.
-  const KvCacheShape kv_shape = model->kv_shape(kv_type(args));
+  const KvCacheShape kv_shape = model->kv_shape(kv_type(args, *model));
   const double kv_bytes_per_position =
       2.0 * kv_shape.layers * kv_shape.kv_heads * kv_shape.head_dim * dtype_size(kv_shape.dtype);
   const double bytes_per_token = double(model->bytes_per_decode_token()) +

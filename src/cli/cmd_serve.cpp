@@ -40,8 +40,9 @@ beats the built-in defaults. See docs/server-config.md.
   --frequency-penalty F --frequency-context-size N
   --threads N                  kernel threads (default: physical cores)
   --ctx-size N                 context length (default: the model's max_position_embeddings)
-  --kv-type T                  KV cache entries: f32 (default) or bf16 (half the memory and
-                               half the attention traffic; logits move by BF16 rounding)
+  --kv-type T                  KV cache entries: auto (default: bf16, as the activations of
+                               16-bit and quantized checkpoints; f32 for f32 ones), f32 or bf16
+                               (bf16: half the memory and attention traffic of f32)
   --kv-budget GB               KV pool size (default: 85% of the memory available at start,
                                less the weights); the context shrinks to what it holds
   --prompt-cache GB            bytes of KV the prompt cache may keep for reuse (default: half

@@ -31,16 +31,21 @@ SamplingParams sampling_params(const Args& args, const io::GenerationConfig& gen
   return p;
 }
 
-DType kv_type(const Args& args) {
-  const std::string t = args.str("kv-type", "f32");
+std::optional<DType> kv_type(const Args& args) {
+  const std::string t = args.str("kv-type", "auto");
+  if (t == "auto") return std::nullopt;
   if (t == "f32") return DType::F32;
   if (t == "bf16") return DType::BF16;
-  throw std::runtime_error("--kv-type must be f32 or bf16, not '" + t + "'");
+  throw std::runtime_error("--kv-type must be auto, f32 or bf16, not '" + t + "'");
+}
+
+DType kv_type(const Args& args, const LlamaModel& model) {
+  return kv_type(args).value_or(model.native_kv_type());
 }
 
 std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model,
                                        int64_t ctx_tokens, int sequences) {
-  KvCacheShape shape = model.kv_shape(kv_type(args));
+  KvCacheShape shape = model.kv_shape(kv_type(args, model));
   int64_t per_seq = (ctx_tokens + shape.block_tokens - 1) / shape.block_tokens;
   return std::make_unique<KvCache>(shape, per_seq * sequences);
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,11 +28,13 @@ int thread_count(const Args& args);  // --threads, else physical cores
 SamplingParams sampling_params(const Args& args, const io::GenerationConfig& gen);
 extern const std::vector<std::string> kSamplingOptions;
 
-// KV pool for `sequences` sequences of ctx_tokens each; --kv-type f32|bf16
-// picks the entry type (default f32).
+// KV pool for `sequences` sequences of ctx_tokens each; --kv-type
+// auto|f32|bf16 picks the entry type (auto, the default: the model's
+// native_kv_type).
 std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model,
                                        int64_t ctx_tokens, int sequences = 1);
-DType kv_type(const Args& args);
+std::optional<DType> kv_type(const Args& args);  // empty for auto
+DType kv_type(const Args& args, const LlamaModel& model);
 
 // The k largest logits as [[id, logit], ...], largest first (--logits K).
 nlohmann::json top_logits(std::span<const float> logits, int k);

@@ -98,7 +98,7 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
     : model_(std::move(model)),
       options_(options),
       pool_(options.threads > 0 ? options.threads : ThreadPool::default_threads()) {
-  const KvCacheShape shape = model_->kv_shape(options.kv_type);
+  const KvCacheShape shape = model_->kv_shape(options.kv_type.value_or(model_->native_kv_type()));
   admission_.weights_bytes = model_->weight_bytes();
   // By default: what fits beside the weights in 85% of the memory available now.
   admission_.usable_bytes = memory_available() / 100 * 85;

@@ -166,6 +166,11 @@ KvCacheShape LlamaModel::kv_shape(DType dtype, int block_tokens) const {
                       dtype};
 }
 
+DType LlamaModel::native_kv_type() const {
+  const DType stored = embed_.quantized() ? embed_.scale_dtype : embed_.dtype;
+  return stored == DType::F32 ? DType::F32 : DType::BF16;
+}
+
 size_t LlamaModel::weight_bytes() const {
   return weights_.total_bytes();
 }

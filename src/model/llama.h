@@ -45,6 +45,11 @@ class LlamaModel {
   const std::filesystem::path& dir() const { return dir_; }
   const io::Safetensors& weights() const { return weights_; }
   KvCacheShape kv_shape(DType dtype = DType::F32, int block_tokens = 32) const;
+  // The KV entry type a user gets by default: the activations' dtype, as
+  // mlx-lm keeps it, which follows the weights: BF16 for 16-bit and
+  // quantized checkpoints (half the memory and attention traffic of F32),
+  // F32 for F32 checkpoints.
+  DType native_kv_type() const;
 
   // Runs the rows, appends their keys/values to the cache and advances each
   // sequence's length. The caller owns reservation: each sequence must

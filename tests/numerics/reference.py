@@ -43,6 +43,13 @@ def _bf16_to_f32(raw):
     return (raw.astype(np.uint32) << 16).view(np.float32)
 
 
+def bf16_round(x):
+    """x as float32, rounded to the nearest BF16 (ties to even), as float32."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
+    return u.astype(np.uint32).view(np.float32)
+
+
 _DTYPES = {
     "F64": np.dtype("<f8"),
     "F32": np.dtype("<f4"),
@@ -56,8 +63,9 @@ _DTYPES = {
 }
 
 
-def read_safetensors(path):
-    """Returns {name: ndarray} (BF16 as float32, others as stored)."""
+def read_safetensors(path, dtypes=None):
+    """Returns {name: ndarray} (BF16 as float32, others as stored); fills
+    dtypes, when given, with each tensor's stored dtype name."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 8:
@@ -81,19 +89,21 @@ def read_safetensors(path):
         if info["dtype"] == "BF16":
             arr = _bf16_to_f32(arr)
         out[name] = arr
+        if dtypes is not None:
+            dtypes[name] = info["dtype"]
     return out
 
 
-def read_checkpoint(model_dir):
+def read_checkpoint(model_dir, dtypes=None):
     index = os.path.join(model_dir, "model.safetensors.index.json")
     if os.path.exists(index):
         with open(index) as f:
             files = sorted(set(json.load(f)["weight_map"].values()))
         tensors = {}
         for fn in files:
-            tensors.update(read_safetensors(os.path.join(model_dir, fn)))
+            tensors.update(read_safetensors(os.path.join(model_dir, fn), dtypes))
         return tensors
-    return read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    return read_safetensors(os.path.join(model_dir, "model.safetensors"), dtypes)
 
 
 # ---------------------------------------------------------------------------
@@ -221,7 +231,7 @@ def silu(x):
 
 
 class Model:
-    def __init__(self, cfg, tensors, generation_config=None):
+    def __init__(self, cfg, tensors, generation_config=None, dtypes=None):
         self.cfg = cfg
         archs = cfg.get("architectures") or []
         arch = ARCHITECTURES.get(archs[0]) if archs else None
@@ -258,6 +268,11 @@ class Model:
         bare = "model.embed_tokens.weight" not in tensors and "embed_tokens.weight" in tensors
         prefix = "" if bare else "model."
         self.embed = self._matrix(prefix + "embed_tokens", (self.vocab, self.hidden))
+        # KV entries as hearth (and mlx-lm) keep them by default: in the
+        # activations' dtype, which follows the stored weights: BF16 for 16-bit
+        # and quantized checkpoints, F32 for F32 ones (hearth --kv-type).
+        stored = (dtypes or {}).get(prefix + "embed_tokens.scales") or (dtypes or {}).get(prefix + "embed_tokens.weight")
+        self.kv_bf16 = stored is not None and stored != "F32"
         if self.tied:
             self.lm_head = self.embed
         elif bare and "lm_head.weight" not in tensors:
@@ -306,7 +321,9 @@ class Model:
         if os.path.exists(gpath):
             with open(gpath) as f:
                 gc = json.load(f)
-        return cls(cfg, read_checkpoint(model_dir), gc)
+        dtypes = {}
+        tensors = read_checkpoint(model_dir, dtypes)
+        return cls(cfg, tensors, gc, dtypes)
 
     def _sliding_windows(self):
         cfg = self.cfg
@@ -392,6 +409,8 @@ class Model:
                 k = rms_norm(k, L["k_norm"], self.eps)
             q = q * cos[:, None, :] + rotate_half(q) * sin[:, None, :]
             k = k * cos[:, None, :] + rotate_half(k) * sin[:, None, :]
+            if self.kv_bf16:
+                k, v = bf16_round(k).astype(np.float64), bf16_round(v).astype(np.float64)
             c = cache[li]
             c["k"] = np.concatenate([c["k"], k.transpose(1, 0, 2)], axis=1)
             c["v"] = np.concatenate([c["v"], v.transpose(1, 0, 2)], axis=1)

@@ -72,12 +72,6 @@ EMBED_REL = {"f32": 1e-4, "bf16": 1e-2, "f16": 1e-2, "mlx": 3e-2}
 # small helpers
 
 
-def bf16_round(x):
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
-    return u.astype(np.uint32).view(np.float32)
-
-
 def read_header(path):
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
@@ -179,12 +173,12 @@ class Hearth:
         check(p.returncode == 0, f"hearth mkmodel {' '.join(args)} failed ({p.returncode}): {p.err.strip()}")
         return out
 
-    def generate(self, model, ids, max_tokens, top_k=TOP_K):
+    def generate(self, model, ids, max_tokens, top_k=TOP_K, extra=()):
         self.n += 1
         dump = os.path.join(self.workdir, f"logits{self.n}.f32")
         cmd = [self.path, "generate", "--model", model, "--prompt-ids", ",".join(map(str, ids)),
                "--max-tokens", str(max_tokens), "--temperature", "0", "--logits", str(top_k),
-               "--dump-logits", dump]
+               "--dump-logits", dump, *extra]
         p = run(cmd)
         check(not crashed(p), f"hearth generate crashed ({p.returncode}): {p.err.strip()[-400:]}")
         check(p.returncode == 0, f"hearth generate failed ({p.returncode}): {p.err.strip()[-400:]}")
@@ -263,7 +257,7 @@ class Bf16Input:
         self.w, self.T = w, self
 
     def __rmatmul__(self, x):
-        return bf16_round(np.asarray(x, dtype=np.float32)).astype(np.float64) @ self.w.T
+        return reference.bf16_round(np.asarray(x, dtype=np.float32)).astype(np.float64) @ self.w.T
 
 
 def bf16_noise_floor(model_dir, ids, ref_logits):
@@ -555,7 +549,7 @@ class Suite(Tests):
                         w = src[mod + ".weight"]
                         words, scale, bias = mlx_quantize(w, bits, group)
                         if dt == "bf16":
-                            scale, bias = bf16_round(scale), bf16_round(bias)
+                            scale, bias = reference.bf16_round(scale), reference.bf16_round(bias)
                         else:
                             scale, bias = scale.astype(np.float16), bias.astype(np.float16)
                         check(np.array_equal(q[mod + ".weight"], words), f"{arch} {fmt} {mod}: packed codes differ "
@@ -580,7 +574,7 @@ class Suite(Tests):
             f32 = reference.read_checkpoint(self.model("llama", "f32"))
             bf = reference.read_checkpoint(self.model("llama", "bf16"))
             for k in f32:
-                check(np.array_equal(bf16_round(f32[k]), bf[k]), f"bf16 {k} is not the f32 weight rounded")
+                check(np.array_equal(reference.bf16_round(f32[k]), bf[k]), f"bf16 {k} is not the f32 weight rounded")
             notes.append("same seed same bytes; bf16 = round(f32)")
         self.test("mkmodel deterministic", determinism)
 
@@ -638,6 +632,19 @@ class Suite(Tests):
     # -- hearth against the reference ---------------------------------------
 
     def numerics_tests(self):
+        def kv_default(notes):
+            # The reference rounds KV entries to BF16 exactly where hearth's
+            # default keeps them in BF16; this pins that default.
+            ids = list(range(3, 3 + PROMPT_LEN))
+            for fmt, native, other in (("f32", "f32", "bf16"), ("bf16", "bf16", "f32"), ("mlx4", "bf16", "f32")):
+                d = self.model("qwen3", fmt)
+                _, auto = self.hearth.generate(d, ids, 1)
+                _, same = self.hearth.generate(d, ids, 1, extra=["--kv-type", native])
+                _, differ = self.hearth.generate(d, ids, 1, extra=["--kv-type", other])
+                check(np.array_equal(auto, same), f"{fmt}: default KV logits differ from --kv-type {native}'s")
+                check(not np.array_equal(auto, differ), f"{fmt}: --kv-type {other} gave the default's logits")
+            notes.append("f32 checkpoints keep f32 entries; bf16 and mlx4 ones bf16")
+        self.test("numerics default KV type follows the checkpoint", kv_default)
         for arch in ARCHS:
             for fmt, (args, kind) in FORMATS.items():
                 self.test(f"numerics {arch} {fmt}",
