@@ -124,6 +124,36 @@ int64_t IdsAtLeast(const float* x, int64_t n, float at_least, int32_t* ids) {
   return k;
 }
 
+int64_t ArgMax(const float* x, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(float);
+  const int64_t N = hn::Lanes(df);
+  // Per lane, the first of its largest values (Gt: a later equal one, or a
+  // NaN, never replaces it); -inf lanes keep their own first index.
+  auto best = hn::Set(df, -std::numeric_limits<float>::infinity());
+  auto best_i = hn::Iota(di, 0), at = best_i;
+  const auto step = hn::Set(di, int32_t(N));
+  int64_t i = 0;
+  for (; i + N <= n; i += N, at = hn::Add(at, step)) {
+    const auto v = hn::LoadU(df, x + i);
+    const auto gt = hn::Gt(v, best);
+    best = hn::IfThenElse(gt, v, best);
+    best_i = hn::IfThenElse(hn::RebindMask(di, gt), at, best_i);
+  }
+  HWY_ALIGN float lane_max[kMaxLanes];
+  HWY_ALIGN int32_t lane_at[kMaxLanes];
+  hn::Store(best, df, lane_max);
+  hn::Store(best_i, di, lane_at);
+  float top = -std::numeric_limits<float>::infinity();
+  int64_t arg = 0;
+  for (int64_t l = 0; l < (i > 0 ? N : 0); ++l)
+    if (lane_max[l] > top || (lane_max[l] == top && lane_at[l] < arg)) top = lane_max[l], arg = lane_at[l];
+  for (; i < n; ++i)
+    if (x[i] > top) top = x[i], arg = i;
+  return arg;
+}
+
 }  // namespace hearth::simd::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -133,6 +163,7 @@ HWY_EXPORT(ExpSum);
 HWY_EXPORT(ExpHistogram);
 HWY_EXPORT(SelectBetween);
 HWY_EXPORT(IdsAtLeast);
+HWY_EXPORT(ArgMax);
 
 double exp_sum(const float* x, int64_t n, double shift, double scale, double* out, float at_least) {
   return HWY_DYNAMIC_DISPATCH(ExpSum)(x, n, shift, scale, out, at_least);
@@ -146,6 +177,9 @@ int64_t select_between(const float* x, int64_t n, float lo, float hi, float* out
 }
 int64_t ids_at_least(const float* x, int64_t n, float at_least, int32_t* ids) {
   return HWY_DYNAMIC_DISPATCH(IdsAtLeast)(x, n, at_least, ids);
+}
+int64_t argmax(const float* x, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(ArgMax)(x, n);
 }
 }  // namespace hearth::simd
 #endif

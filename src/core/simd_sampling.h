@@ -26,4 +26,8 @@ int64_t select_between(const float* x, int64_t n, float lo, float hi, float* out
 // many. ids has room for n.
 int64_t ids_at_least(const float* x, int64_t n, float at_least, int32_t* ids);
 
+// The first index of the largest value (NaN never is; 0 when every value is
+// NaN or -inf, or n is 0): greedy decoding's pick.
+int64_t argmax(const float* x, int64_t n);
+
 }  // namespace hearth::simd

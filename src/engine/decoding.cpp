@@ -58,9 +58,15 @@ void Decoding::constrain(std::span<const float> logits, std::span<float> out) {
 }
 
 int32_t Decoding::next(std::span<const float> logits, ThreadPool* pool) {
-  scratch_.assign(logits.begin(), logits.end());
-  if (matcher_) constrain(logits, scratch_);
-  int32_t token = sampler_.sample(scratch_, history_, pool);
+  const SamplingParams& p = sampler_.params();
+  int32_t token;
+  if (!matcher_ && p.temperature <= 0.0f && !p.has_processors()) {
+    token = Sampler::argmax(logits);  // plain greedy: nothing to change, so no copy
+  } else {
+    scratch_.assign(logits.begin(), logits.end());
+    if (matcher_) constrain(logits, scratch_);
+    token = sampler_.sample(scratch_, history_, pool);
+  }
   // Advances the grammar over the token (a stop id: only where it may end).
   auto take = [&](int32_t t) { return is_stop(t) ? matcher_->is_complete() : matcher_->accept(t); };
   if (matcher_ && !take(token)) {

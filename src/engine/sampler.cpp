@@ -30,7 +30,7 @@ Sampler::Sampler(const SamplingParams& params)
     : params_(params), rng_(params.seed ? *params.seed : std::random_device{}()) {}
 
 int32_t Sampler::argmax(std::span<const float> logits) {
-  return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  return int32_t(simd::argmax(logits.data(), int64_t(logits.size())));
 }
 
 void Sampler::process(std::span<float> logits, std::span<const int32_t> history) {

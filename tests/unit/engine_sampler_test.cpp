@@ -37,6 +37,37 @@ TEST(Sampler, DefaultsKeepGreedyBehaviour) {
   EXPECT_EQ(s.sample(logits, history), 1);  // no penalty configured: history is ignored
 }
 
+// Greedy's vector argmax against a plain loop: the first of the largest
+// values, NaN never; on rows ending in every lane position, with the maximum
+// tied in several lanes, in the tail, first or last, and rows of NaN and -inf.
+TEST(Sampler, ArgmaxIsTheFirstLargestLogit) {
+  auto plain = [](const std::vector<float>& x) {
+    int32_t best = 0;
+    float top = -kInf;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i] > top) top = x[i], best = int32_t(i);
+    return best;
+  };
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  int checked = 0;
+  for (size_t n : {0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 64, 67, 1000, 151936})
+    for (int kind = 0; kind < 7; ++kind) {
+      std::vector<float> x(n);
+      for (float& v : x) v = kind == 5 ? std::nanf("") : kind == 6 ? -kInf : normal(rng);
+      if (n > 0 && kind >= 1 && kind <= 4) {
+        // The maximum at several places: random ones, the first, the last.
+        const size_t spots[] = {rng() % n, rng() % n, kind == 2 ? 0 : n - 1, rng() % n};
+        for (size_t s : spots) x[s] = 9.0f;
+        if (kind == 3) x[rng() % n] = std::nanf("");
+        if (kind == 4) x[rng() % n] = kInf;
+      }
+      EXPECT_EQ(Sampler::argmax(x), plain(x)) << "n " << n << " kind " << kind;
+      ++checked;
+    }
+  EXPECT_EQ(checked, 15 * 7);
+}
+
 TEST(Sampler, LogitBiasAdds) {
   SamplingParams p;
   p.logit_bias = {{0, 5.0f}, {3, -100.0f}, {99, 1.0f}};  // out-of-vocabulary ids are ignored
