@@ -8,20 +8,16 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/simd_sampling.h"
+
 namespace hearth::audio {
 
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// log(sum(exp(x))) over a span, in double.
 double log_sum_exp(std::span<const float> x) {
-  float m = kNegInf;
-  for (float v : x) m = std::max(m, v);
-  if (m == kNegInf) return kNegInf;
-  double sum = 0;
-  for (float v : x) sum += std::exp(double(v) - m);
-  return m + std::log(sum);
+  return simd::log_sum_exp(x.data(), int64_t(x.size()));
 }
 
 std::vector<int32_t> parse_ids(const std::string& list) {

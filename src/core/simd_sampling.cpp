@@ -11,6 +11,7 @@
 
 #include <cmath>
 
+#include "core/simd.h"
 #include "core/simd_sampling.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -180,6 +181,11 @@ int64_t ids_at_least(const float* x, int64_t n, float at_least, int32_t* ids) {
 }
 int64_t argmax(const float* x, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(ArgMax)(x, n);
+}
+double log_sum_exp(const float* x, int64_t n) {
+  const float m = max_value(x, n);
+  if (n == 0 || m == -std::numeric_limits<float>::infinity()) return -std::numeric_limits<double>::infinity();
+  return double(m) + std::log(exp_sum(x, n, m, 1.0));
 }
 }  // namespace hearth::simd
 #endif

@@ -26,6 +26,10 @@ int64_t select_between(const float* x, int64_t n, float lo, float hi, float* out
 // many. ids has room for n.
 int64_t ids_at_least(const float* x, int64_t n, float at_least, int32_t* ids);
 
+// log Σ exp(x[i]), in double from the largest x (-inf when every x is -inf
+// or n is 0): the normalizer of a log-softmax.
+double log_sum_exp(const float* x, int64_t n);
+
 // The first index of the largest value (NaN never is; 0 when every value is
 // NaN or -inf, or n is 0): greedy decoding's pick.
 int64_t argmax(const float* x, int64_t n);

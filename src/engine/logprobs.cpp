@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/simd.h"
 #include "core/simd_sampling.h"
 
 namespace hearth {
@@ -11,8 +10,7 @@ namespace hearth {
 float token_logprobs(std::span<const float> logits, int32_t token, int k,
                      std::vector<std::pair<int32_t, float>>& top) {
   const int64_t n = int64_t(logits.size());
-  const float m = simd::max_value(logits.data(), n);
-  const float lse = m + float(std::log(simd::exp_sum(logits.data(), n, m, 1.0)));
+  const float lse = float(simd::log_sum_exp(logits.data(), n));
   top.clear();
   // The k best in one pass, as a heap whose front is the worst kept: a later
   // token must beat it strictly, so of equal logits the lower ids stay.
