@@ -148,7 +148,7 @@ int64_t ArgMax(const float* x, int64_t n) {
   hn::Store(best_i, di, lane_at);
   float top = -std::numeric_limits<float>::infinity();
   int64_t arg = 0;
-  for (int64_t l = 0; l < (i > 0 ? N : 0); ++l)
+  for (int64_t l = 0; l < N; ++l)
     if (lane_max[l] > top || (lane_max[l] == top && lane_at[l] < arg)) top = lane_max[l], arg = lane_at[l];
   for (; i < n; ++i)
     if (x[i] > top) top = x[i], arg = i;

@@ -58,9 +58,8 @@ void Decoding::constrain(std::span<const float> logits, std::span<float> out) {
 }
 
 int32_t Decoding::next(std::span<const float> logits, ThreadPool* pool) {
-  const SamplingParams& p = sampler_.params();
   int32_t token;
-  if (!matcher_ && p.temperature <= 0.0f && !p.has_processors()) {
+  if (!matcher_ && sampler_.plain_greedy()) {
     token = Sampler::argmax(logits);  // plain greedy: nothing to change, so no copy
   } else {
     scratch_.assign(logits.begin(), logits.end());

@@ -64,6 +64,8 @@ class Sampler {
   void process(std::span<float> logits, std::span<const int32_t> history);
 
   const SamplingParams& params() const { return params_; }
+  // sample() is argmax of the logits as given: greedy with no processor.
+  bool plain_greedy() const { return params_.temperature <= 0.0f && !params_.has_processors(); }
   static int32_t argmax(std::span<const float> logits);
 
  private:

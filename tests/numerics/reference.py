@@ -271,7 +271,8 @@ class Model:
         # KV entries as hearth (and mlx-lm) keep them by default: in the
         # activations' dtype, which follows the stored weights: BF16 for 16-bit
         # and quantized checkpoints, F32 for F32 ones (hearth --kv-type).
-        stored = (dtypes or {}).get(prefix + "embed_tokens.scales") or (dtypes or {}).get(prefix + "embed_tokens.weight")
+        dtypes = dtypes or {}
+        stored = dtypes.get(prefix + "embed_tokens.scales") or dtypes.get(prefix + "embed_tokens.weight")
         self.kv_bf16 = stored is not None and stored != "F32"
         if self.tied:
             self.lm_head = self.embed
