@@ -1,5 +1,6 @@
 // hearth bench: prefill and decode speed of a model, and how close decode
 // comes to the machine's memory bandwidth (measured in the same run).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "core/int8_matmul.h"
 #include "core/ops.h"
 #include "core/simd.h"
+#include "core/simd_sampling.h"
 #include "engine/generator.h"
 
 namespace hearth::cli {
@@ -38,11 +40,61 @@ const char* kHelp = R"(usage: hearth bench [--model DIR] [options]
   --context N        decode after a prompt of N tokens (default: 1); the KV cache read
                      per token then counts in the streamed bytes
   --repeats N        timed runs per measurement; the best is reported (default: 3)
+  --streams LIST     also decode N streams together, one token each per step, as a
+                     server batches N concurrent requests (e.g. 1,8): aggregate tok/s
   --json             print one JSON object instead of the table
 )";
 
 double seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<int64_t> integer_list(const std::string& list) {
+  std::vector<int64_t> out;
+  for (size_t pos = 0; pos < list.size();) {
+    size_t comma = list.find(',', pos);
+    out.push_back(std::stoll(list.substr(pos, comma - pos)));
+    pos = comma == std::string::npos ? list.size() : comma + 1;
+  }
+  return out;
+}
+
+// Aggregate greedy decode tok/s of n streams that decode together: each
+// step forwards one token of every stream in one batch, as the engine's
+// steps do for n running requests (the forward and the argmax, without the
+// engine's scheduling or HTTP). Each stream starts from its own
+// `context`-token prompt, prefilled before the clock starts. Best of repeats.
+double batched_decode_rate(LlamaModel& model, ThreadPool& pool, KvCache& kv,
+                           std::span<const int32_t> prompts, int64_t context, int n,
+                           int64_t steps, int repeats) {
+  const int64_t vocab = model.config().vocab_size;
+  std::vector<float> logits;
+  double best = 0;
+  for (int r = 0; r < repeats + 1; ++r) {  // the first run warms caches and page tables
+    std::vector<int> seqs(static_cast<size_t>(n));
+    std::vector<int32_t> next(static_cast<size_t>(n));
+    std::vector<BatchRow> rows(static_cast<size_t>(n));
+    for (int s = 0; s < n; ++s) {
+      seqs[s] = kv.create_sequence();
+      if (!kv.reserve(seqs[s], context + steps))
+        throw std::runtime_error("the KV pool is smaller than the streams' contexts");
+      rows[s] = BatchRow{seqs[s], prompts.subspan(size_t(s * context), size_t(context)), false};
+    }
+    // The prompts (all in one batch, like the prompt chunks of a step).
+    model.forward(pool, kv, rows, logits);
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t step = 0; step < steps; ++step) {
+      for (int s = 0; s < n; ++s) {
+        next[s] = int32_t(simd::argmax(logits.data() + size_t(s * vocab), vocab));
+        rows[s].tokens = std::span(&next[s], 1);
+      }
+      model.forward(pool, kv, rows, logits);
+    }
+    const double s = seconds(t0);
+    for (int seq : seqs) kv.release(seq);
+    if (r > 0) best = std::max(best, double(n * steps) / s);
+  }
+  return best;
 }
 
 }  // namespace
@@ -54,20 +106,21 @@ int cmd_bench(int argc, char** argv) {
     return 0;
   }
   args.allow_only(
-      {"model", "threads", "prefill", "decode", "context", "repeats", "json", "kv-type"});
+      {"model", "threads", "prefill", "decode", "context", "repeats", "json", "kv-type", "streams"});
   const bool json_out = args.has("json");
   const int repeats = int(args.integer("repeats", 3));
   const int64_t decode_tokens = args.integer("decode", 128);
   const int64_t context = args.integer("context", 1);
   if (context < 1) throw std::runtime_error("--context must be at least 1");
-  std::vector<int64_t> prefill_lengths;
-  {
-    std::string list = args.str("prefill", "64,512");
-    for (size_t pos = 0; pos < list.size();) {
-      size_t comma = list.find(',', pos);
-      prefill_lengths.push_back(std::stoll(list.substr(pos, comma - pos)));
-      pos = comma == std::string::npos ? list.size() : comma + 1;
-    }
+  const std::vector<int64_t> prefill_lengths = integer_list(args.str("prefill", "64,512"));
+  // With 1 first where absent: the ratios are to the single stream, measured alike.
+  std::vector<int64_t> stream_counts = integer_list(args.str("streams", ""));
+  if (!stream_counts.empty() && std::find(stream_counts.begin(), stream_counts.end(), 1) == stream_counts.end())
+    stream_counts.insert(stream_counts.begin(), 1);
+  int64_t max_streams = 1;
+  for (int64_t n : stream_counts) {
+    if (n < 1 || n > 256) throw std::runtime_error("--streams takes counts from 1 to 256");
+    max_streams = std::max(max_streams, n);
   }
   auto progress = [&](const char* what) { std::fprintf(stderr, "bench: %s\n", what); };
 
@@ -85,10 +138,12 @@ int cmd_bench(int argc, char** argv) {
   const int64_t ctx =
       std::min<int64_t>(cfg.max_position_embeddings, std::max(max_prompt, context + decode_tokens));
   if (context >= ctx) throw std::runtime_error("--context leaves no room to decode");
-  auto kv = make_kv_cache(args, *model, ctx);
+  auto kv = make_kv_cache(args, *model, ctx, int(max_streams));
   std::mt19937 rng(1234);
   std::vector<int32_t> tokens(static_cast<size_t>(max_prompt));
   for (auto& t : tokens) t = int32_t(rng() % uint32_t(cfg.vocab_size));
+  std::vector<int32_t> stream_prompts(size_t(max_streams * context));  // stream s: [s * context, +context)
+  for (auto& t : stream_prompts) t = int32_t(rng() % uint32_t(cfg.vocab_size));
 
   nlohmann::json prefill = nlohmann::json::array();
   std::vector<float> logits;
@@ -164,6 +219,19 @@ int cmd_bench(int argc, char** argv) {
   sampled.top_p = 0.95f;
   sampled.seed = 1;
   const double best_sampled = decode_rate(sampled, &sampled_generated);
+
+  nlohmann::json streams = nlohmann::json::array();
+  const int64_t stream_steps = std::min<int64_t>(decode_tokens, ctx - context);
+  for (int64_t n : stream_counts) {
+    progress(("decode of " + std::to_string(n) + " streams together").c_str());
+    const double rate = batched_decode_rate(*model, pool, *kv, stream_prompts, context, int(n),
+                                            stream_steps, repeats);
+    const double single = streams.empty() ? rate : streams[0]["tokens_per_second"].get<double>();
+    streams.push_back({{"streams", n},
+                       {"tokens_per_second", rate},
+                       {"per_stream", rate / double(n)},
+                       {"ratio_to_one_stream", rate / single}});
+  }
   // Weights, plus the KV entries attention reads at the run's mean length.
   const KvCacheShape kv_shape = model->kv_shape(kv_type(args, *model));
   const double kv_bytes_per_position =
@@ -199,6 +267,7 @@ int cmd_bench(int argc, char** argv) {
         {"top_p", sampled.top_p},
         {"tokens_per_second", best_sampled},
         {"fraction_of_greedy", best_sampled / best_decode}}},
+      {"streams", streams},
   };
   if (json_out) {
     std::printf("%s\n", out.dump(2).c_str());
@@ -224,6 +293,10 @@ int cmd_bench(int argc, char** argv) {
       context > 1 ? (" (after " + std::to_string(context) + " tokens)").c_str() : "");
   std::printf("sampled    %5lld tokens  %9.1f tok/s  (temperature 0.8, top-p 0.95) = %.1f%% of greedy\n",
               (long long)sampled_generated, best_sampled, 100 * best_sampled / best_decode);
+  for (const auto& s : streams)
+    std::printf("streams    %5lld together  %7.1f tok/s  %.1f per stream  %.2fx one stream\n",
+                (long long)s["streams"].get<int64_t>(), s["tokens_per_second"].get<double>(),
+                s["per_stream"].get<double>(), s["ratio_to_one_stream"].get<double>());
   return 0;
 }
 

@@ -85,6 +85,16 @@ check "bench --context: decodes after the prompt and counts its KV reads in the 
            if(!(b.decode.context===200 && a.decode.context===1 && b.decode.bytes_per_token>a.decode.bytes_per_token)) process.exit(1)' \
   "$tmp/b1.json" "$tmp/b200.json"
 
+"$hearth" bench --prefill 8 --decode 8 --context 4 --repeats 1 --streams 3 --json >"$tmp/bs.json" 2>/dev/null
+check "bench --streams: one stream first, then the batched rate and its ratio" \
+  node -e 'const s=JSON.parse(require("fs").readFileSync(process.argv[1])).streams;
+           if(!(s.length===2 && s[0].streams===1 && s[0].ratio_to_one_stream===1 && s[1].streams===3 &&
+                s[1].tokens_per_second>0 && Math.abs(s[1].per_stream*3-s[1].tokens_per_second)<1e-9 &&
+                Math.abs(s[1].ratio_to_one_stream-s[1].tokens_per_second/s[0].tokens_per_second)<1e-9)) process.exit(1)' \
+  "$tmp/bs.json"
+"$hearth" bench --prefill 8 --decode 8 --repeats 1 --streams 0 >/dev/null 2>"$tmp/e6"; rc=$?
+check "bench --streams 0 is refused" clean_error $rc
+
 "$hearth" nonsense >/dev/null 2>&1; rc=$?
 check "an unknown command is refused" clean_error $rc
 
