@@ -61,15 +61,19 @@ void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* o
   simd::scale_mul(x, inv, weight, out, n);
 }
 
-void rope(float* x, int n_heads, int head_dim, int64_t pos, const float* inv_freq,
-          float attention_scaling) {
-  int half = head_dim / 2;
-  float cs[512], sn[512];  // head_dim <= 1024
+void rope_rotation(int64_t pos, const float* inv_freq, int head_dim, float attention_scaling,
+                   float* cos_sin) {
+  const int half = head_dim / 2;
   for (int i = 0; i < half; ++i) {
     double angle = double(pos) * inv_freq[i];
-    cs[i] = float(std::cos(angle)) * attention_scaling;
-    sn[i] = float(std::sin(angle)) * attention_scaling;
+    cos_sin[i] = float(std::cos(angle)) * attention_scaling;
+    cos_sin[half + i] = float(std::sin(angle)) * attention_scaling;
   }
+}
+
+void rope(float* x, int n_heads, int head_dim, const float* cos_sin) {
+  const int half = head_dim / 2;
+  const float *cs = cos_sin, *sn = cos_sin + half;
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + int64_t(h) * head_dim;
     for (int i = 0; i < half; ++i) {

@@ -22,11 +22,16 @@ void matrix_row(const Matrix& w, int64_t row, float* out);
 // out = x / sqrt(mean(x^2) + eps) * weight, over n elements.
 void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out);
 
+// The rotary embedding's rotation at position pos, the same for every head
+// and layer: cos_sin[i] = cos(pos * inv_freq[i]) * attention_scaling and
+// cos_sin[half + i] its sine, for i < half = head_dim / 2 (attention_scaling:
+// YaRN's, 1 otherwise). head_dim entries.
+void rope_rotation(int64_t pos, const float* inv_freq, int head_dim, float attention_scaling,
+                   float* cos_sin);
+
 // Rotary embedding in the Hugging Face "rotate_half" layout, in place, for
-// n_heads heads of head_dim at position pos. inv_freq has head_dim/2 entries;
-// cos and sin are multiplied by attention_scaling (YaRN; 1 otherwise).
-void rope(float* x, int n_heads, int head_dim, int64_t pos, const float* inv_freq,
-          float attention_scaling);
+// n_heads heads of head_dim, by a rotation from rope_rotation.
+void rope(float* x, int n_heads, int head_dim, const float* cos_sin);
 
 // In place: x = softmax(x) over n elements.
 void softmax(float* x, int64_t n);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -25,10 +26,12 @@ class ThreadPool {
 
   // Runs fn(task, thread) for task in [0, n_tasks), spread over the threads;
   // returns when all are done. Not reentrant: call from one thread at a time.
+  // A task that throws ends the job: tasks not yet started are skipped, and
+  // the first exception is rethrown here, on the calling thread.
   void run(int n_tasks, const std::function<void(int task, int thread)>& fn);
 
-  // Splits [0, n) into chunks of at least `grain` (up to 16 per thread)
-  // and calls fn(begin, end) on each.
+  // Splits [0, n) into chunks of at least `grain`, long ones first and
+  // shorter ones as the work runs out, and calls fn(begin, end) on each.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
   // Physical cores of this machine (HEARTH_THREADS overrides).
@@ -48,6 +51,8 @@ class ThreadPool {
   std::atomic<int> job_tasks_{0};
   std::atomic<uint64_t> next_{0};
   std::atomic<int> tasks_done_{0};
+  std::atomic<bool> failed_{false};  // a task of the current job threw
+  std::exception_ptr error_;          // its exception; set once per job, under mutex_
   std::atomic<uint64_t> generation_{0};  // id of the latest job
   std::atomic<bool> stop_{false};
   std::mutex mutex_;

@@ -219,9 +219,6 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
   if (T == 0) return;
   x_.resize(T * hidden);
   h_.resize(T * hidden);
-  q_.resize(T * q_dim);
-  k_.resize(T * kv_dim);
-  v_.resize(T * kv_dim);
   attn_.resize(T * q_dim);
   gate_.resize(T * inter);
   up_.resize(T * inter);
@@ -233,6 +230,13 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
         throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary");
       matrix_row(embed_, id, x_.data() + t++ * hidden);
     }
+
+  rotations_.resize(T * hd);
+  pool.parallel_for(T, 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      rope_rotation(tok_pos[i], rope_.inv_freq.data(), int(hd), rope_.attention_scaling,
+                    &rotations_[i * hd]);
+  });
 
   int64_t max_ctx = 0;
   for (int64_t p : tok_pos) max_ctx = std::max(max_ctx, p + 1);
@@ -260,22 +264,30 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
     const Layer& L = layers_[l];
     for (int64_t i = 0; i < T; ++i)
       rmsnorm(&x_[i * hidden], L.input_norm.data(), hidden, float(c.rms_norm_eps), &h_[i * hidden]);
+    // Token i's q, k and v: rows of the fused projection's output (taken in
+    // place), or of the three projections'.
+    float *q_base, *k_base, *v_base;
+    int64_t q_stride, kv_stride;
     if (L.qkv.rows) {
       fused_.resize(size_t(T * L.qkv.rows));
       matmul(pool, L.qkv, h_.data(), T, fused_.data());
-      for (int64_t i = 0; i < T; ++i) {
-        const float* row = &fused_[i * L.qkv.rows];
-        std::copy(row, row + q_dim, &q_[i * q_dim]);
-        std::copy(row + q_dim, row + q_dim + kv_dim, &k_[i * kv_dim]);
-        std::copy(row + q_dim + kv_dim, row + q_dim + 2 * kv_dim, &v_[i * kv_dim]);
-      }
+      q_base = fused_.data(), k_base = q_base + q_dim, v_base = k_base + kv_dim;
+      q_stride = kv_stride = L.qkv.rows;
     } else {
+      q_.resize(T * q_dim);
+      k_.resize(T * kv_dim);
+      v_.resize(T * kv_dim);
       matmul(pool, L.q, h_.data(), T, q_.data());
       matmul(pool, L.k, h_.data(), T, k_.data());
       matmul(pool, L.v, h_.data(), T, v_.data());
+      q_base = q_.data(), k_base = k_.data(), v_base = v_.data();
+      q_stride = q_dim, kv_stride = kv_dim;
     }
-    for (int64_t i = 0; i < T; ++i) {
-      float *q = &q_[i * q_dim], *k = &k_[i * kv_dim], *v = &v_[i * kv_dim];
+    // Per token, on the pool (tokens write distinct KV slots): a serial loop
+    // here would leave the other threads idle for a tenth of a batched step.
+    pool.run(int(T), [&](int task, int) {
+      const int64_t i = task;
+      float *q = q_base + i * q_stride, *k = k_base + i * kv_stride, *v = v_base + i * kv_stride;
       if (c.attention_bias)
         for (int64_t j = 0; j < q_dim; ++j) q[j] += L.q_bias[j];
       if (c.attention_bias)
@@ -286,10 +298,10 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
         for (int h = 0; h < c.num_kv_heads; ++h)
           rmsnorm(k + h * hd, L.k_norm.data(), hd, float(c.rms_norm_eps), k + h * hd);
       }
-      rope(q, c.num_heads, int(hd), tok_pos[i], rope_.inv_freq.data(), rope_.attention_scaling);
-      rope(k, c.num_kv_heads, int(hd), tok_pos[i], rope_.inv_freq.data(), rope_.attention_scaling);
+      rope(q, c.num_heads, int(hd), &rotations_[i * hd]);
+      rope(k, c.num_kv_heads, int(hd), &rotations_[i * hd]);
       kv.store(l, rows[tok_row[i]].seq, tok_pos[i], k, v);
-    }
+    });
     // Every new token attends to its own sequence's cache up to its position
     // (within the sliding window, where the layer has one).
     const int64_t window =
@@ -302,8 +314,8 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
       for (int64_t i = begin; i < end; ++i) {
         const int64_t n_ctx = tok_pos[i] + 1, first = std::max<int64_t>(0, n_ctx - window);
         for (int g = 0; g < group; ++g) {
-          const int64_t at = i * q_dim + (int64_t(kvh) * group + g) * hd;
-          qrows[n++] = AttentionRow{&q_[at], &attn_[at], first, n_ctx};
+          const int64_t head = (int64_t(kvh) * group + g) * hd;
+          qrows[n++] = AttentionRow{q_base + i * q_stride + head, &attn_[i * q_dim + head], first, n_ctx};
         }
       }
       attend(std::span(qrows.data(), n), kv.view(l, rows[tok_row[begin]].seq), kvh, attn_scale,
@@ -320,16 +332,22 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
       else
         gelu_tanh_mul(gate, up, n, out);
     };
+    // Token i's gate and up rows, then the activation on the pool, a row per token.
+    const float *gate_base, *up_base;
+    int64_t gate_stride;
     if (L.gate_up.rows) {
       fused_.resize(size_t(T * 2 * inter));
       matmul(pool, L.gate_up, h_.data(), T, fused_.data());
-      for (int64_t i = 0; i < T; ++i)
-        activate(&fused_[i * 2 * inter], &fused_[i * 2 * inter + inter], inter, &gate_[i * inter]);
+      gate_base = fused_.data(), up_base = gate_base + inter, gate_stride = 2 * inter;
     } else {
       matmul(pool, L.gate, h_.data(), T, gate_.data());
       matmul(pool, L.up, h_.data(), T, up_.data());
-      activate(gate_.data(), up_.data(), T * inter, gate_.data());
+      gate_base = gate_.data(), up_base = up_.data(), gate_stride = inter;
     }
+    pool.parallel_for(T, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        activate(gate_base + i * gate_stride, up_base + i * gate_stride, inter, &gate_[i * inter]);
+    });
     matmul(pool, L.down, gate_.data(), T, h_.data());
     for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];
   }

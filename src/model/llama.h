@@ -90,6 +90,7 @@ class LlamaModel {
 
   // Scratch, grown as needed and reused across steps.
   std::vector<float> x_, h_, q_, k_, v_, attn_, gate_, up_, fused_, rows_for_logits_;
+  std::vector<float> rotations_;  // each token's rope_rotation, for every layer
   std::vector<std::vector<float>> attn_scratch_;
   std::vector<std::vector<AttentionRow>> attn_rows_;
   std::vector<std::pair<int64_t, int64_t>> attn_blocks_;
