@@ -115,7 +115,8 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   // (at least `grain`), so the first are long (few claims, long sequential
   // weight streams) and the last short, and no thread idles long while
   // another finishes a long last chunk. Bounds are fixed by n, grain and the
-  // thread count alone; claims go in order, as in run().
+  // thread count alone; claims go in order, as in run(). (The bounds are the
+  // calling thread's: like run(), parallel_for is not reentrant.)
   thread_local std::vector<int64_t> bounds;
   bounds.assign(1, 0);
   for (int64_t at = 0; at < n;) {
