@@ -58,20 +58,26 @@ void Args::allow_only(const std::vector<std::string>& known) const {
       throw std::runtime_error("unknown option --" + name);
 }
 
-std::vector<int32_t> parse_ids(const std::string& list, const std::string& option) {
-  std::vector<int32_t> ids;
+std::vector<int64_t> parse_integers(const std::string& list, const std::string& option,
+                                    const std::string& what) {
+  std::vector<int64_t> out;
   std::stringstream ss(list);
   std::string item;
   while (std::getline(ss, item, ',')) {
     try {
       size_t used = 0;
-      ids.push_back(int32_t(std::stol(item, &used)));
+      out.push_back(std::stoll(item, &used));
       if (used != item.size()) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      throw std::runtime_error(option + ": '" + item + "' is not a token id");
+      throw std::runtime_error(option + ": '" + item + "' is not " + what);
     }
   }
-  return ids;
+  return out;
+}
+
+std::vector<int32_t> parse_ids(const std::string& list, const std::string& option) {
+  const std::vector<int64_t> n = parse_integers(list, option, "a token id");
+  return std::vector<int32_t>(n.begin(), n.end());
 }
 
 }  // namespace hearth::cli

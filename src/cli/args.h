@@ -30,6 +30,10 @@ class Args {
   std::vector<std::string> positional_;
 };
 
+// "1,2,3" as integers; option names the option in the error, and `what`
+// says what each one is ("a token id").
+std::vector<int64_t> parse_integers(const std::string& list, const std::string& option,
+                                    const std::string& what);
 // "1,2,3" as token ids; option names the option in the error.
 std::vector<int32_t> parse_ids(const std::string& list, const std::string& option);
 

@@ -49,16 +49,6 @@ double seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::vector<int64_t> integer_list(const std::string& list) {
-  std::vector<int64_t> out;
-  for (size_t pos = 0; pos < list.size();) {
-    size_t comma = list.find(',', pos);
-    out.push_back(std::stoll(list.substr(pos, comma - pos)));
-    pos = comma == std::string::npos ? list.size() : comma + 1;
-  }
-  return out;
-}
-
 // Aggregate greedy decode tok/s of n streams that decode together: each
 // step forwards one token of every stream in one batch, as the engine's
 // steps do for n running requests (the forward and the argmax, without the
@@ -112,16 +102,16 @@ int cmd_bench(int argc, char** argv) {
   const int64_t decode_tokens = args.integer("decode", 128);
   const int64_t context = args.integer("context", 1);
   if (context < 1) throw std::runtime_error("--context must be at least 1");
-  const std::vector<int64_t> prefill_lengths = integer_list(args.str("prefill", "64,512"));
-  // With 1 first where absent: the ratios are to the single stream, measured alike.
-  std::vector<int64_t> stream_counts = integer_list(args.str("streams", ""));
-  if (!stream_counts.empty() && std::find(stream_counts.begin(), stream_counts.end(), 1) == stream_counts.end())
-    stream_counts.insert(stream_counts.begin(), 1);
-  int64_t max_streams = 1;
-  for (int64_t n : stream_counts) {
+  const std::vector<int64_t> prefill_lengths =
+      parse_integers(args.str("prefill", "64,512"), "--prefill", "a prompt length");
+  // Ascending, with 1 added where absent: the ratios are to one stream, measured alike.
+  std::vector<int64_t> stream_counts = parse_integers(args.str("streams", ""), "--streams", "a stream count");
+  for (int64_t n : stream_counts)
     if (n < 1 || n > 256) throw std::runtime_error("--streams takes counts from 1 to 256");
-    max_streams = std::max(max_streams, n);
-  }
+  if (!stream_counts.empty()) stream_counts.push_back(1);
+  std::sort(stream_counts.begin(), stream_counts.end());
+  stream_counts.erase(std::unique(stream_counts.begin(), stream_counts.end()), stream_counts.end());
+  const int64_t max_streams = stream_counts.empty() ? 1 : stream_counts.back();
   auto progress = [&](const char* what) { std::fprintf(stderr, "bench: %s\n", what); };
 
   const auto dir = model_dir(args);
@@ -226,7 +216,7 @@ int cmd_bench(int argc, char** argv) {
     progress(("decode of " + std::to_string(n) + " streams together").c_str());
     const double rate = batched_decode_rate(*model, pool, *kv, stream_prompts, context, int(n),
                                             stream_steps, repeats);
-    const double single = streams.empty() ? rate : streams[0]["tokens_per_second"].get<double>();
+    const double single = n == 1 ? rate : streams[0]["tokens_per_second"].get<double>();
     streams.push_back({{"streams", n},
                        {"tokens_per_second", rate},
                        {"per_stream", rate / double(n)},

@@ -221,7 +221,6 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
   h_.resize(T * hidden);
   attn_.resize(T * q_dim);
   gate_.resize(T * inter);
-  up_.resize(T * inter);
 
   int64_t t = 0;
   for (const BatchRow& row : rows)
@@ -340,6 +339,7 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
       matmul(pool, L.gate_up, h_.data(), T, fused_.data());
       gate_base = fused_.data(), up_base = gate_base + inter, gate_stride = 2 * inter;
     } else {
+      up_.resize(T * inter);
       matmul(pool, L.gate, h_.data(), T, gate_.data());
       matmul(pool, L.up, h_.data(), T, up_.data());
       gate_base = gate_.data(), up_base = up_.data(), gate_stride = inter;

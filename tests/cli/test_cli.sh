@@ -85,7 +85,7 @@ check "bench --context: decodes after the prompt and counts its KV reads in the 
            if(!(b.decode.context===200 && a.decode.context===1 && b.decode.bytes_per_token>a.decode.bytes_per_token)) process.exit(1)' \
   "$tmp/b1.json" "$tmp/b200.json"
 
-"$hearth" bench --prefill 8 --decode 8 --context 4 --repeats 1 --streams 3 --json >"$tmp/bs.json" 2>/dev/null
+"$hearth" bench --prefill 8 --decode 8 --context 4 --repeats 1 --streams 3,1 --json >"$tmp/bs.json" 2>/dev/null
 check "bench --streams: one stream first, then the batched rate and its ratio" \
   node -e 'const s=JSON.parse(require("fs").readFileSync(process.argv[1])).streams;
            if(!(s.length===2 && s[0].streams===1 && s[0].ratio_to_one_stream===1 && s[1].streams===3 &&
@@ -94,6 +94,9 @@ check "bench --streams: one stream first, then the batched rate and its ratio" \
   "$tmp/bs.json"
 "$hearth" bench --prefill 8 --decode 8 --repeats 1 --streams 0 >/dev/null 2>"$tmp/e6"; rc=$?
 check "bench --streams 0 is refused" clean_error $rc
+"$hearth" bench --prefill 8 --decode 8 --repeats 1 --streams 2,x >/dev/null 2>"$tmp/e7"; rc=$?
+check "bench --streams: a count that is not a number is refused" clean_error $rc
+check "... by name" contains "$tmp/e7" "--streams: 'x' is not a stream count"
 
 "$hearth" nonsense >/dev/null 2>&1; rc=$?
 check "an unknown command is refused" clean_error $rc
