@@ -3,6 +3,7 @@
 #
 #   bash bench/compare.sh [--hearth build/hearth] [--threads 1,2] [--rounds 2]
 #                         [--pairs all|LIST] [--decode 128] [--keep DIR]
+#                         [--llamacpp-cpu VARIANT]
 #
 # For each pair, `hearth mkmodel --gguf` writes one checkpoint twice (the
 # safetensors hearth loads, the GGUF llama.cpp loads: the same seed, so the
@@ -23,6 +24,15 @@
 # store one f16 scale per 32 weights (8.5 / 4.5 bits per weight), MLX one bf16
 # scale and bias per 64 (8.5 / 4.5 bits too). About 10-15 minutes with the
 # defaults on 2 cores; installs node-llama-cpp from bench/package.json on first use.
+#
+# llama.cpp's x86-64 build is one library per CPU level, and ggml loads the
+# best one this CPU runs. --llamacpp-cpu VARIANT (haswell: AVX2, FMA, F16C;
+# alderlake: also AVX-VNNI; zen4, icelake, ...: AVX-512) makes it load that
+# one, from a hard-linked copy of bench/node_modules holding no other, so on an
+# AVX-512 machine llama.cpp can run the same level as hearth under
+# HEARTH_SIMD (architecture.md, "Kernels"), e.g. HEARTH_SIMD=avx2-novnni with
+# --llamacpp-cpu haswell for an AVX2-only CPU's pair of kernels. The table's
+# last lines say which features each engine ran with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +42,7 @@ rounds=2
 pairs=all
 decode=128
 keep=
+llamacpp_cpu=
 while [ $# -gt 0 ]; do
   case $1 in
     --hearth) hearth=$2; shift 2 ;;
@@ -40,6 +51,7 @@ while [ $# -gt 0 ]; do
     --pairs) pairs=$2; shift 2 ;;
     --decode) decode=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
+    --llamacpp-cpu) llamacpp_cpu=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -74,6 +86,22 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hearth-compare.XXXXXX")
 results=${keep:-$work/results}
 mkdir -p "$results"
 trap 'rm -rf "$work"' EXIT
+
+llamacpp_bench=bench/llamacpp_compare.mjs
+if [ -n "$llamacpp_cpu" ]; then
+  bins=node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+  if [ ! -f "bench/$bins/libggml-cpu-$llamacpp_cpu.so" ]; then
+    echo "no llama.cpp CPU variant '$llamacpp_cpu'; there are:" \
+      "$(cd "bench/$bins" && ls libggml-cpu-*.so | sed 's/^libggml-cpu-//; s/\.so$//' | tr '\n' ' ')" >&2
+    exit 2
+  fi
+  # The script resolves node-llama-cpp next to itself, so it moves with the copy.
+  mkdir "$work/llamacpp"
+  cp -al bench/node_modules "$work/llamacpp/" 2>/dev/null || cp -a bench/node_modules "$work/llamacpp/"
+  find "$work/llamacpp/$bins" -name 'libggml-cpu-*.so' ! -name "libggml-cpu-$llamacpp_cpu.so" -delete
+  cp "$llamacpp_bench" "$work/llamacpp/"
+  llamacpp_bench=$work/llamacpp/llamacpp_compare.mjs
+fi
 start=$(date +%s)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average before: $load_before" >&2
@@ -92,7 +120,7 @@ for pair in "${pair_list[@]}"; do
       echo "== $pair, $t thread(s), round $r: hearth" >&2
       run "$out.hearth" "$hearth" bench --model "$dir" --threads "$t" --repeats 1 --decode "$decode" --json
       echo "== $pair, $t thread(s), round $r: llama.cpp" >&2
-      run "$out.llamacpp" node bench/llamacpp_compare.mjs --model "$dir/model.gguf" --threads "$t" \
+      run "$out.llamacpp" node "$llamacpp_bench" --model "$dir/model.gguf" --threads "$t" \
         --repeats 1 --decode "$decode"
     done
   done
@@ -130,7 +158,8 @@ for (const pair of pairs.split(',')) {
   for (const t of threads.split(',')) {
     const h = runs(pair, t, 'hearth'), l = runs(pair, t, 'llamacpp');
     if (!h.length || !l.length) continue;
-    info ??= { cpu: h[0].cpu, simd: h[0].simd_target, llama: l[0].node_llama_cpp, fa: l[0].flash_attention };
+    info ??= { cpu: h[0].cpu, simd: h[0].simd_target, int8: h[0].int8_target, llama: l[0].node_llama_cpp,
+               fa: l[0].flash_attention, llamaCpu: l[0].cpu };
     (bw[t] ??= []).push(...h.map((r) => r.memory_read_bandwidth_gbps));
     const hb = best(h), lb = best(l);
     const [model, hf, lf] = labels[pair];
@@ -147,7 +176,10 @@ for (const r of rows) console.log(`| ${r.join(' | ')} |`);
 console.log('');
 for (const [t, v] of Object.entries(bw))
   console.log(`memory read bandwidth (hearth bench, median of ${v.length} runs), ${t} thread(s): ${median(v).toFixed(1)} GB/s`);
-if (info) console.log(`hearth: ${info.cpu}, SIMD target ${info.simd}; llama.cpp: node-llama-cpp ${info.llama}, flash attention ${info.fa}`);
+if (info) {
+  console.log(`hearth: ${info.cpu}, SIMD target ${info.simd}, int8 kernels ${info.int8}`);
+  console.log(`llama.cpp: node-llama-cpp ${info.llama}, flash attention ${info.fa}, ${info.llamaCpu}`);
+}
 console.log(`${new Date().toISOString().slice(0, 10)}: ${Math.round(elapsed / 60)} min, best of the rounds per engine; ` +
             `load average ${loadBefore} before, ${loadAfter} after (${require('os').cpus().length} CPUs)`);
 EOF
