@@ -80,7 +80,9 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
   auto p = std::make_shared<Int8Packed>();
   p->rows = stack.rows();
   p->cols = w.cols;
-  p->bits = w.bits <= 4 ? 4 : 8;  // narrower codes ride the wider layout: exact, as wide
+  // Narrower codes ride a wider layout: exact, as wide. AMX tiles take whole
+  // bytes, so with AMX 5- and 6-bit codes keep the 8-bit layout's prefill.
+  p->bits = w.bits <= 4 ? 4 : w.bits <= 6 && !amx_int8_available() ? 6 : 8;
   p->group_size = w.group_size;
   p->scale_dtype = w.scale_dtype;
   p->tiles = (p->rows + kRows - 1) / kRows;
@@ -113,7 +115,16 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
             // quad 2j+1 (8j+4..8j+7) in its high ones.
             for (int j = 0; j < w.group_size / 8; ++j)
               for (int i = 0; i < 4; ++i)
-                blk[j * 64 + r * 4 + i] = uint8_t(q[8 * j + i] | (q[8 * j + 4 + i] << 4));
+                blk[j * 64 + r * 4 + i] = uint8_t((q[8 * j + i] & 15) | (q[8 * j + 4 + i] << 4));
+            if (p->bits == 6) {  // then vector m of the top bits: quads 4m..4m+3
+              uint8_t* top = blk + w.group_size * kRows / 2;
+              for (int m = 0; m < w.group_size / 16; ++m)
+                for (int i = 0; i < 4; ++i) {
+                  uint8_t b = 0;
+                  for (int k = 0; k < 4; ++k) b |= uint8_t((q[(4 * m + k) * 4 + i] >> 4) << (2 * k));
+                  top[m * 64 + r * 4 + i] = b;
+                }
+            }
           }
           const int64_t gi = local * groups + g;
           std::memcpy(blk + code_bytes + r * esize,
@@ -260,6 +271,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
   const size_t esize = dtype_size(w.scale_dtype);
   const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f), high4 = _mm512_set1_epi8(char(0xf0));
+  const __m512i top2 = _mm512_set1_epi8(0x30);  // a 6-bit code's top two bits
   const int8_t* xq[NT];
   for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
   __m512 acc[NT];
@@ -283,6 +295,17 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
         first = _mm512_and_si512(v, low4);
         second = kHighInPlace ? _mm512_and_si512(v, high4)
                               : _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      } else if constexpr (Bits == 6) {
+        // Quads 2j and 2j+1 have their top bits in bits 4(j%2) .. 4(j%2)+3
+        // of top-bit vector j/2; each pair is shifted to bits 4-5 and OR-ed
+        // under the mask onto the nibble (vpternlogd 0xF8: a | (b & c)).
+        const __m512i v = _mm512_load_si512(blk + j * 64);
+        const __m512i top = _mm512_load_si512(blk + GS * kRows / 2 + (j / 2) * 64);
+        const __m512i top_first = j % 2 ? top : _mm512_slli_epi16(top, 4);
+        const __m512i top_second = j % 2 ? _mm512_srli_epi16(top, 2) : _mm512_slli_epi16(top, 2);
+        first = _mm512_ternarylogic_epi32(_mm512_and_si512(v, low4), top_first, top2, 0xF8);
+        second = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4),
+                                           top_second, top2, 0xF8);
       } else {
         first = _mm512_load_si512(blk + j * 128);
         second = _mm512_load_si512(blk + j * 128 + 64);
@@ -345,6 +368,8 @@ void run_tile(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, 
     const int nt = int(std::min<int64_t>(kMaxTokens, n_tokens - t0));
     if (w.bits == 4)
       tile_any<4>(w, tile, a, t0, nt, y);
+    else if (w.bits == 6)
+      tile_any<6>(w, tile, a, t0, nt, y);
     else
       tile_any<8>(w, tile, a, t0, nt, y);
   }

@@ -8,9 +8,13 @@
 // column 4*k + i of a 4-column quad k (for 4-bit codes one vector carries two
 // quads, quad 2j in the low nibbles and quad 2j+1 in the high ones), followed
 // by the 16 rows' scales and then their biases, in the checkpoint's dtype.
-// Codes of 2 and 3 bits take the 4-bit layout and 5 and 6 bits the 8-bit one:
-// the same codes, scales and biases, so the same sums, at the wider layout's
-// memory and speed (a layout per width would stream fewer bytes).
+// 6-bit codes (and 5-bit ones, whose codes fit) take a layout of two planes:
+// first the codes' low nibbles exactly as the 4-bit layout, then their top
+// two bits, one vector per 4 quads (quad 4m + k of byte 4*r + i in bits 2k,
+// 2k+1): 6 bits a weight. On CPUs with AMX, whose tiles take whole bytes, they
+// take the 8-bit layout instead, and 2- and 3-bit codes always take the 4-bit
+// one: the same codes, scales and biases, so the same sums, at the wider
+// layout's memory and speed.
 // One vpdpbusd then multiplies a quad of every row by the same 4 int8
 // activations (broadcast), leaving row r's partial sum in lane r: no
 // horizontal sums, one sequential stream per tile.
@@ -32,7 +36,7 @@ namespace hearth {
 
 struct Int8Packed {
   int64_t rows = 0, cols = 0;
-  int bits = 0;  // of the layout: 4 or 8
+  int bits = 0;  // of the layout: 4, 6 or 8
   int group_size = 0;
   DType scale_dtype = DType::F32;
   int64_t tiles = 0;

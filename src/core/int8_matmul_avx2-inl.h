@@ -53,7 +53,7 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
   const int64_t groups = w.cols / GS;
   const size_t esize = dtype_size(w.scale_dtype);
   const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), top2 = _mm256_set1_epi8(0x30);
   const int8_t* xq[NT];
   for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
   __m256 acc[NT][2];
@@ -86,6 +86,18 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
                 _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + j * 64 + h * 32));
             codes[h][0] = _mm256_and_si256(v, low4);
             codes[h][1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+          } else if constexpr (Bits == 6) {
+            // The nibbles as 4-bit codes, then the quads' top bits (bits
+            // 4(j%2) .. 4(j%2)+3 of top-bit vector j/2) shifted to bits 4-5.
+            const __m256i v =
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + j * 64 + h * 32));
+            const __m256i top = _mm256_load_si256(
+                reinterpret_cast<const __m256i*>(blk + GS * kRows / 2 + (j / 2) * 64 + h * 32));
+            const __m256i top0 = j % 2 ? top : _mm256_slli_epi16(top, 4);
+            const __m256i top1 = j % 2 ? _mm256_srli_epi16(top, 2) : _mm256_slli_epi16(top, 2);
+            codes[h][0] = _mm256_or_si256(_mm256_and_si256(v, low4), _mm256_and_si256(top0, top2));
+            codes[h][1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low4),
+                                          _mm256_and_si256(top1, top2));
           } else {
             for (int i = 0; i < 2; ++i)
               codes[h][i] = _mm256_load_si256(

@@ -45,12 +45,14 @@ struct Dot {
   // keeps one chain). 4-bit partial sums stay int16 lanes, widened once per
   // span of code steps (fold): a pair is at most 15 * 127 * 2 = 3810, and a
   // span of 4 steps adds 8 pairs into a lane, at most 30480 < 32767, so the
-  // sums are exact and one madd serves 8 maddubs. 8-bit pairs widen at once.
+  // sums are exact and one madd serves 8 maddubs. 6-bit codes (0..63) are
+  // valid u8 too: a pair is at most 63 * 127 * 2 = 16002, a step's two
+  // 32004, so a span is one step. 8-bit pairs widen at once.
   template <int Bits>
-  static constexpr int kSpanSteps = Bits == 4 ? 4 : 16;  // 16: a whole group of 128
+  static constexpr int kSpanSteps = Bits == 4 ? 4 : Bits == 6 ? 1 : 16;  // 16: a group of 128
   template <int Bits>
   static void dot2(__m256i& s0, __m256i& s1, __m256i c0, __m256i x0, __m256i c1, __m256i x1) {
-    if constexpr (Bits == 4) {
+    if constexpr (Bits != 8) {
       s0 = _mm256_add_epi16(s0, _mm256_add_epi16(pairs(c0, x0), pairs(c1, x1)));
       // Keeps the running sum one register: without it GCC reassociates a
       // span's adds into a tree and spills every product to the stack.
@@ -62,7 +64,7 @@ struct Dot {
   }
   template <int Bits>
   static __m256i fold(__m256i sum, __m256i part) {
-    return Bits == 4 ? widen(sum, part) : _mm256_add_epi32(sum, part);
+    return Bits == 8 ? _mm256_add_epi32(sum, part) : widen(sum, part);
   }
 };
 

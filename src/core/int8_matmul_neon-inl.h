@@ -58,7 +58,7 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
   const int64_t groups = w.cols / GS;
   const size_t esize = dtype_size(w.scale_dtype);
   const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
-  const uint8x16_t low4 = vdupq_n_u8(0x0f);
+  const uint8x16_t low4 = vdupq_n_u8(0x0f), top2 = vdupq_n_u8(0x30);
   const int8_t* xq[NT];
   for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
   float32x4_t acc[NT][4];
@@ -85,6 +85,15 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
           const uint8x16_t v = vld1q_u8(blk + j * 64 + h * 16);
           codes[h][0] = vreinterpretq_s8_u8(vandq_u8(v, low4));
           codes[h][1] = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+        } else if constexpr (Bits == 6) {
+          // The nibbles as 4-bit codes, then the quads' top bits (bits
+          // 4(j%2) .. 4(j%2)+3 of top-bit vector j/2) shifted to bits 4-5.
+          const uint8x16_t v = vld1q_u8(blk + j * 64 + h * 16);
+          const uint8x16_t top = vld1q_u8(blk + GS * kRows / 2 + (j / 2) * 64 + h * 16);
+          const uint8x16_t top0 = j % 2 ? top : vshlq_n_u8(top, 4);
+          const uint8x16_t top1 = j % 2 ? vshrq_n_u8(top, 2) : vshlq_n_u8(top, 2);
+          codes[h][0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, low4), vandq_u8(top0, top2)));
+          codes[h][1] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), vandq_u8(top1, top2)));
         } else {
           for (int i = 0; i < 2; ++i)
             codes[h][i] = vld1q_s8(reinterpret_cast<const int8_t*>(blk + j * 128 + i * 64 + h * 16));

@@ -37,8 +37,8 @@ namespace dot {
 
 // SDOT: each 32-bit lane += the dot of its 4 signed bytes with the other
 // operand's, i.e. one row's quad against the broadcast activation quad.
-// 4-bit codes (0..15) are valid signed bytes as they are; 8-bit codes come
-// are stored as code - 128 (kOffset8).
+// 4- and 6-bit codes (0..63) are valid signed bytes as they are; 8-bit
+// codes are stored as code - 128 (kOffset8).
 struct Dot {
   template <int Bits>
   static void dot2(int32x4_t& s0, int32x4_t& s1, int8x16_t c0, int8x16_t x0, int8x16_t c1,
@@ -68,6 +68,7 @@ namespace nodot {
 // - 4-bit codes in [0, 15]: a product is at most 15 * 127 = 1905; both quads
 //   of the step go into the same int16 lanes (SMLAL), 3810, and ADDP makes
 //   4 products, 7620 <= 32767: one widening for the pair.
+// - 6-bit codes in [0, 63], the same way: 8001, 16002, then 32004 <= 32767.
 // Nothing saturates or wraps (SMULL/SMLAL/ADDP wrap, SADALP widens), so the
 // int32 sums equal SDOT's exactly.
 struct Dot {
@@ -78,7 +79,7 @@ struct Dot {
   template <int Bits>
   static void dot2(int32x4_t& s0, int32x4_t& s1, int8x16_t c0, int8x16_t x0, int8x16_t c1,
                    int8x16_t x1) {
-    if constexpr (Bits == 4) {
+    if constexpr (Bits != 8) {
       const int16x8_t lo =
           vmlal_s8(vmull_s8(vget_low_s8(c0), vget_low_s8(x0)), vget_low_s8(c1), vget_low_s8(x1));
       const int16x8_t hi = vmlal_high_s8(vmull_high_s8(c0, x0), c1, x1);

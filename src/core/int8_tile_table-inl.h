@@ -22,11 +22,13 @@ constexpr std::array<ByTokens, 3> group_kernels() {
           token_kernels<Bits, 128>(tokens)};
 }
 
-constexpr std::array<std::array<ByTokens, 3>, 2> kKernels{group_kernels<4>(), group_kernels<8>()};
+// Indexed by the layout's bits / 2 - 2 (4, 6, 8 -> 0, 1, 2).
+constexpr std::array<std::array<ByTokens, 3>, 3> kKernels{group_kernels<4>(), group_kernels<6>(),
+                                                          group_kernels<8>()};
 
 void run_tile(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t n_tokens,
               float* y) {
-  const ByTokens& kernels = kKernels[w.bits == 8][size_t(w.group_size / 64)];
+  const ByTokens& kernels = kKernels[size_t(w.bits / 2 - 2)][size_t(w.group_size / 64)];
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens)
     kernels[size_t(std::min<int64_t>(kMaxTokens, n_tokens - t0) - 1)](w, tile, a, t0, y);
 }

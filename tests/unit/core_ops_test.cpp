@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/amx.h"
 #include "core/bf16_matmul.h"
 #include "core/cpu_features.h"
 #include "core/int8_matmul.h"
@@ -281,6 +282,27 @@ TEST(Ops, Int8KernelsFollowTheSimdSwitch) {
   }
   if (!expect_int8_kernel()) {
     EXPECT_EQ(target, "none");
+  }
+}
+
+// Each code width streams its layout: 2-4 bits the 4-bit one; 5 and 6 bits
+// 6 bits a weight, except with AMX (the 8-bit one); 8 bits the 8-bit one
+// (the sums are checked by the tests above).
+TEST(Ops, Int8LayoutWidthFollowsTheKernels) {
+  ThreadPool pool(1);
+  const bool six = !amx_int8_available();
+  for (int bits : {2, 3, 4, 5, 6, 8}) {
+    QuantMatrix w(bits, 64, 16, 128, uint64_t(bits));
+    const auto packed = int8_pack(w.m, pool);
+    if (!expect_int8_kernel()) {
+      EXPECT_FALSE(packed);
+      continue;
+    }
+    ASSERT_TRUE(packed);
+    const int want = bits <= 4 ? 4 : bits <= 6 && six ? 6 : 8;
+    EXPECT_EQ(packed->bits, want) << bits << "-bit codes";
+    // One tile, two groups: the codes, then 16 scales and 16 biases each.
+    EXPECT_EQ(packed->bytes(), 2 * (64 * 16 * size_t(want) / 8 + 2 * 16 * dtype_size(w.m.scale_dtype)));
   }
 }
 
