@@ -1,12 +1,28 @@
-// What the int8 matmul's per-target files share: int8_matmul.cpp (AVX-512
-// VNNI, AMX, the dispatch), int8_matmul_avx2.cpp (AVX2, AVX-VNNI) and
-// int8_matmul_neon.cpp (64-bit Arm NEON, with or without dotprod).
+// What the int8 matmul's per-target files share: int8_matmul.cpp (packing,
+// activations, the dispatch), int8_matmul_avx512.cpp (AVX-512 VNNI, AMX),
+// int8_matmul_avx2.cpp (AVX2, AVX-VNNI) and int8_matmul_neon.cpp (64-bit Arm
+// NEON, with or without dotprod).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "core/int8_matmul.h"
+
+// A region of functions compiled for extra target features (the per-target
+// kernel files): GCC's target pragma, or clang's equivalent (clang has no
+// `#pragma GCC target`).
+#if defined(__clang__)
+#define HEARTH_TARGET_PUSH(features) \
+  _Pragma(HEARTH_STRINGIFY(          \
+      clang attribute push(__attribute__((target(features))), apply_to = function)))
+#define HEARTH_TARGET_POP _Pragma("clang attribute pop")
+#else
+#define HEARTH_TARGET_PUSH(features) \
+  _Pragma("GCC push_options") _Pragma(HEARTH_STRINGIFY(GCC target(features)))
+#define HEARTH_TARGET_POP _Pragma("GCC pop_options")
+#endif
+#define HEARTH_STRINGIFY(x) #x
 
 namespace hearth::int8 {
 
@@ -16,6 +32,18 @@ struct QuantizedActivations {
   std::vector<float> step;  // [n_tokens, groups]
   std::vector<float> sum;   // [n_tokens, groups]: step * sum q
 };
+
+// A row tile's codes as a target's kernels read them: the layout's width and
+// where the tile starts, in the packed buffer or in a per-thread copy the
+// target unpacked it to.
+struct TileCodes {
+  int bits;
+  const uint8_t* data;
+};
+
+inline TileCodes packed_tile(const Int8Packed& w, int64_t tile) {
+  return {w.bits, w.data.get() + tile * w.tile_bytes};
+}
 
 // One target's kernels.
 struct Kernels {
@@ -30,8 +58,14 @@ struct Kernels {
 };
 
 #if defined(__x86_64__)
-extern const Kernels kAvx512;          // int8_matmul.cpp
+extern const Kernels kAvx512;          // int8_matmul_avx512.cpp
 extern const Kernels kAvx2, kAvxVnni;  // int8_matmul_avx2.cpp
+
+// Prefill on AMX's tile unit (int8_matmul_avx512.cpp): whether it takes a
+// call of n_tokens (a is then padded to whole 16-token blocks), and the call.
+bool amx_takes(const Int8Packed& w, int64_t n_tokens);
+void amx_matmul(ThreadPool& pool, const Int8Packed& w, const QuantizedActivations& a,
+                int64_t n_tokens, float* y);
 #elif defined(__aarch64__)
 extern const Kernels kNeonDot, kNeon;  // int8_matmul_neon.cpp: with SDOT, plain ARMv8 NEON
 #endif

@@ -34,6 +34,12 @@
 
 namespace hearth {
 
+// Bytes of one tile's group in a layout of `bits`: the codes of 16 rows,
+// then their scales and biases.
+inline size_t int8_group_bytes(int bits, int group_size, DType scale_dtype) {
+  return size_t(group_size) * kPackedRows * bits / 8 + 2 * kPackedRows * dtype_size(scale_dtype);
+}
+
 struct Int8Packed {
   int64_t rows = 0, cols = 0;
   int bits = 0;  // of the layout: 4, 6 or 8

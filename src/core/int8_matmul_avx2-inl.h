@@ -69,12 +69,12 @@ __attribute__((always_inline)) inline void unpack_step(const uint8_t* blk, int j
   }
 }
 
-// One tile of 16 rows against NT tokens from t0, group size GS; writes
+// Row tile `tile` (its codes at blk) against NT tokens from t0, group size GS; writes
 // y[t0 + t][row0 .. row0+16). Like the AVX-512 kernel, few tokens get two
 // chains per half (even and odd quads) so the dot products' latency overlaps.
 template <int Bits, int NT, int GS>
-void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0,
-                 float* y) {
+void tile_kernel(const Int8Packed& w, const uint8_t* blk, int64_t tile,
+                 const QuantizedActivations& a, int64_t t0, float* y) {
   constexpr int kChains = NT <= 2 ? 2 : 1;
   // Code steps (8 columns) whose dot products run up in a partial sum before
   // it folds into the group's int32 sum (Dot::fold).
@@ -82,16 +82,16 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
   constexpr size_t kCodeBytes = size_t(GS) * kRows * Bits / 8;
   const int64_t groups = w.cols / GS;
   const size_t esize = dtype_size(w.scale_dtype);
-  const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
+  const size_t group_bytes = int8_group_bytes(Bits, GS, w.scale_dtype);
   const int8_t* xq[NT];
   for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
   __m256 acc[NT][2];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
 
-  for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes) {
+  for (int64_t g = 0; g < groups; ++g, blk += group_bytes) {
     // Later token blocks find the tile in cache.
-    if (t0 == 0) prefetch_far(blk, w.group_bytes);
+    if (t0 == 0) prefetch_far(blk, group_bytes);
     __m256i isum[NT][2][kChains];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t)
@@ -151,18 +151,16 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
   }
 }
 
-// Tile `tile` of w with its (6-bit) codes unpacked to bytes:
-// the 8-bit layout in a per-thread buffer, as a view whose every tile index
-// reads that buffer (tile_bytes 0), so the kernels' row arithmetic is
-// unchanged.
-template <int Bits, int GS>
-const Int8Packed& unpack_tile(const Int8Packed& w, int64_t tile) {
+// Tile `tile` of w with its 6-bit codes unpacked to bytes: the tile in the
+// 8-bit layout, in a per-thread buffer.
+template <int GS>
+const uint8_t* unpack_6bit_tile(const Int8Packed& w, int64_t tile) {
   thread_local AlignedBytes buffer{nullptr, nullptr};
   thread_local size_t buffer_bytes = 0;
-  thread_local Int8Packed view;
   const int64_t groups = w.cols / GS;
-  const size_t meta_bytes = 2 * kRows * dtype_size(w.scale_dtype);
-  const size_t code_bytes = size_t(GS) * kRows, group_bytes = code_bytes + meta_bytes;
+  const size_t code_bytes = size_t(GS) * kRows,
+               group_bytes = int8_group_bytes(8, GS, w.scale_dtype);
+  const size_t meta_bytes = group_bytes - code_bytes;
   if (const size_t need = size_t(groups) * group_bytes; need > buffer_bytes)
     buffer = aligned_bytes(need), buffer_bytes = need;
   const uint8_t* src = w.data.get() + tile * w.tile_bytes;
@@ -173,20 +171,16 @@ const Int8Packed& unpack_tile(const Int8Packed& w, int64_t tile) {
     for (int j = 0; j < GS / 8; ++j)
       for (int h = 0; h < 2; ++h) {
         __m256i codes[2];
-        unpack_step<Bits, GS>(src, j, h, codes);
+        unpack_step<6, GS>(src, j, h, codes);
         for (int i = 0; i < 2; ++i)
           _mm256_store_si256(reinterpret_cast<__m256i*>(dst + j * 128 + i * 64 + h * 32), codes[i]);
       }
-    std::memcpy(dst + code_bytes, src + size_t(GS) * kRows * Bits / 8, meta_bytes);
+    std::memcpy(dst + code_bytes, src + size_t(GS) * kRows * 6 / 8, meta_bytes);
   }
-  view.rows = w.rows, view.cols = w.cols, view.bits = 8, view.group_size = GS;
-  view.scale_dtype = w.scale_dtype, view.tiles = w.tiles;
-  view.group_bytes = group_bytes, view.tile_bytes = 0;
-  view.data = AlignedBytes(buffer.get(), [](void*) {});
-  return view;
+  return buffer.get();
 }
 
-// The layout the kernels read for a call of n_tokens over one tile. With
+// The codes the kernels read for a call of n_tokens over one tile. With
 // AVX-VNNI, unpacking a 6-bit step costs about as much as its 4 tokens' dot
 // products, so a call of several token blocks unpacks the tile once and
 // runs the 8-bit kernels over the bytes (no offset here: the codes are the
@@ -194,15 +188,15 @@ const Int8Packed& unpack_tile(const Int8Packed& w, int64_t tile) {
 // cost 15-20%. (4-bit steps unpack in 3 instructions; doing it once per tile
 // measured no faster.) Plain AVX2 multiplies 6-bit codes faster than 8-bit
 // ones (no sign trick) and keeps their kernels.
-inline const Int8Packed& tile_layout(const Int8Packed& w, int64_t tile, int64_t n_tokens) {
-  if (Dot::kOffset8 != 0 || w.bits != 6 || n_tokens <= kMaxTokens) return w;
+inline TileCodes tile_codes(const Int8Packed& w, int64_t tile, int64_t n_tokens) {
+  if (Dot::kOffset8 != 0 || w.bits != 6 || n_tokens <= kMaxTokens) return packed_tile(w, tile);
   switch (w.group_size) {
     case 32:
-      return unpack_tile<6, 32>(w, tile);
+      return {8, unpack_6bit_tile<32>(w, tile)};
     case 64:
-      return unpack_tile<6, 64>(w, tile);
+      return {8, unpack_6bit_tile<64>(w, tile)};
     default:
-      return unpack_tile<6, 128>(w, tile);
+      return {8, unpack_6bit_tile<128>(w, tile)};
   }
 }
 

@@ -11,18 +11,6 @@
 #include "core/packed.h"
 
 #if defined(__x86_64__)
-// A region of functions compiled for extra target features: GCC's target
-// pragma, or clang's equivalent (clang has no `#pragma GCC target`).
-#if defined(__clang__)
-#define HEARTH_TARGET_PUSH(features) \
-  _Pragma(HEARTH_STRINGIFY(clang attribute push(__attribute__((target(features))), apply_to = function)))
-#define HEARTH_TARGET_POP _Pragma("clang attribute pop")
-#else
-#define HEARTH_TARGET_PUSH(features) _Pragma("GCC push_options") _Pragma(HEARTH_STRINGIFY(GCC target(features)))
-#define HEARTH_TARGET_POP _Pragma("GCC pop_options")
-#endif
-#define HEARTH_STRINGIFY(x) #x
-
 namespace hearth::int8 {
 
 HEARTH_TARGET_PUSH("avx2,fma,f16c")
@@ -50,7 +38,9 @@ struct Dot {
   // valid u8 too: a pair is at most 63 * 127 * 2 = 16002, a step's two
   // 32004, so a span is one step. 8-bit pairs widen at once.
   template <int Bits>
-  static constexpr int kSpanSteps = Bits == 4 ? 4 : Bits == 6 ? 1 : 16;  // 16: a group of 128
+  static constexpr int kSpanSteps = Bits == 4   ? 4
+                                    : Bits == 6 ? 1
+                                                : 16;  // 16: a group of 128
   template <int Bits>
   static void dot2(__m256i& s0, __m256i& s1, __m256i c0, __m256i x0, __m256i c1, __m256i x1) {
     if constexpr (Bits != 8) {

@@ -47,18 +47,44 @@ __attribute__((always_inline)) inline float32x4_t add_group(float32x4_t acc, int
   return vfmaq_f32(acc, bias, vdupq_n_f32(sum));
 }
 
-// One tile of 16 rows against NT tokens from t0, group size GS; writes
+// The codes of quads 2j and 2j+1 of row quarter h of a group at blk, as
+// bytes. 4-bit: the low and the high nibbles (byte shifts: the high nibble
+// needs no mask). 6-bit: the nibbles as 4-bit codes, then the quads' top
+// bits (bits 4(j%2) .. 4(j%2)+3 of top-bit vector j/2) shifted to bits 4-5.
+// 8-bit: the two vectors as they are.
+template <int Bits, int GS>
+__attribute__((always_inline)) inline void unpack_step(const uint8_t* blk, int j, int h,
+                                                       int8x16_t (&codes)[2]) {
+  if constexpr (Bits == 8) {
+    for (int i = 0; i < 2; ++i)
+      codes[i] = vld1q_s8(reinterpret_cast<const int8_t*>(blk + j * 128 + i * 64 + h * 16));
+    return;
+  }
+  const uint8x16_t v = vld1q_u8(blk + j * 64 + h * 16);
+  uint8x16_t first = vandq_u8(v, vdupq_n_u8(0x0f)), second = vshrq_n_u8(v, 4);
+  if constexpr (Bits == 6) {
+    const uint8x16_t top2 = vdupq_n_u8(0x30);
+    const uint8x16_t top = vld1q_u8(blk + GS * kRows / 2 + (j / 2) * 64 + h * 16);
+    const uint8x16_t top0 = j % 2 ? top : vshlq_n_u8(top, 4);
+    const uint8x16_t top1 = j % 2 ? vshrq_n_u8(top, 2) : vshlq_n_u8(top, 2);
+    first = vorrq_u8(first, vandq_u8(top0, top2));
+    second = vorrq_u8(second, vandq_u8(top1, top2));
+  }
+  codes[0] = vreinterpretq_s8_u8(first);
+  codes[1] = vreinterpretq_s8_u8(second);
+}
+
+// Row tile `tile` (its codes at blk) against NT tokens from t0, group size GS; writes
 // y[t0 + t][row0 .. row0+16). Few tokens (decode) get two chains per
 // accumulator (even and odd quads) so the dot products' latency overlaps.
 template <int Bits, int NT, int GS>
-void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& a, int64_t t0,
-                 float* y) {
+void tile_kernel(const Int8Packed& w, const uint8_t* blk, int64_t tile,
+                 const QuantizedActivations& a, int64_t t0, float* y) {
   constexpr int kChains = NT <= 2 ? 2 : 1;
   constexpr size_t kCodeBytes = size_t(GS) * kRows * Bits / 8;
   const int64_t groups = w.cols / GS;
   const size_t esize = dtype_size(w.scale_dtype);
-  const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
-  const uint8x16_t low4 = vdupq_n_u8(0x0f), top2 = vdupq_n_u8(0x30);
+  const size_t group_bytes = int8_group_bytes(Bits, GS, w.scale_dtype);
   const int8_t* xq[NT];
   for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
   float32x4_t acc[NT][4];
@@ -66,9 +92,9 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
   for (int t = 0; t < NT; ++t)
     for (int h = 0; h < 4; ++h) acc[t][h] = vdupq_n_f32(0.0f);
 
-  for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes) {
+  for (int64_t g = 0; g < groups; ++g, blk += group_bytes) {
     // Later token blocks find the tile in cache.
-    if (t0 == 0) prefetch_ahead(blk, w.group_bytes);
+    if (t0 == 0) prefetch_ahead(blk, group_bytes);
     int32x4_t isum[NT][4][kChains];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t)
@@ -79,26 +105,7 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
 #pragma GCC unroll 16
     for (int j = 0; j < GS / 8; ++j) {
       int8x16_t codes[4][2];  // [row quarter][quad 2j + i]
-      for (int h = 0; h < 4; ++h) {
-        if constexpr (Bits == 4) {
-          // Byte shifts: the high nibble needs no mask.
-          const uint8x16_t v = vld1q_u8(blk + j * 64 + h * 16);
-          codes[h][0] = vreinterpretq_s8_u8(vandq_u8(v, low4));
-          codes[h][1] = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
-        } else if constexpr (Bits == 6) {
-          // The nibbles as 4-bit codes, then the quads' top bits (bits
-          // 4(j%2) .. 4(j%2)+3 of top-bit vector j/2) shifted to bits 4-5.
-          const uint8x16_t v = vld1q_u8(blk + j * 64 + h * 16);
-          const uint8x16_t top = vld1q_u8(blk + GS * kRows / 2 + (j / 2) * 64 + h * 16);
-          const uint8x16_t top0 = j % 2 ? top : vshlq_n_u8(top, 4);
-          const uint8x16_t top1 = j % 2 ? vshrq_n_u8(top, 2) : vshlq_n_u8(top, 2);
-          codes[h][0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, low4), vandq_u8(top0, top2)));
-          codes[h][1] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), vandq_u8(top1, top2)));
-        } else {
-          for (int i = 0; i < 2; ++i)
-            codes[h][i] = vld1q_s8(reinterpret_cast<const int8_t*>(blk + j * 128 + i * 64 + h * 16));
-        }
-      }
+      for (int h = 0; h < 4; ++h) unpack_step<Bits, GS>(blk, j, h, codes[h]);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const int8_t* xj = xq[t] + col0 + 8 * j;
@@ -140,8 +147,10 @@ void tile_kernel(const Int8Packed& w, int64_t tile, const QuantizedActivations& 
   }
 }
 
-// The layout the kernels read for a call (the AVX2 kernels unpack 6-bit
-// tiles for long calls): here always w's own.
-inline const Int8Packed& tile_layout(const Int8Packed& w, int64_t, int64_t) { return w; }
+// The codes the kernels read for a call (the AVX-VNNI kernels unpack 6-bit
+// tiles for long calls): here always the packed tile.
+inline TileCodes tile_codes(const Int8Packed& w, int64_t tile, int64_t) {
+  return packed_tile(w, tile);
+}
 
 #include "core/int8_tile_table-inl.h"

@@ -13,22 +13,14 @@
 #include "core/packed.h"
 
 #if defined(__aarch64__)
-// A region of functions compiled for extra target features: GCC's target
-// pragma, or clang's equivalent (clang has no `#pragma GCC target`).
 #if defined(__clang__)
-#define HEARTH_TARGET_PUSH(features) \
-  _Pragma(HEARTH_STRINGIFY(clang attribute push(__attribute__((target(features))), apply_to = function)))
-#define HEARTH_TARGET_POP _Pragma("clang attribute pop")
 #define HEARTH_DOTPROD "dotprod"
 #else
-#define HEARTH_TARGET_PUSH(features) _Pragma("GCC push_options") _Pragma(HEARTH_STRINGIFY(GCC target(features)))
-#define HEARTH_TARGET_POP _Pragma("GCC pop_options")
 // GCC's arm_neon.h declares vdotq_s32 for arch=armv8.2-a+dotprod, and
 // inlines it only into functions with (at least) that target: every CPU
 // with the dot product is ARMv8.2 or later.
 #define HEARTH_DOTPROD "arch=armv8.2-a+dotprod"
 #endif
-#define HEARTH_STRINGIFY(x) #x
 
 namespace hearth::int8 {
 
