@@ -183,7 +183,10 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest request) {
   {
     std::lock_guard lock(mutex_);
     if (stopping_) throw std::runtime_error("the engine is shutting down");
-    if (int64_t(queue_.size()) >= options_.max_queue) {
+    // Free batch slots count as room too: a burst that fits the batch and
+    // the queue is taken whether or not the loop has admitted any of it yet.
+    const int64_t free_slots = std::max<int64_t>(0, options_.max_batch - stats_.running);
+    if (int64_t(queue_.size()) >= options_.max_queue + free_slots) {
       ++stats_.requests_rejected;
       if (resumed) checkpoints_.save(*key, {active->decoding, active->sent});
       throw QueueFull();
