@@ -42,7 +42,7 @@ double ExpSum(const float* x, int64_t n, double shift, double scale, double* out
 }
 
 double ExpHistogram(const float* x, int64_t n, float top, float per_unit, int buckets,
-                    double* mass, int32_t* count) {
+                    double* mass) {
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> df;
   const hn::Rebind<int32_t, decltype(dd)> di;
@@ -53,7 +53,6 @@ double ExpHistogram(const float* x, int64_t n, float top, float per_unit, int bu
   const auto vlast = hn::Set(df, float(last));
   const auto vshift = hn::Set(dd, double(top));
   auto acc = hn::Zero(dd), acc_last = hn::Zero(dd);
-  int64_t in_last = 0;
   HWY_ALIGN double e_lanes[kMaxLanes];
   HWY_ALIGN int32_t b_lanes[kMaxLanes];
   int64_t i = 0;
@@ -70,43 +69,47 @@ double ExpHistogram(const float* x, int64_t n, float top, float per_unit, int bu
     const auto far = hn::Ge(d, vlast);
     if (hn::AllTrue(df, far)) {
       acc_last = hn::Add(acc_last, e);
-      in_last += N;
       continue;
     }
     hn::Store(e, dd, e_lanes);
     hn::Store(b, di, b_lanes);
-    for (int64_t l = 0; l < N; ++l) {
-      mass[b_lanes[l]] += e_lanes[l];
-      ++count[b_lanes[l]];
-    }
+    for (int64_t l = 0; l < N; ++l) mass[b_lanes[l]] += e_lanes[l];
   }
   double s = hn::GetLane(hn::SumOfLanes(dd, acc));
   mass[last] += hn::GetLane(hn::SumOfLanes(dd, acc_last));
-  count[last] += int32_t(in_last);
   for (; i < n; ++i) {
     const double e = std::exp(double(x[i]) - double(top));
-    const float d = (top - x[i]) * per_unit;
-    const int b = d < float(last) ? int(d) : last;
-    mass[b] += e;
-    ++count[b];
+    mass[bucket_of(x[i], top, per_unit, last)] += e;
     s += e;
   }
   return s;
 }
 
-int64_t SelectBetween(const float* x, int64_t n, float lo, float hi, float* out) {
+BucketScan ScanBucket(const float* x, int64_t n, float top, float per_unit, int buckets, int bucket,
+                      float* out) {
   const hn::ScalableTag<float> df;
   const int64_t N = hn::Lanes(df);
-  const auto vlo = hn::Set(df, lo), vhi = hn::Set(df, hi);
-  int64_t k = 0, i = 0;
+  const int last = buckets - 1;
+  const auto vtop = hn::Set(df, top), vper = hn::Set(df, per_unit);
+  const auto vb = hn::Set(df, float(bucket)), vnext = hn::Set(df, float(bucket + 1));
+  // For a distance d >= 0 (in buckets), bucket_of < bucket is d < bucket;
+  // the bucket itself is bucket <= d < bucket + 1, or for the far one
+  // anything not before it (NaN too).
+  int64_t before = 0, k = 0, i = 0;
   for (; i + N <= n; i += N) {
     const auto v = hn::LoadU(df, x + i);
-    const auto in = hn::And(hn::Ge(v, vlo), hn::Le(v, vhi));
+    const auto d = hn::Mul(hn::Sub(vtop, v), vper);
+    const auto ahead = hn::Lt(d, vb);
+    before += int64_t(hn::CountTrue(df, ahead));
+    const auto in = bucket == last ? hn::Not(ahead) : hn::AndNot(ahead, hn::Lt(d, vnext));
     if (!hn::AllFalse(df, in)) k += int64_t(hn::CompressBlendedStore(v, in, df, out + k));
   }
-  for (; i < n; ++i)
-    if (x[i] >= lo && x[i] <= hi) out[k++] = x[i];
-  return k;
+  for (; i < n; ++i) {
+    const int b = bucket_of(x[i], top, per_unit, last);
+    before += b < bucket;
+    if (b == bucket) out[k++] = x[i];
+  }
+  return {before, k};
 }
 
 int64_t IdsAtLeast(const float* x, int64_t n, float at_least, int32_t* ids) {
@@ -162,7 +165,7 @@ HWY_AFTER_NAMESPACE();
 namespace hearth::simd {
 HWY_EXPORT(ExpSum);
 HWY_EXPORT(ExpHistogram);
-HWY_EXPORT(SelectBetween);
+HWY_EXPORT(ScanBucket);
 HWY_EXPORT(IdsAtLeast);
 HWY_EXPORT(ArgMax);
 
@@ -170,11 +173,12 @@ double exp_sum(const float* x, int64_t n, double shift, double scale, double* ou
   return HWY_DYNAMIC_DISPATCH(ExpSum)(x, n, shift, scale, out, at_least);
 }
 double exp_histogram(const float* x, int64_t n, float top, float per_unit, int buckets,
-                     double* mass, int32_t* count) {
-  return HWY_DYNAMIC_DISPATCH(ExpHistogram)(x, n, top, per_unit, buckets, mass, count);
+                     double* mass) {
+  return HWY_DYNAMIC_DISPATCH(ExpHistogram)(x, n, top, per_unit, buckets, mass);
 }
-int64_t select_between(const float* x, int64_t n, float lo, float hi, float* out) {
-  return HWY_DYNAMIC_DISPATCH(SelectBetween)(x, n, lo, hi, out);
+BucketScan scan_bucket(const float* x, int64_t n, float top, float per_unit, int buckets, int bucket,
+                       float* out) {
+  return HWY_DYNAMIC_DISPATCH(ScanBucket)(x, n, top, per_unit, buckets, bucket, out);
 }
 int64_t ids_at_least(const float* x, int64_t n, float at_least, int32_t* ids) {
   return HWY_DYNAMIC_DISPATCH(IdsAtLeast)(x, n, at_least, ids);

@@ -13,14 +13,27 @@ namespace hearth::simd {
 // reference).
 double exp_sum(const float* x, int64_t n, double shift, double scale, double* out = nullptr,
                float at_least = -std::numeric_limits<float>::infinity());
+// The top-p histogram's bucket of a logit x: its distance below the top in
+// 1/per_unit steps, in float, the last bucket taking everything further
+// down (and NaN).
+inline int bucket_of(float x, float top, float per_unit, int last) {
+  const float d = (top - x) * per_unit;
+  return d < float(last) ? int(d) : last;
+}
+
 // The sampler's top-p histogram: adds exp(x[i] - top) (in double) to
-// mass[b] and 1 to count[b] for b = min(int((top - x[i]) * per_unit),
-// buckets - 1) (in float); returns the sum of all. top is max(x).
+// mass[bucket_of(x[i])], buckets of them; returns the sum of all. top is
+// max(x).
 double exp_histogram(const float* x, int64_t n, float top, float per_unit, int buckets,
-                     double* mass, int32_t* count);
-// Writes the x[i] with lo <= x[i] <= hi to out, in order; returns how many.
-// out has room for n floats.
-int64_t select_between(const float* x, int64_t n, float lo, float hi, float* out);
+                     double* mass);
+
+// The x[i] in one bucket of that histogram, written to out in order (room
+// for n floats), and how many lie in the buckets before it.
+struct BucketScan {
+  int64_t before, in;
+};
+BucketScan scan_bucket(const float* x, int64_t n, float top, float per_unit, int buckets, int bucket,
+                       float* out);
 
 // Writes the indices i with x[i] >= at_least to ids, in order; returns how
 // many. ids has room for n.

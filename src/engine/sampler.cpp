@@ -158,42 +158,26 @@ float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t
     constexpr int64_t kChunk = 32768;
     const int64_t chunks = (n + kChunk - 1) / kChunk;
     bucket_mass_.assign(size_t(chunks * kBuckets), 0.0);
-    bucket_count_.assign(size_t(chunks * kBuckets), 0);
     chunk_mass_.resize(size_t(chunks));
     run_tasks(pool, chunks, [&](int64_t c) {
-      const size_t at = size_t(c * kBuckets);
       chunk_mass_[size_t(c)] = simd::exp_histogram(
           logits.data() + c * kChunk, std::min(kChunk, n - c * kChunk), top, float(kBucketsPerNat),
-          kBuckets, bucket_mass_.data() + at, bucket_count_.data() + at);
+          kBuckets, bucket_mass_.data() + size_t(c * kBuckets));
     });
     const double total = std::accumulate(chunk_mass_.begin(), chunk_mass_.end(), 0.0);
     const double target = double(params_.top_p) * total;
     double mass = 0;
-    int64_t k = 0;
     int edge = 0;
     for (; edge < kBuckets - 1; ++edge) {
       double in_bucket = 0;
-      int64_t count = 0;
-      for (int64_t c = 0; c < chunks; ++c) {
-        in_bucket += bucket_mass_[size_t(c * kBuckets + edge)];
-        count += bucket_count_[size_t(c * kBuckets + edge)];
-      }
+      for (int64_t c = 0; c < chunks; ++c) in_bucket += bucket_mass_[size_t(c * kBuckets + edge)];
       if (mass + in_bucket >= target) break;
       mass += in_bucket;
-      k += count;
     }
-    // The edge bucket's logits: a vector range test a bucket wider on each
-    // side passes few, then the exact bucket as exp_histogram computes it.
-    const float hi = top - float(edge - 1) / kBucketsPerNat,
-                lo = edge == kBuckets - 1 ? -std::numeric_limits<float>::infinity()
-                                          : top - float(edge + 2) / kBucketsPerNat;
+    // The edge bucket's logits, and how many tokens the buckets above it hold.
     edge_.resize(size_t(n));
-    const int64_t near = simd::select_between(logits.data(), n, lo, hi, edge_.data());
-    int64_t in_edge = 0;
-    for (int64_t i = 0; i < near; ++i) {
-      const float l = edge_[size_t(i)], d = (top - l) * kBucketsPerNat;
-      if ((d < float(kBuckets - 1) ? int(d) : kBuckets - 1) == edge) edge_[size_t(in_edge++)] = l;
-    }
+    const auto [k, in_edge] =
+        simd::scan_bucket(logits.data(), n, top, float(kBucketsPerNat), kBuckets, edge, edge_.data());
     std::sort(edge_.begin(), edge_.begin() + in_edge, std::greater<>());
     int64_t m = 0;
     while (m < in_edge && mass < target) mass += std::exp(double(edge_[size_t(m++)]) - top);

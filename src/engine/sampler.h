@@ -97,7 +97,6 @@ class Sampler {
   std::vector<float> edge_;      // scratch: the logits of top_p's edge bucket
   std::vector<double> weights_, block_sums_;  // scratch: draw weights
   std::vector<double> bucket_mass_, chunk_mass_;  // scratch: top_p histogram, per chunk of the row
-  std::vector<int32_t> bucket_count_;
 };
 
 }  // namespace hearth

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "core/simd_sampling.h"
 #include "core/thread_pool.h"
 #include "engine/sampler.h"
 
@@ -66,6 +67,59 @@ TEST(Sampler, ArgmaxIsTheFirstLargestLogit) {
       ++checked;
     }
   EXPECT_EQ(checked, 15 * 7);
+}
+
+// Top-p's vector passes against plain loops over bucket_of: the histogram's
+// masses, and one bucket's logits (in order) with the count before it, for
+// every bucket a row reaches, the far one included, on rows with a vector
+// tail, -inf and NaN entries.
+TEST(Sampler, TopPHistogramPassesMatchPlainLoops) {
+  constexpr int kPerNat = 64, kBuckets = 32 * kPerNat + 1, kLast = kBuckets - 1;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 12.0f);
+  int scanned = 0;
+  for (int64_t n : {1, 7, 16, 37, 1000, 4099})
+    for (int kind = 0; kind < 3; ++kind) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = normal(rng);
+      if (kind >= 1) x[rng() % n] = -kInf;  // at a lane or in the tail
+      if (kind == 2) x[rng() % n] = std::nanf("");
+      if (n == 1) x[0] = 1.5f;  // a row must have a finite top
+      float top = -kInf;
+      for (float v : x) top = std::max(top, v);  // NaN never is the max
+      std::vector<double> mass(kBuckets), plain_mass(kBuckets);
+      double plain_total = 0;
+      for (float v : x) {
+        const double e = std::exp(double(v) - double(top));
+        plain_mass[size_t(simd::bucket_of(v, top, kPerNat, kLast))] += e;
+        plain_total += e;
+      }
+      const double total = simd::exp_histogram(x.data(), n, top, kPerNat, kBuckets, mass.data());
+      if (kind < 2) {  // a NaN's mass is whatever the vector exp makes of it
+        EXPECT_NEAR(total, plain_total, 1e-13 * plain_total);
+        for (int b = 0; b < kBuckets; ++b) ASSERT_NEAR(mass[b], plain_mass[b], 1e-13 * plain_total) << b;
+      }
+      std::set<int> buckets = {0, kLast};
+      for (float v : x) buckets.insert(simd::bucket_of(v, top, kPerNat, kLast));
+      for (int b : buckets) {
+        std::vector<float> in, plain_in;
+        int64_t plain_before = 0;
+        for (float v : x) {
+          const int vb = simd::bucket_of(v, top, kPerNat, kLast);
+          plain_before += vb < b;
+          if (vb == b) plain_in.push_back(v);
+        }
+        in.resize(size_t(n));
+        const auto [before, count] = simd::scan_bucket(x.data(), n, top, kPerNat, kBuckets, b, in.data());
+        in.resize(size_t(count));
+        EXPECT_EQ(before, plain_before) << "n " << n << " bucket " << b;
+        ASSERT_EQ(in.size(), plain_in.size()) << "n " << n << " bucket " << b;
+        for (size_t i = 0; i < in.size(); ++i)  // NaN equals NaN here
+          EXPECT_TRUE(in[i] == plain_in[i] || (std::isnan(in[i]) && std::isnan(plain_in[i])));
+        ++scanned;
+      }
+    }
+  EXPECT_GT(scanned, 6 * 3 * 2);
 }
 
 TEST(Sampler, LogitBiasAdds) {
