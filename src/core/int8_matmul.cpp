@@ -87,8 +87,8 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
   p->tiles = (p->rows + kRows - 1) / kRows;
   const size_t esize = dtype_size(w.scale_dtype);
   const size_t code_bytes = size_t(w.group_size) * kRows * p->bits / 8;
-  p->group_bytes = int8_group_bytes(p->bits, w.group_size, w.scale_dtype);
-  p->tile_bytes = p->group_bytes * size_t(w.groups_per_row());
+  const size_t group_bytes = p->group_bytes();
+  p->tile_bytes = group_bytes * size_t(w.groups_per_row());
   p->data = aligned_bytes(p->bytes());  // zeroed: padding rows get zero codes, scales and biases
   uint8_t* base = p->data.get();
 
@@ -98,7 +98,7 @@ std::shared_ptr<const Int8Packed> int8_pack(std::span<const Matrix* const> parts
     uint8_t q[128];  // one group's codes of one row
     for (int64_t tile = tb; tile < te; ++tile)
       for (int64_t g = 0; g < groups; ++g) {
-        uint8_t* blk = base + tile * p->tile_bytes + g * p->group_bytes;
+        uint8_t* blk = base + tile * p->tile_bytes + g * group_bytes;
         for (int r = 0; r < kRows; ++r) {
           const int64_t row = tile * kRows + r;
           if (row >= p->rows) break;

@@ -46,10 +46,11 @@ struct Int8Packed {
   int group_size = 0;
   DType scale_dtype = DType::F32;
   int64_t tiles = 0;
-  size_t group_bytes = 0;  // one tile's codes + scales + biases of one group
   size_t tile_bytes = 0;
   AlignedBytes data{nullptr, nullptr};
   size_t bytes() const { return size_t(tiles) * tile_bytes; }
+  // One tile's codes + scales + biases of one group.
+  size_t group_bytes() const { return int8_group_bytes(bits, group_size, scale_dtype); }
 };
 
 // Whether this CPU and this matrix can use the packed kernel: AVX-512 VNNI,

@@ -159,14 +159,14 @@ const uint8_t* unpack_6bit_tile(const Int8Packed& w, int64_t tile) {
   thread_local size_t buffer_bytes = 0;
   const int64_t groups = w.cols / GS;
   const size_t code_bytes = size_t(GS) * kRows,
-               group_bytes = int8_group_bytes(8, GS, w.scale_dtype);
+               group_bytes = int8_group_bytes(8, GS, w.scale_dtype), src_bytes = w.group_bytes();
   const size_t meta_bytes = group_bytes - code_bytes;
   if (const size_t need = size_t(groups) * group_bytes; need > buffer_bytes)
     buffer = aligned_bytes(need), buffer_bytes = need;
   const uint8_t* src = w.data.get() + tile * w.tile_bytes;
   uint8_t* dst = buffer.get();
-  for (int64_t g = 0; g < groups; ++g, src += w.group_bytes, dst += group_bytes) {
-    prefetch_far(src, w.group_bytes);  // the tile's one pass over memory
+  for (int64_t g = 0; g < groups; ++g, src += src_bytes, dst += group_bytes) {
+    prefetch_far(src, src_bytes);  // the tile's one pass over memory
 #pragma GCC unroll 16
     for (int j = 0; j < GS / 8; ++j)
       for (int h = 0; h < 2; ++h) {

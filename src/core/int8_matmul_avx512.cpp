@@ -161,7 +161,8 @@ __attribute__((target("avx512f,avx512bw"))) void unpack_codes(const Int8Packed& 
   const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const int64_t groups = w.cols / w.group_size;
-  for (int64_t g = 0; g < groups; ++g, blk += w.group_bytes)
+  const size_t group_bytes = w.group_bytes();
+  for (int64_t g = 0; g < groups; ++g, blk += group_bytes)
     for (int j = 0; j < w.group_size / 8; ++j, out += 128) {
       const __m512i v = _mm512_load_si512(blk + j * 64);
       _mm512_store_si512(out, _mm512_and_si512(v, low4));
@@ -207,7 +208,7 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-int8"))) void amx_block(
     const Int8Packed& w, int64_t tile, const uint8_t* codes, size_t code_stride,
     const QuantizedActivations& a, int64_t t0, int64_t n_tokens, float* y) {
   const int64_t groups = w.cols / GS;
-  const size_t esize = dtype_size(w.scale_dtype);
+  const size_t esize = dtype_size(w.scale_dtype), group_bytes = w.group_bytes();
   const uint8_t* meta = w.data.get() + tile * w.tile_bytes + size_t(GS) * kRows * w.bits / 8;
   const int8_t* x = a.q.data() + t0 * w.cols;
   __m512 acc[kAmxTokens];
@@ -218,11 +219,11 @@ __attribute__((target("avx512f,avx512bw,amx-tile,amx-int8"))) void amx_block(
   for (int64_t g = 0; g < groups; g += 2) {
     if (g + 1 < groups) HEARTH_AMX_GROUP_DOT(1, 5, 7, g + 1);
     _tile_stored(0, dot[0], kRows * 4);
-    amx_scale_group(w.scale_dtype, meta + g * w.group_bytes, esize, dot[0], a, t0, g, groups, acc);
+    amx_scale_group(w.scale_dtype, meta + g * group_bytes, esize, dot[0], a, t0, g, groups, acc);
     if (g + 1 < groups) {
       if (g + 2 < groups) HEARTH_AMX_GROUP_DOT(0, 4, 6, g + 2);
       _tile_stored(1, dot[1], kRows * 4);
-      amx_scale_group(w.scale_dtype, meta + (g + 1) * w.group_bytes, esize, dot[1], a, t0, g + 1,
+      amx_scale_group(w.scale_dtype, meta + (g + 1) * group_bytes, esize, dot[1], a, t0, g + 1,
                       groups, acc);
     }
   }
@@ -253,7 +254,7 @@ void amx_matmul(ThreadPool& pool, const Int8Packed& w, const QuantizedActivation
     amx_configure();
     for (int64_t tile = b; tile < e; ++tile) {
       const uint8_t* codes = w.data.get() + tile * w.tile_bytes;
-      size_t stride = w.group_bytes;
+      size_t stride = w.group_bytes();
       if (w.bits == 4) {
         if (const size_t need = size_t(groups) * w.group_size * kRows; need > unpacked_bytes)
           unpacked = aligned_bytes(need), unpacked_bytes = need;
