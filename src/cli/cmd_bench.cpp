@@ -177,38 +177,38 @@ int cmd_bench(int argc, char** argv) {
   }
   const double gemv_bandwidth = double(head.bytes()) / best_gemv;
 
-  progress("decode");
+  progress("decode, greedy and sampled");
   Generator generator(*model, pool, *kv);
-  // Best decode tok/s over the repeats with these sampling settings; EOS is
-  // never a stop, so every run decodes the same number of tokens.
-  auto decode_rate = [&](const SamplingParams& sampling, int64_t* generated) {
-    GenerateOptions opt;
-    opt.max_tokens = std::min<int64_t>(decode_tokens, ctx - 1);
-    opt.ctx_size = ctx;
-    opt.sampling = sampling;
+  // Best decode tok/s over the repeats, greedy and sampled (the usual chat
+  // settings) taking turns, so a machine whose speed drifts during the run
+  // moves both alike; EOS is never a stop, so every run decodes the same
+  // number of tokens.
+  struct DecodeRate {
+    SamplingParams sampling;
     double best = 0;
-    for (int r = 0; r < repeats; ++r) {
+    int64_t generated = 0;
+  };
+  DecodeRate greedy, sampled;
+  greedy.sampling.temperature = 0;
+  sampled.sampling.temperature = 0.8f;
+  sampled.sampling.top_p = 0.95f;
+  sampled.sampling.seed = 1;
+  GenerateOptions decode_options;
+  decode_options.max_tokens = std::min<int64_t>(decode_tokens, ctx - 1);
+  decode_options.ctx_size = ctx;
+  for (int r = 0; r < repeats; ++r)
+    for (DecodeRate* d : {&greedy, &sampled}) {
+      decode_options.sampling = d->sampling;
       GenerateStats stats;
       generator.run(
-          std::span(tokens.data(), size_t(context)), opt,
+          std::span(tokens.data(), size_t(context)), decode_options,
           [](int32_t, std::span<const float>) { return true; }, &stats);
       // The first token comes from the prefill; decode steps are the rest.
-      double tps = double(stats.generated_tokens - 1) / stats.decode_seconds;
-      if (tps > best) best = tps, *generated = stats.generated_tokens;
+      const double tps = double(stats.generated_tokens - 1) / stats.decode_seconds;
+      if (tps > d->best) d->best = tps, d->generated = stats.generated_tokens;
     }
-    return best;
-  };
-  int64_t generated = 0, sampled_generated = 0;
-  SamplingParams greedy;
-  greedy.temperature = 0;
-  const double best_decode = decode_rate(greedy, &generated);
-  // What sampling over the whole vocabulary adds to a step (the usual chat settings).
-  progress("sampled decode");
-  SamplingParams sampled;
-  sampled.temperature = 0.8f;
-  sampled.top_p = 0.95f;
-  sampled.seed = 1;
-  const double best_sampled = decode_rate(sampled, &sampled_generated);
+  const double best_decode = greedy.best, best_sampled = sampled.best;
+  const int64_t generated = greedy.generated;
 
   nlohmann::json streams = nlohmann::json::array();
   const int64_t stream_steps = std::min<int64_t>(decode_tokens, ctx - context);
@@ -253,8 +253,8 @@ int cmd_bench(int argc, char** argv) {
         {"gbps", decode_bandwidth / 1e9},
         {"fraction_of_bandwidth", decode_bandwidth / bandwidth}}},
       {"sampled_decode",
-       {{"temperature", sampled.temperature},
-        {"top_p", sampled.top_p},
+       {{"temperature", sampled.sampling.temperature},
+        {"top_p", sampled.sampling.top_p},
         {"tokens_per_second", best_sampled},
         {"fraction_of_greedy", best_sampled / best_decode}}},
       {"streams", streams},
@@ -282,7 +282,7 @@ int cmd_bench(int argc, char** argv) {
       100 * decode_bandwidth / bandwidth,
       context > 1 ? (" (after " + std::to_string(context) + " tokens)").c_str() : "");
   std::printf("sampled    %5lld tokens  %9.1f tok/s  (temperature 0.8, top-p 0.95) = %.1f%% of greedy\n",
-              (long long)sampled_generated, best_sampled, 100 * best_sampled / best_decode);
+              (long long)sampled.generated, best_sampled, 100 * best_sampled / best_decode);
   for (const auto& s : streams)
     std::printf("streams    %5lld together  %7.1f tok/s  %.1f per stream  %.2fx one stream\n",
                 (long long)s["streams"].get<int64_t>(), s["tokens_per_second"].get<double>(),
