@@ -45,6 +45,23 @@ inline TileCodes packed_tile(const Int8Packed& w, int64_t tile) {
   return {w.bits, w.data.get() + tile * w.tile_bytes};
 }
 
+// What every target's tile kernel takes from the matrix and the tokens
+// before its loops.
+template <int Bits, int GS, int NT>
+struct TileShape {
+  static constexpr size_t kCodeBytes = size_t(GS) * kPackedRows * Bits / 8;  // one group's
+  int64_t groups;
+  size_t esize;        // one scale's or bias's
+  size_t group_bytes;  // one group's codes, scales and biases
+  const int8_t* xq[NT];  // each token's quantized activations
+  TileShape(const Int8Packed& w, const QuantizedActivations& a, int64_t t0)
+      : groups(w.cols / GS),
+        esize(dtype_size(w.scale_dtype)),
+        group_bytes(int8_group_bytes(Bits, GS, w.scale_dtype)) {
+    for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
+  }
+};
+
 // One target's kernels.
 struct Kernels {
   const char* name;

@@ -79,12 +79,8 @@ void tile_kernel(const Int8Packed& w, const uint8_t* blk, int64_t tile,
   // Code steps (8 columns) whose dot products run up in a partial sum before
   // it folds into the group's int32 sum (Dot::fold).
   constexpr int kSpan = std::min(GS / 8, Dot::template kSpanSteps<Bits>);
-  constexpr size_t kCodeBytes = size_t(GS) * kRows * Bits / 8;
-  const int64_t groups = w.cols / GS;
-  const size_t esize = dtype_size(w.scale_dtype);
-  const size_t group_bytes = int8_group_bytes(Bits, GS, w.scale_dtype);
-  const int8_t* xq[NT];
-  for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
+  const TileShape<Bits, GS, NT> shape(w, a, t0);
+  const auto& [groups, esize, group_bytes, xq] = shape;
   __m256 acc[NT][2];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
@@ -127,7 +123,7 @@ void tile_kernel(const Int8Packed& w, const uint8_t* blk, int64_t tile,
             isum[t][h][c] = Dot::template fold<Bits>(isum[t][h][c], part[t][h][c]);
     }
     for (int h = 0; h < 2; ++h) {
-      const uint8_t* meta = blk + kCodeBytes + h * 8 * esize;
+      const uint8_t* meta = blk + shape.kCodeBytes + h * 8 * esize;
       const __m256 scale = load8_f32(w.scale_dtype, meta);
       __m256 bias = load8_f32(w.scale_dtype, meta + kRows * esize);
       // Codes taken as code - offset: Σ code·xq = Σ (code - offset)·xq + offset·Σ xq.

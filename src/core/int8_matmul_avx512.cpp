@@ -77,12 +77,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
     int64_t t0, float* y) {
   constexpr int kChains = NT < 4 ? 2 : 1;
   constexpr bool kHighInPlace = Bits == 4 && kChains == 2;
-  constexpr size_t kCodeBytes = size_t(GS) * kRows * Bits / 8;
-  const int64_t groups = w.cols / GS;
-  const size_t esize = dtype_size(w.scale_dtype);
-  const size_t group_bytes = int8_group_bytes(Bits, GS, w.scale_dtype);
-  const int8_t* xq[NT];
-  for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
+  const TileShape<Bits, GS, NT> shape(w, a, t0);
+  const auto& [groups, esize, group_bytes, xq] = shape;
   __m512 acc[NT];
 #pragma GCC unroll 8
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
@@ -107,8 +103,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
             _mm512_dpbusd_epi32(isum[t][kChains - 1], second, broadcast4(xq[t] + col0 + 8 * j + 4));
       }
     }
-    const __m512 scale = load16_f32(w.scale_dtype, blk + kCodeBytes);
-    const __m512 bias = load16_f32(w.scale_dtype, blk + kCodeBytes + kRows * esize);
+    const __m512 scale = load16_f32(w.scale_dtype, blk + shape.kCodeBytes);
+    const __m512 bias = load16_f32(w.scale_dtype, blk + shape.kCodeBytes + kRows * esize);
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
       const int64_t gi = (t0 + t) * groups + g;

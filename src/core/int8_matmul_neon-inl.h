@@ -81,12 +81,8 @@ template <int Bits, int NT, int GS>
 void tile_kernel(const Int8Packed& w, const uint8_t* blk, int64_t tile,
                  const QuantizedActivations& a, int64_t t0, float* y) {
   constexpr int kChains = NT <= 2 ? 2 : 1;
-  constexpr size_t kCodeBytes = size_t(GS) * kRows * Bits / 8;
-  const int64_t groups = w.cols / GS;
-  const size_t esize = dtype_size(w.scale_dtype);
-  const size_t group_bytes = int8_group_bytes(Bits, GS, w.scale_dtype);
-  const int8_t* xq[NT];
-  for (int t = 0; t < NT; ++t) xq[t] = a.q.data() + (t0 + t) * w.cols;
+  const TileShape<Bits, GS, NT> shape(w, a, t0);
+  const auto& [groups, esize, group_bytes, xq] = shape;
   float32x4_t acc[NT][4];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t)
@@ -116,7 +112,7 @@ void tile_kernel(const Int8Packed& w, const uint8_t* blk, int64_t tile,
       }
     }
     for (int h = 0; h < 4; ++h) {
-      const uint8_t* meta = blk + kCodeBytes + h * 4 * esize;
+      const uint8_t* meta = blk + shape.kCodeBytes + h * 4 * esize;
       const float32x4_t scale = load4_f32(w.scale_dtype, meta);
       float32x4_t bias = load4_f32(w.scale_dtype, meta + kRows * esize);
       // Codes taken as code - 128: Σ code·xq = Σ (code - 128)·xq + 128·Σ xq.
