@@ -9,6 +9,8 @@
 #include "hwy/contrib/math/math-inl.h"
 // clang-format on
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "core/simd.h"
@@ -41,56 +43,80 @@ double ExpSum(const float* x, int64_t n, double shift, double scale, double* out
   return s;
 }
 
-double ExpHistogram(const float* x, int64_t n, float top, float per_unit, int buckets,
-                    double* mass) {
+// exp(-b / kBucketsPerNat) for each bucket b but the last, whose sums are
+// plain exps.
+const double* BucketScales() {
+  static const auto scales = [] {
+    std::array<double, kBuckets> s;
+    for (int b = 0; b < kLastBucket; ++b) s[size_t(b)] = std::exp(-double(b) / kBucketsPerNat);
+    s[kLastBucket] = 1.0;
+    return s;
+  }();
+  return scales.data();
+}
+
+// A token at distance top - x = b / kBucketsPerNat + r (b its bucket, r less
+// than a bucket's width) has exp(x - top) = exp(-b / kBucketsPerNat) exp(-r):
+// each token adds exp(-r), a short polynomial, to its bucket, and each
+// bucket's sum is scaled once at the end. Only the far bucket's tokens,
+// whose r is not small, take a full exp.
+double ExpHistogram(const float* x, int64_t n, float top, double* mass) {
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> df;
   const hn::Rebind<int32_t, decltype(dd)> di;
   constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(double);
   const int64_t N = hn::Lanes(dd);
-  const int last = buckets - 1;
-  const auto vtop = hn::Set(df, top), vper = hn::Set(df, per_unit);
-  const auto vlast = hn::Set(df, float(last));
-  const auto vshift = hn::Set(dd, double(top));
-  auto acc = hn::Zero(dd), acc_last = hn::Zero(dd);
+  const auto vtop = hn::Set(df, top), vper = hn::Set(df, float(kBucketsPerNat));
+  const auto vlast = hn::Set(df, float(kLastBucket));
+  const auto vtop_d = hn::Set(dd, double(top)), vwidth = hn::Set(dd, 1.0 / kBucketsPerNat);
+  // exp(-r) = sum (-r)^k / k!, k <= 6: below a double's rounding for
+  // |r| <= 1/64 (the float bucket may miss r's range by 4e-6 at most).
+  const auto c2 = hn::Set(dd, 1.0 / 2), c3 = hn::Set(dd, 1.0 / 6), c4 = hn::Set(dd, 1.0 / 24),
+             c5 = hn::Set(dd, 1.0 / 120), c6 = hn::Set(dd, 1.0 / 720), one = hn::Set(dd, 1.0);
+  std::fill(mass, mass + kBuckets, 0.0);
+  auto acc_last = hn::Zero(dd);
   HWY_ALIGN double e_lanes[kMaxLanes];
   HWY_ALIGN int32_t b_lanes[kMaxLanes];
   int64_t i = 0;
   for (; i + N <= n; i += N) {
     const auto v = hn::LoadU(df, x + i);
-    const auto e = hn::Exp(dd, hn::Sub(hn::PromoteTo(dd, v), vshift));
-    acc = hn::Add(acc, e);
-    // Bucket = the distance below the top in 1/per_unit steps, as
-    // bucket_of(); the far tail (most of a peaked vocabulary) sums in a
-    // register instead of one memory cell.
+    const auto xd = hn::PromoteTo(dd, v);
+    // The bucket as bucket_of(); the far tail (most of a very peaked
+    // vocabulary) sums in a register instead of one memory cell.
     const auto dist = hn::Mul(hn::Sub(vtop, v), vper);
     const auto d = hn::IfThenElse(hn::Lt(dist, vlast), dist, vlast);  // NaN too: the far bucket
     const auto b = hn::ConvertTo(di, d);
     const auto far = hn::Ge(d, vlast);
     if (hn::AllTrue(df, far)) {
-      acc_last = hn::Add(acc_last, e);
+      acc_last = hn::Add(acc_last, hn::Exp(dd, hn::Sub(xd, vtop_d)));
       continue;
     }
+    const auto nr = hn::MulAdd(hn::PromoteTo(dd, b), vwidth, hn::Sub(xd, vtop_d));  // -r
+    auto e = hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::MulAdd(c6, nr, c5), nr, c4), nr, c3), nr, c2);
+    e = hn::MulAdd(hn::MulAdd(e, nr, one), nr, one);
+    if (!hn::AllFalse(df, far))
+      e = hn::IfThenElse(hn::Ge(hn::PromoteTo(dd, d), hn::Set(dd, double(kLastBucket))),
+                         hn::Exp(dd, hn::Sub(xd, vtop_d)), e);
     hn::Store(e, dd, e_lanes);
     hn::Store(b, di, b_lanes);
     for (int64_t l = 0; l < N; ++l) mass[b_lanes[l]] += e_lanes[l];
   }
-  double s = hn::GetLane(hn::SumOfLanes(dd, acc));
-  mass[last] += hn::GetLane(hn::SumOfLanes(dd, acc_last));
+  mass[kLastBucket] += hn::GetLane(hn::SumOfLanes(dd, acc_last));
   for (; i < n; ++i) {
-    const double e = std::exp(double(x[i]) - double(top));
-    mass[bucket_of(x[i], top, per_unit, last)] += e;
-    s += e;
+    const int b = bucket_of(x[i], top);
+    const double nr = double(x[i]) - double(top) + (b < kLastBucket ? double(b) / kBucketsPerNat : 0.0);
+    mass[b] += std::exp(nr);
   }
+  const double* scales = BucketScales();
+  double s = 0;
+  for (int b = 0; b < kBuckets; ++b) s += mass[b] *= scales[b];
   return s;
 }
 
-BucketScan ScanBucket(const float* x, int64_t n, float top, float per_unit, int buckets, int bucket,
-                      float* out) {
+BucketScan ScanBucket(const float* x, int64_t n, float top, int bucket, float* out) {
   const hn::ScalableTag<float> df;
   const int64_t N = hn::Lanes(df);
-  const int last = buckets - 1;
-  const auto vtop = hn::Set(df, top), vper = hn::Set(df, per_unit);
+  const auto vtop = hn::Set(df, top), vper = hn::Set(df, float(kBucketsPerNat));
   const auto vb = hn::Set(df, float(bucket)), vnext = hn::Set(df, float(bucket + 1));
   // For a distance d >= 0 (in buckets), bucket_of < bucket is d < bucket;
   // the bucket itself is bucket <= d < bucket + 1, or for the far one
@@ -101,11 +127,11 @@ BucketScan ScanBucket(const float* x, int64_t n, float top, float per_unit, int 
     const auto d = hn::Mul(hn::Sub(vtop, v), vper);
     const auto ahead = hn::Lt(d, vb);
     before += int64_t(hn::CountTrue(df, ahead));
-    const auto in = bucket == last ? hn::Not(ahead) : hn::AndNot(ahead, hn::Lt(d, vnext));
+    const auto in = bucket == kLastBucket ? hn::Not(ahead) : hn::AndNot(ahead, hn::Lt(d, vnext));
     if (!hn::AllFalse(df, in)) k += int64_t(hn::CompressBlendedStore(v, in, df, out + k));
   }
   for (; i < n; ++i) {
-    const int b = bucket_of(x[i], top, per_unit, last);
+    const int b = bucket_of(x[i], top);
     before += b < bucket;
     if (b == bucket) out[k++] = x[i];
   }
@@ -172,13 +198,11 @@ HWY_EXPORT(ArgMax);
 double exp_sum(const float* x, int64_t n, double shift, double scale, double* out, float at_least) {
   return HWY_DYNAMIC_DISPATCH(ExpSum)(x, n, shift, scale, out, at_least);
 }
-double exp_histogram(const float* x, int64_t n, float top, float per_unit, int buckets,
-                     double* mass) {
-  return HWY_DYNAMIC_DISPATCH(ExpHistogram)(x, n, top, per_unit, buckets, mass);
+double exp_histogram(const float* x, int64_t n, float top, double* mass) {
+  return HWY_DYNAMIC_DISPATCH(ExpHistogram)(x, n, top, mass);
 }
-BucketScan scan_bucket(const float* x, int64_t n, float top, float per_unit, int buckets, int bucket,
-                       float* out) {
-  return HWY_DYNAMIC_DISPATCH(ScanBucket)(x, n, top, per_unit, buckets, bucket, out);
+BucketScan scan_bucket(const float* x, int64_t n, float top, int bucket, float* out) {
+  return HWY_DYNAMIC_DISPATCH(ScanBucket)(x, n, top, bucket, out);
 }
 int64_t ids_at_least(const float* x, int64_t n, float at_least, int32_t* ids) {
   return HWY_DYNAMIC_DISPATCH(IdsAtLeast)(x, n, at_least, ids);

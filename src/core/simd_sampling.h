@@ -13,27 +13,27 @@ namespace hearth::simd {
 // reference).
 double exp_sum(const float* x, int64_t n, double shift, double scale, double* out = nullptr,
                float at_least = -std::numeric_limits<float>::infinity());
-// The top-p histogram's bucket of a logit x: its distance below the top in
-// 1/per_unit steps, in float, the last bucket taking everything further
-// down (and NaN).
-inline int bucket_of(float x, float top, float per_unit, int last) {
-  const float d = (top - x) * per_unit;
-  return d < float(last) ? int(d) : last;
+// The sampler's top-p histogram: probabilities by distance below the top
+// logit, kBucketsPerNat buckets to a nat, the last holding everything
+// further down (e^-32 each at most).
+constexpr int kBucketsPerNat = 64, kBuckets = 32 * kBucketsPerNat + 1, kLastBucket = kBuckets - 1;
+
+// The bucket of a logit x (in float; NaN is in the last).
+inline int bucket_of(float x, float top) {
+  const float d = (top - x) * float(kBucketsPerNat);
+  return d < float(kLastBucket) ? int(d) : kLastBucket;
 }
 
-// The sampler's top-p histogram: adds exp(x[i] - top) (in double) to
-// mass[bucket_of(x[i])], buckets of them; returns the sum of all. top is
-// max(x).
-double exp_histogram(const float* x, int64_t n, float top, float per_unit, int buckets,
-                     double* mass);
+// mass[b] = the sum of exp(x[i] - top) (in double) over the x[i] in bucket
+// b, for each of the kBuckets; returns the sum of all. top is max(x).
+double exp_histogram(const float* x, int64_t n, float top, double* mass);
 
-// The x[i] in one bucket of that histogram, written to out in order (room
-// for n floats), and how many lie in the buckets before it.
+// The x[i] in one bucket, written to out in order (room for n floats), and
+// how many lie in the buckets before it.
 struct BucketScan {
   int64_t before, in;
 };
-BucketScan scan_bucket(const float* x, int64_t n, float top, float per_unit, int buckets, int bucket,
-                       float* out);
+BucketScan scan_bucket(const float* x, int64_t n, float top, int bucket, float* out);
 
 // Writes the indices i with x[i] >= at_least to ids, in order; returns how
 // many. ids has room for n.

@@ -149,26 +149,24 @@ float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t
   if (params_.top_p > 0.0f && params_.top_p < 1.0f) {
     // The smallest prefix (in order of logit) of the untempered distribution
     // whose mass reaches top_p, in linear time: a histogram of the
-    // probabilities by distance below the top, kBucketsPerNat to a nat (the
-    // last bucket holds everything further down, e^-32 each at most), then a
-    // sort of the one bucket where the mass reaches top_p. Each chunk of the
-    // row has a histogram of its own (they add up in chunk order), so the
-    // pool's threads can share the pass.
-    constexpr int kBucketsPerNat = 64, kBuckets = 32 * kBucketsPerNat + 1;
+    // probabilities by distance below the top (simd::kBucketsPerNat to a
+    // nat), then a sort of the one bucket where the mass reaches top_p. Each
+    // chunk of the row has a histogram of its own (they add up in chunk
+    // order), so the pool's threads can share the pass.
+    constexpr int kBuckets = simd::kBuckets;
     constexpr int64_t kChunk = 32768;
     const int64_t chunks = (n + kChunk - 1) / kChunk;
-    bucket_mass_.assign(size_t(chunks * kBuckets), 0.0);
+    bucket_mass_.resize(size_t(chunks * kBuckets));
     chunk_mass_.resize(size_t(chunks));
     run_tasks(pool, chunks, [&](int64_t c) {
-      chunk_mass_[size_t(c)] = simd::exp_histogram(
-          logits.data() + c * kChunk, std::min(kChunk, n - c * kChunk), top, float(kBucketsPerNat),
-          kBuckets, bucket_mass_.data() + size_t(c * kBuckets));
+      chunk_mass_[size_t(c)] = simd::exp_histogram(logits.data() + c * kChunk, std::min(kChunk, n - c * kChunk),
+                                                   top, bucket_mass_.data() + size_t(c * kBuckets));
     });
     const double total = std::accumulate(chunk_mass_.begin(), chunk_mass_.end(), 0.0);
     const double target = double(params_.top_p) * total;
     double mass = 0;
     int edge = 0;
-    for (; edge < kBuckets - 1; ++edge) {
+    for (; edge < simd::kLastBucket; ++edge) {
       double in_bucket = 0;
       for (int64_t c = 0; c < chunks; ++c) in_bucket += bucket_mass_[size_t(c * kBuckets + edge)];
       if (mass + in_bucket >= target) break;
@@ -176,8 +174,7 @@ float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t
     }
     // The edge bucket's logits, and how many tokens the buckets above it hold.
     edge_.resize(size_t(n));
-    const auto [k, in_edge] =
-        simd::scan_bucket(logits.data(), n, top, float(kBucketsPerNat), kBuckets, edge, edge_.data());
+    const auto [k, in_edge] = simd::scan_bucket(logits.data(), n, top, edge, edge_.data());
     std::sort(edge_.begin(), edge_.begin() + in_edge, std::greater<>());
     int64_t m = 0;
     while (m < in_edge && mass < target) mass += std::exp(double(edge_[size_t(m++)]) - top);
