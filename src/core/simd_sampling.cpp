@@ -80,7 +80,7 @@ double ExpHistogram(const float* x, int64_t n, float top, double* mass) {
   int64_t i = 0;
   for (; i + N <= n; i += N) {
     const auto v = hn::LoadU(df, x + i);
-    const auto xd = hn::PromoteTo(dd, v);
+    const auto below = hn::Sub(hn::PromoteTo(dd, v), vtop_d);  // x - top, exact in double
     // The bucket as bucket_of(); the far tail (most of a very peaked
     // vocabulary) sums in a register instead of one memory cell.
     const auto dist = hn::Mul(hn::Sub(vtop, v), vper);
@@ -88,15 +88,15 @@ double ExpHistogram(const float* x, int64_t n, float top, double* mass) {
     const auto b = hn::ConvertTo(di, d);
     const auto far = hn::Ge(d, vlast);
     if (hn::AllTrue(df, far)) {
-      acc_last = hn::Add(acc_last, hn::Exp(dd, hn::Sub(xd, vtop_d)));
+      acc_last = hn::Add(acc_last, hn::Exp(dd, below));
       continue;
     }
-    const auto nr = hn::MulAdd(hn::PromoteTo(dd, b), vwidth, hn::Sub(xd, vtop_d));  // -r
+    const auto nr = hn::MulAdd(hn::PromoteTo(dd, b), vwidth, below);  // -r
     auto e = hn::MulAdd(hn::MulAdd(hn::MulAdd(hn::MulAdd(c6, nr, c5), nr, c4), nr, c3), nr, c2);
     e = hn::MulAdd(hn::MulAdd(e, nr, one), nr, one);
-    if (!hn::AllFalse(df, far))
+    if (!hn::AllFalse(df, far))  // the far mask again, on double lanes
       e = hn::IfThenElse(hn::Ge(hn::PromoteTo(dd, d), hn::Set(dd, double(kLastBucket))),
-                         hn::Exp(dd, hn::Sub(xd, vtop_d)), e);
+                         hn::Exp(dd, below), e);
     hn::Store(e, dd, e_lanes);
     hn::Store(b, di, b_lanes);
     for (int64_t l = 0; l < N; ++l) mass[b_lanes[l]] += e_lanes[l];
