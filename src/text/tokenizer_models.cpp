@@ -219,6 +219,32 @@ void load_vocab_object(Model& m, ModelData& data, const char* model) {
   data.vocab_object = {};
 }
 
+// SentencePiece byte fallback: a character the vocabulary lacks becomes its
+// UTF-8 bytes' <0xXX> tokens, when every one of them is in the vocabulary.
+class ByteFallback {
+ public:
+  void load(const json& j, const TokenIndex& vocab) {
+    enabled_ = get_or<bool>(j, "byte_fallback", false);
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      ids_[b] = vocab.find(name);
+    }
+  }
+  // Appends ch's byte tokens; false (nothing appended) when off or one is missing.
+  bool push(std::string_view ch, std::vector<int32_t>& ids) const {
+    if (!enabled_) return false;
+    for (unsigned char b : ch)
+      if (ids_[b] < 0) return false;
+    for (unsigned char b : ch) ids.push_back(ids_[b]);
+    return true;
+  }
+
+ private:
+  bool enabled_ = false;
+  std::array<int32_t, 256> ids_{};
+};
+
 // ------------------------------------------------------------------------ BPE
 
 class BPE final : public Model {
@@ -230,7 +256,7 @@ class BPE final : public Model {
       unk_token_ = it->get<std::string>();
       if (const int32_t id = vocab.find(unk_token_); id >= 0) unk_id = id;
     }
-    byte_fallback_ = get_or<bool>(j, "byte_fallback", false);
+    byte_fallback_.load(j, vocab);
     fuse_unk_ = get_or<bool>(j, "fuse_unk", false);
     ignore_merges_ = get_or<bool>(j, "ignore_merges", false);
     prefix_ = get_or<std::string>(j, "continuing_subword_prefix", "");
@@ -248,11 +274,6 @@ class BPE final : public Model {
       ++rank;
     }
     data.merges = {};
-    for (int b = 0; b < 256; ++b) {
-      char name[8];
-      std::snprintf(name, sizeof name, "<0x%02X>", b);
-      byte_ids_[b] = vocab.find(name);
-    }
     // SentencePiece-style vocabularies: a word is the whole text, so cut it
     // before each "▁" that follows another character. No merge can cross such
     // a cut unless a token contains "X▁" (X ≠ ▁); the few that do are checked
@@ -359,15 +380,7 @@ class BPE final : public Model {
         continue;
       }
       const std::string_view ch = unknown_text[static_cast<size_t>(-1 - s)];
-      if (byte_fallback_) {
-        bool all = true;
-        for (unsigned char b : ch) all = all && byte_ids_[b] >= 0;
-        if (all) {
-          for (unsigned char b : ch) ids.push_back(byte_ids_[b]);
-          continue;
-        }
-      }
-      if (unk_id) ids.push_back(*unk_id);
+      if (!byte_fallback_.push(ch, ids) && unk_id) ids.push_back(*unk_id);
     }
     if (cacheable) cache_.put(word, ids.data() + start, ids.size() - start);
   }
@@ -376,9 +389,9 @@ class BPE final : public Model {
   bool split_meta_ = false;
   std::vector<std::pair<std::string, size_t>> spanning_;  // tokens with "X▁" inside
   std::string unk_token_;
-  bool byte_fallback_ = false, fuse_unk_ = false, ignore_merges_ = false;
+  ByteFallback byte_fallback_;
+  bool fuse_unk_ = false, ignore_merges_ = false;
   std::string prefix_;
-  std::array<int32_t, 256> byte_ids_{};
   WordCache cache_;
 };
 
@@ -482,17 +495,12 @@ class Unigram final : public Model {
       if (id < 0 || static_cast<size_t>(id) >= id_to_token.size()) bad("Unigram unk_id out of range");
       unk_id = static_cast<int32_t>(id);
     }
-    byte_fallback_ = get_or<bool>(j, "byte_fallback", false);
     double min_score = std::numeric_limits<double>::infinity();
     for (double s : scores_) min_score = std::min(min_score, s);
     unk_score_ = (scores_.empty() ? 0.0 : min_score) - 10.0;
     if (unk_id) scores_[static_cast<size_t>(*unk_id)] = unk_score_;
     for (const std::string& p : id_to_token) trie_.insert(p, vocab.find(p));
-    for (int b = 0; b < 256; ++b) {
-      char name[8];
-      std::snprintf(name, sizeof name, "<0x%02X>", b);
-      byte_ids_[b] = vocab.find(name);
-    }
+    byte_fallback_.load(j, vocab);
   }
 
   void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
@@ -564,23 +572,14 @@ class Unigram final : public Model {
         continue;
       }
       const std::string_view ch(w.data() + pos[s_char], pos[e] - pos[s_char]);
-      if (byte_fallback_) {
-        bool all = true;
-        for (unsigned char b : ch) all = all && byte_ids_[b] >= 0;
-        if (all) {
-          for (unsigned char b : ch) ids.push_back(byte_ids_[b]);
-          continue;
-        }
-      }
-      if (unk_id) ids.push_back(*unk_id);
+      if (!byte_fallback_.push(ch, ids) && unk_id) ids.push_back(*unk_id);
     }
   }
 
   std::vector<double> scores_;
   double unk_score_ = 0;
-  bool byte_fallback_ = false;
+  ByteFallback byte_fallback_;
   ByteTrie trie_;  // every piece, with its id
-  std::array<int32_t, 256> byte_ids_{};
 };
 
 // ------------------------------------------------------------------- tiktoken
