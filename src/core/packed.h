@@ -1,18 +1,15 @@
 // What the repacked-weight kernels (int8_matmul, bf16_matmul) share: the
-// tile height, 64-byte aligned storage, the weight-stream prefetch, and the
-// intrinsics header (x86, or NEON on 64-bit Arm).
+// tile height, the weight-stream prefetch, and the intrinsics header (x86, or
+// NEON on 64-bit Arm).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
-#include <new>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "core/aligned_bytes.h"
 #include "core/matrix.h"
 
 #if defined(__x86_64__)
@@ -31,8 +28,6 @@ namespace hearth {
 
 // Rows per packed tile: one per 32-bit lane of a 512-bit register.
 constexpr int kPackedRows = 16;
-
-using AlignedBytes = std::unique_ptr<uint8_t, void (*)(void*)>;
 
 // The rows of several matrices in the same format and with the same columns,
 // one after another: packing them as one matrix (q/k/v, gate/up) makes one
@@ -66,15 +61,6 @@ class RowStack {
   std::vector<int64_t> starts_;
   int64_t rows_ = 0;
 };
-
-// Zeroed storage aligned for 512-bit loads.
-inline AlignedBytes aligned_bytes(size_t n) {
-  const size_t size = (std::max<size_t>(n, 1) + 63) / 64 * 64;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, size));
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, size);
-  return AlignedBytes(p, std::free);
-}
 
 // How far ahead of use the packed kernels prefetch their weight stream, in
 // bytes: near lines into L1, far ones into L2. Decode is bound by memory and

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/aligned_bytes.h"
 #include "core/amx.h"
 #include "core/bf16_matmul.h"
 #include "core/cpu_features.h"
@@ -574,6 +576,44 @@ TEST(Ops, AttentionOverBlocksMatchesReference) {
 
 namespace hearth {
 namespace {
+
+// Packed weights live in huge-page storage (decode's TLB misses on 4 KB pages
+// cost a VM several times its memory rate): a large buffer starts on a 2 MB
+// boundary and its mapping carries the kernel's huge-page request ("hg").
+#if defined(__linux__)
+TEST(Storage, LargeBuffersStartOnHugePagesAndAskForThem) {
+  const size_t huge = size_t(2) << 20;
+  AlignedBytes large = aligned_bytes(3 * huge + 100);
+  const auto at = reinterpret_cast<uintptr_t>(large.get());
+  EXPECT_EQ(at % huge, 0u);
+  EXPECT_TRUE(std::all_of(large.get(), large.get() + 3 * huge + 100, [](uint8_t b) { return b == 0; }));
+  AlignedBytes small = aligned_bytes(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.get()) % 64, 0u);
+
+  if (std::FILE* thp = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
+    std::fclose(thp);
+  } else {
+    GTEST_SKIP() << "this kernel has no transparent huge pages";
+  }
+  // /proc/self/smaps: a range line ("start-end perms ..."), then its fields.
+  std::FILE* f = std::fopen("/proc/self/smaps", "r");
+  ASSERT_NE(f, nullptr);
+  char line[512];
+  bool inside = false;
+  std::string flags;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line, "%lx-%lx ", &start, &end) == 2) {
+      inside = start <= at && at < end;
+    } else if (inside && std::strncmp(line, "VmFlags:", 8) == 0) {
+      flags = line;
+      break;
+    }
+  }
+  std::fclose(f);
+  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+}
+#endif
 
 // The scalar half-precision conversions against the compiler's own _Float16
 // where it has one (x86 with GCC, or clang from 15), over every half value
