@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "core/aligned_bytes.h"
 #include "core/amx.h"
 #include "core/bandwidth.h"
 #include "core/bf16_matmul.h"
@@ -238,6 +239,7 @@ int cmd_bench(int argc, char** argv) {
       {"simd_target", simd::target_name()},
       {"int8_target", int8_target()},
       {"bf16_target", bf16_target()},
+      {"transparent_huge_pages", transparent_huge_pages()},
       {"weight_bytes", model->weight_bytes()},
       {"memory_read_bandwidth_gbps", bandwidth / 1e9},
       {"prefill", prefill},
@@ -266,10 +268,10 @@ int cmd_bench(int argc, char** argv) {
   std::printf("model      %s (%s), %.1f MB of weights\n", dir.string().c_str(),
               cfg.architecture.c_str(), model->weight_bytes() / 1e6);
   std::printf(
-      "machine    %d threads, %s, SIMD target %s, int8 kernels %s, bf16 kernels %s, memory read "
-      "%.1f GB/s\n",
+      "machine    %d threads, %s, SIMD target %s, int8 kernels %s, bf16 kernels %s, huge pages "
+      "%s, memory read %.1f GB/s\n",
       pool.size(), cpu_summary().c_str(), simd::target_name(), int8_target(), bf16_target(),
-      bandwidth / 1e9);
+      transparent_huge_pages().c_str(), bandwidth / 1e9);
   for (const auto& p : prefill)
     std::printf("prefill    %5lld tokens  %9.1f tok/s\n", (long long)p["tokens"].get<int64_t>(),
                 p["tokens_per_second"].get<double>());

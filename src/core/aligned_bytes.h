@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <fstream>
 #include <new>
+#include <string>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -33,6 +35,17 @@ inline AlignedBytes aligned_bytes(size_t n) {
 #endif
   std::memset(p, 0, size);
   return AlignedBytes(static_cast<uint8_t*>(p), std::free);
+}
+
+// The kernel's transparent-huge-page setting ("always", "madvise" or
+// "never"; "none" without the feature): under "never" aligned_bytes gets
+// 4 KB pages, and memory-bound decode may run far below the bandwidth.
+inline std::string transparent_huge_pages() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(in, line)) return "none";
+  const size_t open = line.find('['), close = line.find(']');  // "always [madvise] never"
+  return open != std::string::npos && close > open ? line.substr(open + 1, close - open - 1) : "none";
 }
 
 }  // namespace hearth

@@ -78,6 +78,12 @@ check "bench --json prints the measurements" \
            if(!(b.decode.tokens_per_second>0 && b.prefill[0].tokens_per_second>0 && b.memory_read_bandwidth_gbps>0)) process.exit(1)' \
   "$tmp/bench.json"
 
+thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+check "bench --json names the kernel's huge-page setting" \
+  node -e 'const b=JSON.parse(require("fs").readFileSync(process.argv[1]));
+           if(b.transparent_huge_pages!==(process.argv[2]||"none")) process.exit(1)' \
+  "$tmp/bench.json" "$thp"
+
 "$hearth" bench --prefill 8 --decode 8 --repeats 1 --json >"$tmp/b1.json" 2>/dev/null
 "$hearth" bench --prefill 8 --decode 8 --context 200 --repeats 1 --json >"$tmp/b200.json" 2>/dev/null
 check "bench --context: decodes after the prompt and counts its KV reads in the bytes" \
