@@ -7,9 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <fstream>
 #include <new>
-#include <string>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -19,6 +17,9 @@ namespace hearth {
 
 using AlignedBytes = std::unique_ptr<uint8_t, void (*)(void*)>;
 
+// A huge page on x86-64 and on Arm with 4 KB base pages.
+constexpr size_t kHugePageBytes = size_t(2) << 20;
+
 // Zeroed storage aligned for 512-bit loads. Storage of a huge page or more
 // (the packed weights) starts on a huge-page boundary and asks the kernel for
 // huge pages: decode reads every weight once a token, and with 4 KB pages
@@ -26,26 +27,14 @@ using AlignedBytes = std::unique_ptr<uint8_t, void (*)(void*)>;
 // costs a two-level page walk. Measured on a Zen 5 VM, 8-bit qwen3-0.6b decode
 // on 1 thread: 3-15 tok/s with 4 KB pages, 30-35 with huge pages.
 inline AlignedBytes aligned_bytes(size_t n) {
-  constexpr size_t kHugePage = size_t(2) << 20;
   const size_t size = (std::max<size_t>(n, 1) + 63) / 64 * 64;
   void* p = nullptr;
-  if (posix_memalign(&p, size >= kHugePage ? kHugePage : 64, size) != 0) throw std::bad_alloc();
+  if (posix_memalign(&p, size >= kHugePageBytes ? kHugePageBytes : 64, size) != 0) throw std::bad_alloc();
 #if defined(MADV_HUGEPAGE)
-  if (size >= kHugePage) ::madvise(p, size, MADV_HUGEPAGE);  // before the first touch below
+  if (size >= kHugePageBytes) ::madvise(p, size, MADV_HUGEPAGE);  // before the first touch below
 #endif
   std::memset(p, 0, size);
   return AlignedBytes(static_cast<uint8_t*>(p), std::free);
-}
-
-// The kernel's transparent-huge-page setting ("always", "madvise" or
-// "never"; "none" without the feature): under "never" aligned_bytes gets
-// 4 KB pages, and memory-bound decode may run far below the bandwidth.
-inline std::string transparent_huge_pages() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  if (!std::getline(in, line)) return "none";
-  const size_t open = line.find('['), close = line.find(']');  // "always [madvise] never"
-  return open != std::string::npos && close > open ? line.substr(open + 1, close - open - 1) : "none";
 }
 
 }  // namespace hearth

@@ -580,9 +580,6 @@ TEST(Ops, AttentionOverBlocksMatchesReference) {
 namespace hearth {
 namespace {
 
-// Packed weights live in huge-page storage (decode's TLB misses on 4 KB pages
-// cost a VM several times its memory rate): a large buffer starts on a 2 MB
-// boundary and its mapping carries the kernel's huge-page request ("hg").
 #if defined(__linux__)
 // The VmFlags line of the mapping holding `at`, from /proc/self/smaps (a range
 // line "start-end perms ...", then its fields); empty where none holds it.
@@ -605,8 +602,11 @@ std::string mapping_flags(uintptr_t at) {
   return flags;
 }
 
+// Packed weights live in huge-page storage (decode's TLB misses on 4 KB pages
+// cost a VM several times its memory rate): a large buffer starts on a 2 MB
+// boundary and its mapping carries the kernel's huge-page request ("hg").
 TEST(Storage, LargeBuffersStartOnHugePagesAndAskForThem) {
-  const size_t huge = size_t(2) << 20;
+  const size_t huge = kHugePageBytes;
   AlignedBytes large = aligned_bytes(3 * huge + 100);
   const auto at = reinterpret_cast<uintptr_t>(large.get());
   EXPECT_EQ(at % huge, 0u);
