@@ -33,6 +33,7 @@ FinishReason Generator::run(std::span<const int32_t> prompt, const GenerateOptio
                     {options.eos_ids, options.max_tokens, ctx}, options.constraint);
   GenerateStats local;
   GenerateStats& st = stats ? *stats : local;
+  st = {};
   st.prompt_tokens = int64_t(prompt.size());
 
   auto t0 = std::chrono::steady_clock::now();
@@ -50,7 +51,9 @@ FinishReason Generator::run(std::span<const int32_t> prompt, const GenerateOptio
   FinishReason reason = FinishReason::Length;
   while (options.max_tokens != 0) {
     std::span<const float> last(logits_.data() + logits_.size() - size_t(vocab), size_t(vocab));
+    const auto chosen_at = std::chrono::steady_clock::now();
     int32_t token = decoding.next(last, &pool_);
+    st.choosing_seconds += seconds_since(chosen_at);
     st.generated_tokens = decoding.generated_tokens();
     if (!on_token(token, last)) {
       reason = FinishReason::Cancelled;

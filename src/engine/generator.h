@@ -26,6 +26,9 @@ struct GenerateOptions {
 struct GenerateStats {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
+  // Of the decode: the time spent choosing tokens from the logits (the
+  // sampler, or greedy's argmax), the first token's choice included.
+  double choosing_seconds = 0;
 };
 
 // Called with each new token and its logits (before sampling's changes);

@@ -78,6 +78,13 @@ check "bench --json prints the measurements" \
            if(!(b.decode.tokens_per_second>0 && b.prefill[0].tokens_per_second>0 && b.memory_read_bandwidth_gbps>0)) process.exit(1)' \
   "$tmp/bench.json"
 
+check "bench --json: each mode's time choosing a token, and what sampling adds to a step" \
+  node -e 'const b=JSON.parse(require("fs").readFileSync(process.argv[1])); const s=b.sampled_decode;
+           const added=(s.choosing_ms_per_token-s.greedy_choosing_ms_per_token)/1e3*b.decode.tokens_per_second;
+           if(!(s.choosing_ms_per_token>0 && s.greedy_choosing_ms_per_token>0 &&
+                Math.abs(s.added_fraction_of_greedy_step-added)<1e-9)) process.exit(1)' \
+  "$tmp/bench.json"
+
 thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
 check "bench --json names the kernel's huge-page setting" \
   node -e 'const b=JSON.parse(require("fs").readFileSync(process.argv[1]));
