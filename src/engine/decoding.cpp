@@ -59,8 +59,8 @@ void Decoding::constrain(std::span<const float> logits, std::span<float> out) {
 
 int32_t Decoding::next(std::span<const float> logits, ThreadPool* pool) {
   int32_t token;
-  if (!matcher_ && sampler_.plain_greedy()) {
-    token = Sampler::argmax(logits);  // plain greedy: nothing to change, so no copy
+  if (!matcher_ && !sampler_.params().has_processors()) {
+    token = sampler_.choose(logits, pool);  // nothing changes the row, so no copy
   } else {
     scratch_.assign(logits.begin(), logits.end());
     if (matcher_) constrain(logits, scratch_);

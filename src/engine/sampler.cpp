@@ -95,9 +95,13 @@ void Sampler::partition(std::span<const float> logits, int64_t keep) {
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history,
                         ThreadPool* pool) {
+  if (params_.has_processors()) process(logits, history);
+  return choose(logits, pool);
+}
+
+int32_t Sampler::choose(std::span<const float> logits, ThreadPool* pool) {
   // The server validates its requests; the engine's own callers may not.
   if (std::isnan(params_.temperature)) throw std::invalid_argument("the temperature is not a number");
-  if (params_.has_processors()) process(logits, history);
   if (params_.temperature <= 0.0f) return argmax(logits);
   const int64_t n = int64_t(logits.size());
   const float top = simd::max_value(logits.data(), n);

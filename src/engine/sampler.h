@@ -62,10 +62,11 @@ class Sampler {
 
   // Applies only the logits processors, in place (what sample() does first).
   void process(std::span<float> logits, std::span<const int32_t> history);
+  // What sample() does after the processors: the filters and the draw (or
+  // the argmax), which leave the row as it is.
+  int32_t choose(std::span<const float> logits, ThreadPool* pool = nullptr);
 
   const SamplingParams& params() const { return params_; }
-  // sample() is argmax of the logits as given: greedy with no processor.
-  bool plain_greedy() const { return params_.temperature <= 0.0f && !params_.has_processors(); }
   static int32_t argmax(std::span<const float> logits);
 
  private:
