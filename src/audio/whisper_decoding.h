@@ -15,7 +15,7 @@
 
 #include "core/thread_pool.h"
 #include "model/whisper.h"
-#include "text/whisper_tokenizer.h"
+#include "text/tokenizer/whisper.h"
 
 namespace hearth::audio {
 

@@ -8,7 +8,7 @@
 #include "cli/model_options.h"
 #include "engine/embedding.h"
 #include "io/pooling_config.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace hearth::cli {
 

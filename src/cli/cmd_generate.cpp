@@ -8,7 +8,7 @@
 #include "cli/model_options.h"
 #include "engine/generator.h"
 #include "text/chat_prompt.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace hearth::cli {
 

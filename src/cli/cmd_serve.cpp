@@ -12,7 +12,7 @@
 #include "model/whisper.h"
 #include "server/prompt.h"
 #include "server/server.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace hearth::cli {
 

@@ -2,7 +2,7 @@
 // model's tokenizer. With --jsonl, each input line is one JSON string (or, with
 // --decode, one JSON array of ids) and each output line answers it — the batch
 // mode the tokenizer comparison tests use. With --vocab-size, the tokenizer
-// is Whisper's (text/whisper_tokenizer.h) for a model of that n_vocab.
+// is Whisper's (text/tokenizer/whisper.h) for a model of that n_vocab.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,8 +17,8 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "text/tokenizer.h"
-#include "text/whisper_tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
+#include "text/tokenizer/whisper.h"
 
 namespace hearth::cli {
 

@@ -14,7 +14,7 @@
 
 #include "engine/engine.h"
 #include "engine/stop_matcher.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace hearth::server {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "server/api_error.h"
-#include "text/jinja_error.h"
+#include "text/jinja/error.h"
 
 namespace hearth::server {
 

@@ -21,7 +21,7 @@
 #include "server/openai_request.h"
 #include "text/chat.h"
 #include "text/chat_prompt.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 #include "text/tools/output_parser.h"
 
 namespace hearth::server {

@@ -21,7 +21,7 @@
 #include "io/pooling_config.h"
 #include "server/audio_sessions.h"
 #include "server/prompt.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace hearth::server {
 

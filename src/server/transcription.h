@@ -17,7 +17,7 @@
 #include "audio/transcriber.h"
 #include "core/thread_pool.h"
 #include "model/whisper.h"
-#include "text/whisper_tokenizer.h"
+#include "text/tokenizer/whisper.h"
 
 namespace hearth::server {
 

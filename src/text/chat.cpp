@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "core/read_file.h"
-#include "text/jinja.h"
-#include "text/jinja_json.h"
+#include "text/jinja/jinja.h"
+#include "text/jinja/json.h"
 
 namespace hearth::text {
 

@@ -1,6 +1,6 @@
 // Chat templates: turning a conversation into the prompt text a model was
 // trained on, exactly as Hugging Face transformers' apply_chat_template does
-// (tokenize=False), with hearth's Jinja engine (text/jinja.h).
+// (tokenize=False), with hearth's Jinja engine (text/jinja/jinja.h).
 //
 // The rendered prompt is plain text that already contains the model's
 // special tokens as text (e.g. "<|im_start|>", and bos_token where the
@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/jinja_error.h"
+#include "text/jinja/error.h"
 
 namespace hearth::text {
 

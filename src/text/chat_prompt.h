@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "text/chat.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace hearth::text {
 

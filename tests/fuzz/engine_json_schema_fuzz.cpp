@@ -16,7 +16,7 @@
 #include "engine/grammar/matcher.h"
 #include "engine/grammar/vocabulary.h"
 #include "fuzz_support.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 using namespace hearth;
 using ojson = nlohmann::ordered_json;

@@ -33,7 +33,7 @@
 #include "server/openai_request.h"
 #include "server/prompt.h"
 #include "server/responses_request.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 using namespace hearth;
 using namespace hearth::server;

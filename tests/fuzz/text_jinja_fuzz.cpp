@@ -1,7 +1,7 @@
 // Chat templates from fuzzed bytes: parsed, then rendered with a fixed
 // conversation that has what real templates look at (system, user text and
 // parts, an assistant turn with reasoning and tool calls, a tool result,
-// tools, kwargs). Every failure must be a TemplateError (text/jinja_error.h):
+// tools, kwargs). Every failure must be a TemplateError (text/jinja/error.h):
 // syntax, raise_exception, undefined, type, sandbox, or a limit (nesting,
 // recursion, range, output and loop sizes) — never a crash, a hang or
 // unbounded memory.
@@ -10,7 +10,7 @@
 
 #include "fuzz_support.h"
 #include "text/chat.h"
-#include "text/jinja.h"
+#include "text/jinja/jinja.h"
 
 using namespace hearth;
 using ojson = nlohmann::ordered_json;

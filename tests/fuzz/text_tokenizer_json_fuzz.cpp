@@ -1,14 +1,14 @@
 // tokenizer.json (and tokenizer_config.json) from fuzzed bytes, loaded as a
 // model directory's are, then used. The input is tokenizer.json, optionally
 // followed by a line "\n---config---\n" and tokenizer_config.json.
-// Bad files must be refused with std::runtime_error (text/tokenizer.h); a
+// Bad files must be refused with std::runtime_error (text/tokenizer/tokenizer.h); a
 // tokenizer that loads must encode and decode without failing.
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
 
 #include "fuzz_support.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 using namespace hearth;
 

@@ -18,7 +18,7 @@
 #include "engine/grammar/json_schema.h"
 #include "engine/grammar/matcher.h"
 #include "engine/grammar/vocabulary.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace hearth::grammar::test {
 

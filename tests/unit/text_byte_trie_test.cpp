@@ -1,6 +1,6 @@
 // ByteTrie: longest-prefix matching and the node walk, including keys that
 // are prefixes of one another and bytes above 0x7f.
-#include "text/byte_trie.h"
+#include "text/tokenizer/byte_trie.h"
 
 #include <gtest/gtest.h>
 

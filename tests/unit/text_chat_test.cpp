@@ -9,7 +9,7 @@
 
 #include "text/chat.h"
 #include "text/chat_prompt.h"
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/jinja.h"
-#include "text/jinja_json.h"
-#include "text/jinja_value.h"
+#include "text/jinja/jinja.h"
+#include "text/jinja/json.h"
+#include "text/jinja/value.h"
 
 namespace {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 #include "shared_audio.h"
-#include "text/tokenizer_components.h"
-#include "text/tokenizer_regex.h"
+#include "text/tokenizer/components.h"
+#include "text/tokenizer/regex.h"
 #include "text/unicode.h"
 
 using namespace hearth::text;

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 using hearth::text::StreamDecoder;
 using hearth::text::Tokenizer;

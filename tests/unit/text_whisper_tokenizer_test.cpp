@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "text/whisper_tokenizer.h"
+#include "text/tokenizer/whisper.h"
 #include "shared_audio.h"
 
 using hearth::text::WhisperTokenizer;

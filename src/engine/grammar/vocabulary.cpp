@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "text/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace hearth::grammar {
 
