@@ -113,6 +113,9 @@ int cmd_bench(int argc, char** argv) {
   const int repeats = int(args.integer("repeats", 3));
   const int64_t decode_tokens = args.integer("decode", 128);
   const int64_t context = args.integer("context", 1);
+  if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");
+  // The first token comes from the prefill: a rate needs a decode step after it.
+  if (decode_tokens < 2) throw std::runtime_error("--decode must be at least 2");
   if (context < 1) throw std::runtime_error("--context must be at least 1");
   const std::vector<int64_t> prefill_lengths =
       parse_integers(args.str("prefill", "64,512"), "--prefill", "a prompt length");

@@ -105,6 +105,10 @@ check "bench --streams: one stream first, then the batched rate and its ratio" \
                 s[1].tokens_per_second>0 && Math.abs(s[1].per_stream*3-s[1].tokens_per_second)<1e-9 &&
                 Math.abs(s[1].ratio_to_one_stream-s[1].tokens_per_second/s[0].tokens_per_second)<1e-9)) process.exit(1)' \
   "$tmp/bs.json"
+"$hearth" bench --prefill 8 --decode 8 --repeats 0 >/dev/null 2>"$tmp/e8"; rc=$?
+check "bench --repeats 0 is refused" clean_error $rc
+"$hearth" bench --prefill 8 --decode 1 --repeats 1 >/dev/null 2>"$tmp/e9"; rc=$?
+check "bench --decode 1 is refused (no decode step to time)" clean_error $rc
 "$hearth" bench --prefill 8 --decode 8 --repeats 1 --streams 0 >/dev/null 2>"$tmp/e6"; rc=$?
 check "bench --streams 0 is refused" clean_error $rc
 "$hearth" bench --prefill 8 --decode 8 --repeats 1 --streams 2,x >/dev/null 2>"$tmp/e7"; rc=$?
