@@ -51,7 +51,7 @@ class Decoding {
   StopRules rules_;
   int64_t prompt_tokens_;
   std::vector<int32_t> history_;
-  std::vector<float> scratch_;  // the sampler's working copy of the logits
+  std::vector<float> scratch_;  // the logits the grammar or the processors change (else none)
   std::optional<grammar::Matcher> matcher_;
   std::vector<uint32_t> mask_;  // scratch: the grammar's allowed tokens
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
 #include <vector>
 
 namespace hearth {
@@ -61,6 +63,43 @@ TEST(Decoding, PenaltiesSeeThePromptAndTheOutput) {
   std::vector<float> l = {0, 0, 2.0f, 0, 0, 1.5f, 1.0f, 0};
   EXPECT_EQ(d.next(l), 5);
   EXPECT_EQ(d.next(l), 6);
+}
+
+// Decoding samples a row in place when nothing changes it (no grammar, no
+// logits processor) and on a copy otherwise: either way it must draw what
+// Sampler::sample draws on a copy with the same seed and history, and leave
+// the caller's row as it was. Rows of 5000 (a survivor list) and 150k flat
+// logits (the draw in place) under each filter.
+TEST(Decoding, SamplesLikeTheSamplerAndLeavesTheRowAsItWas) {
+  std::vector<SamplingParams> settings(6);
+  settings[0].temperature = 0.8f;
+  settings[1].top_p = 0.95f, settings[1].temperature = 0.8f;
+  settings[2].min_p = 0.05f;
+  settings[3].top_k = 20;
+  settings[4].xtc_probability = 0.5f, settings[4].xtc_threshold = 0.05f;
+  settings[5].top_p = 0.9f, settings[5].repetition_penalty = 1.3f;  // a processor: the copy
+  for (int vocab : {5000, 150000})
+    for (size_t c = 0; c < settings.size(); ++c) {
+      SCOPED_TRACE("vocab " + std::to_string(vocab) + ", setting " + std::to_string(c));
+      SamplingParams p = settings[c];
+      p.seed = 9;
+      const std::vector<int32_t> prompt = {1, 2, 3};
+      Decoding decoding(prompt, p, {{}, -1, 1000});
+      Sampler sampler(p);
+      std::vector<int32_t> history = prompt;
+      std::mt19937 gen(5);
+      std::normal_distribution<float> normal(0.0f, vocab > 10000 ? 0.5f : 2.5f);
+      for (int step = 0; step < 6; ++step) {
+        std::vector<float> row(static_cast<size_t>(vocab));
+        for (float& v : row) v = normal(gen);
+        const std::vector<float> before = row;
+        std::vector<float> copy = row;
+        const int32_t expect = sampler.sample(copy, history);
+        ASSERT_EQ(decoding.next(row), expect) << "step " << step;
+        ASSERT_EQ(std::memcmp(row.data(), before.data(), row.size() * sizeof(float)), 0);
+        history.push_back(expect);
+      }
+    }
 }
 
 }  // namespace
