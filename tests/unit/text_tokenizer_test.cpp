@@ -100,6 +100,23 @@ TEST(Tokenizer, BadFileNamesTheFile) {
   EXPECT_THROW(Tokenizer::from_json("{not json", ""), std::runtime_error);
 }
 
+// The models read their integer settings as the other components do: a
+// float or a negative count is refused by name, not converted.
+TEST(Tokenizer, AModelSettingThatIsNoCountIsRefused) {
+  for (const char* bad : {"-3", "3.5"}) {
+    const std::string json = std::string(R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1},)") +
+                             R"( "max_input_chars_per_word": )" + bad + "}}";
+    try {
+      Tokenizer::from_json(json, "");
+      FAIL() << bad;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("max_input_chars_per_word"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(Tokenizer::from_json(
+      R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0, "a": 1}, "max_input_chars_per_word": 3}})", ""));
+}
+
 TEST(Tokenizer, ConcurrentEncodeAgrees) {
   // The word cache and regex match state are shared / per-thread; results
   // must not depend on which thread encodes.

@@ -1,7 +1,7 @@
 // The Jinja interpreter: walks the syntax tree with jinja2's scoping rules
 // (a for-loop iteration, a macro call and a set-block body get their own
 // scope; if does not), Python's operator semantics and jinja2's Undefined.
-// Internal to the engine; users go through jinja.h / chat.h.
+// Internal to the engine; users go through jinja.h (or text/chat.h).
 #pragma once
 
 #include <memory>

@@ -2,6 +2,9 @@
 // SentencePiece-style vocabularies, with merges by rank.
 #include "text/tokenizer/models.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "text/unicode.h"
 
 namespace hearth::text::detail {

@@ -1,5 +1,5 @@
 // The pieces of a tokenizer.json pipeline: normalizers, pre-tokenizers,
-// models, post-processors and decoders. Internal to src/text.
+// models, post-processors and decoders. Internal to src/text/tokenizer.
 #pragma once
 
 #include <cstdint>

@@ -1,18 +1,20 @@
 // What the tokenizer.json models share (bpe.cpp, word_piece.cpp,
 // unigram.cpp, tiktoken.cpp): a word cache, the merge loop of the byte-pair
-// models, the vocabulary loader and SentencePiece's byte fallback; and each
-// model's constructor, which make_model (models.cpp) picks by the model's
-// type.
+// models, the vocabulary loader and SentencePiece's byte fallback; and the
+// constructors of the tokenizer.json models, which make_model (models.cpp)
+// picks by the model's type (tiktoken's is make_tiktoken_model, components.h).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <queue>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "text/tokenizer/component_util.h"
