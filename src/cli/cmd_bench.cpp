@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -197,14 +198,13 @@ int cmd_bench(int argc, char** argv) {
   // Best decode tok/s over the repeats, greedy and sampled (the usual chat
   // settings) taking turns, so a machine whose speed drifts during the run
   // moves both alike; EOS is never a stop, so every run decodes the same
-  // number of tokens.
-  // Apart from the rates, which a shared memory bus moves by several
-  // percent between runs: each mode's own time choosing a token (the
-  // sampler, or the argmax), measured inside the loop, least over the
-  // repeats.
+  // number of tokens. A shared memory bus still moves the rates by several
+  // percent between runs, so each mode's own time choosing a token (the
+  // sampler, or the argmax) is also kept: measured inside the loop, least
+  // over the repeats.
   struct DecodeRate {
     SamplingParams sampling;
-    double best = 0, choosing = 1e30;
+    double best = 0, choosing = std::numeric_limits<double>::infinity();
     int64_t generated = 0;
   };
   DecodeRate greedy, sampled;

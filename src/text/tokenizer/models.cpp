@@ -1,5 +1,5 @@
-// make_model, and the parts the tokenizer.json models share
-// (models.h).
+// make_model, and the out-of-line parts of what the tokenizer.json models
+// share (models.h).
 #include "text/tokenizer/models.h"
 
 #include <algorithm>
