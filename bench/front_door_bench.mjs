@@ -22,13 +22,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { args, opt, root } from './options.mjs';
 
-const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf('--' + name);
-  return i >= 0 ? args[i + 1] : fallback;
-};
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const positional = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && args[i - 1].startsWith('--')));
 const HEARTH = path.resolve(positional[0] ?? path.join(root, 'build/hearth'));
 // The server tests' launcher (it reads the binary from HEARTH_BIN).

@@ -32,12 +32,8 @@
 // LLAMACPP_BENCH_DEBUG=1 prints every timed run on stderr.
 import path from 'node:path';
 import { getLlama, getModuleVersion, LlamaLogLevel } from 'node-llama-cpp';
+import { args, opt } from './options.mjs';
 
-const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf('--' + name);
-  return i >= 0 ? args[i + 1] : fallback;
-};
 if (args.includes('--help') || !opt('model')) {
   console.error('usage: node bench/llamacpp_compare.mjs --model FILE.gguf [--threads N] ' +
                 '[--prefill 64,512] [--decode 128] [--repeats 3]');

@@ -23,13 +23,8 @@
 import { spawn, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import path from 'node:path';
+import { args, opt, root } from './options.mjs';
 
-const args = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = args.indexOf('--' + name);
-  return i >= 0 ? args[i + 1] : fallback;
-};
-const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const HEARTH = path.resolve(opt('hearth', path.join(root, 'build/hearth')));
 const MODEL = opt('model', null);
 const PROMPT = Number(opt('prompt', 64));

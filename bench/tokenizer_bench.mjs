@@ -5,18 +5,12 @@
 import fs from "node:fs";
 import path from "node:path";
 import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { makeCorpus } from "../tests/text/corpus.mjs";
+import { opt, root } from "./options.mjs";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const argv = process.argv.slice(2);
-const opt = (name, fallback) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : fallback;
-};
-const hearth = path.resolve(opt("--hearth", path.join(root, "build/hearth")));
-const megabytes = Number(opt("--mb", "1"));
+const hearth = path.resolve(opt("hearth", path.join(root, "build/hearth")));
+const megabytes = Number(opt("mb", "1"));
 
 const TOKENIZERS = [
   ["stories260k", "models/stories260k"],
