@@ -113,10 +113,11 @@ async function streamOnce(url, prompt, eosBias, gaps = null, maxTokens = DECODE)
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))];
 const best = (xs) => Math.min(...xs);
-// Tokens per second of all streams together while all of them decode.
+// Tokens per second of all streams together while all of them decode; null
+// when there was no such time (a stream ended before the last one began).
 function decodeWindowRate(runs) {
   const from = Math.max(...runs.map((x) => x.times[0])), to = Math.min(...runs.map((x) => x.times.at(-1)));
-  if (to <= from) return NaN;
+  if (to <= from) return null;
   const events = runs.reduce((n, x) => n + x.times.filter((t) => t > from && t <= to).length, 0);
   return events / ((to - from) / 1000);
 }
@@ -157,8 +158,11 @@ try {
         rates.push((x.tokens - 1) / x.decodeSeconds);
       }
       aggregates.push(runs.reduce((s, x) => s + x.tokens, 0) / wall);
-      decodeAggregates.push(decodeWindowRate(runs));
+      const rate = decodeWindowRate(runs);
+      if (rate !== null) decodeAggregates.push(rate);
     }
+    if (decodeAggregates.length === 0)
+      log(`bench: ${clients} streams never decoded all at once; a larger --decode gives them the time`);
     result.http.push({
       clients,
       ttft_seconds_median: median(ttfts),
@@ -166,7 +170,7 @@ try {
       decode_tokens_per_second_median: median(rates),
       decode_tokens_per_second_best: Math.max(...rates),
       aggregate_tokens_per_second_median: median(aggregates),
-      aggregate_decode_tokens_per_second_median: median(decodeAggregates),
+      aggregate_decode_tokens_per_second_median: decodeAggregates.length ? median(decodeAggregates) : null,
     });
   }
 
@@ -209,7 +213,7 @@ if (JSON_OUT) {
   for (const h of result.http) {
     const d = h.aggregate_decode_tokens_per_second_median;
     console.log(`| ${h.clients} | ${ms(h.ttft_seconds_median)} | ${ms(h.ttft_seconds_best)} | ${h.decode_tokens_per_second_median.toFixed(0)} | ` +
-      `${h.aggregate_tokens_per_second_median.toFixed(0)} | ${d.toFixed(0)} | ${single ? (d / single).toFixed(2) : '-'} |`);
+      `${h.aggregate_tokens_per_second_median.toFixed(0)} | ${d === null ? '-' : d.toFixed(0)} | ${d !== null && single ? (d / single).toFixed(2) : '-'} |`);
   }
   const l = result.inter_token_latency;
   if (l)
