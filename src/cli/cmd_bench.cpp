@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "core/aligned_bytes.h"
 #include "core/amx.h"
 #include "core/bandwidth.h"
 #include "core/bf16_matmul.h"
@@ -30,17 +30,6 @@ std::string cpu_summary() {
   if (amx_bf16_available()) s += " amx-bf16";
   if (amx_int8_available()) s += " amx-int8";
   return s;
-}
-
-// The kernel's transparent-huge-page setting ("always", "madvise" or
-// "never"; "none" without the feature): under "never" aligned_bytes gets
-// 4 KB pages, and memory-bound decode may run far below the bandwidth.
-std::string transparent_huge_pages() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  if (!std::getline(in, line)) return "none";
-  const size_t open = line.find('['), close = line.find(']');  // "always [madvise] never"
-  return open != std::string::npos && close > open ? line.substr(open + 1, close - open - 1) : "none";
 }
 
 const char* kHelp = R"(usage: hearth bench [--model DIR] [options]

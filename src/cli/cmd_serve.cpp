@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "core/aligned_bytes.h"
 #include "engine/engine.h"
 #include "model/whisper.h"
 #include "server/prompt.h"
@@ -185,6 +186,11 @@ int cmd_serve(int argc, char** argv) {
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
+  if (transparent_huge_pages() == "never")
+    std::fprintf(stderr,
+                 "hearth serve: transparent huge pages are off ('never'), so the weights sit on 4 KB pages and "
+                 "decode may run several times slower; 'madvise' in /sys/kernel/mm/transparent_hugepage/enabled "
+                 "turns them on for hearth alone\n");
   const auto dir = model_dir(args);
   const bool transcription_only = is_whisper_checkpoint(dir);
   if (transcription_only) check_transcription_only(args, dir);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -36,5 +37,12 @@ inline AlignedBytes aligned_bytes(size_t n) {
   std::memset(p, 0, size);
   return AlignedBytes(static_cast<uint8_t*>(p), std::free);
 }
+
+// The kernel's transparent-huge-page setting, the bracketed word of the
+// file ("always [madvise] never"): "always", "madvise" or "never", and
+// "none" where the file is missing (no such feature). Under "never"
+// aligned_bytes gets 4 KB pages, and memory-bound decode may run far below
+// the bandwidth.
+std::string transparent_huge_pages(const char* path = "/sys/kernel/mm/transparent_hugepage/enabled");
 
 }  // namespace hearth
