@@ -160,7 +160,9 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed&
     for (int a = 0; a < A; ++a) acc[t][a] = _mm512_setzero_ps();
   int64_t p = 0;
   for (; p + A <= w.pairs; p += A) {
-    if (t0 == 0) prefetch_ahead(reinterpret_cast<const uint8_t*>(blk + p * 32), A * 64);
+    // Only far ahead: the near (L1) prefetch as well was 2-6% slower in
+    // decode on a Zen 5 and no faster in prefill (performance.md).
+    if (t0 == 0) prefetch_far(reinterpret_cast<const uint8_t*>(blk + p * 32), A * 64);
 #pragma GCC unroll 4
     for (int a = 0; a < A; ++a) {
       const __m512bh wv = (__m512bh)_mm512_load_si512(blk + (p + a) * 32);
