@@ -85,7 +85,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
 
   for (int64_t g = 0; g < groups; ++g, blk += group_bytes) {
     // Later token blocks find the tile in cache. A few tokens stream the
-    // tile once: there the near (L1) prefetch cost a Zen 5 6-12% of 4-bit
+    // tile once: there the near (L1) prefetch cost a Zen 5 about 8% of 4-bit
     // decode, as it did the AVX2 kernel on a Zen 3; more tokens reuse each
     // line, and the near one kept prefill about 3% faster (performance.md).
     if (t0 == 0) {

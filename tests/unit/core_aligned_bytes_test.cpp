@@ -2,22 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
 namespace hearth {
 namespace {
-
-TEST(AlignedBytes, IsZeroedAndAlignedForItsSize) {
-  for (size_t n : {size_t(1), size_t(100), kHugePageBytes + 1}) {
-    const AlignedBytes b = aligned_bytes(n);
-    const auto at = reinterpret_cast<uintptr_t>(b.get());
-    EXPECT_EQ(at % (n >= kHugePageBytes ? kHugePageBytes : 64), 0u) << n;
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(b.get()[i], 0) << n << " at " << i;
-  }
-}
 
 // The settings file as each kernel setting writes it, and without it.
 TEST(AlignedBytes, ReadsTheBracketedHugePageSetting) {
