@@ -241,15 +241,16 @@ int cmd_bench(int argc, char** argv) {
                                  kv_bytes_per_position * (double(context) + double(generated) / 2);
   const double decode_bandwidth = bytes_per_token * best_decode;
 
+  const std::string cpu = cpu_summary(), huge_pages = transparent_huge_pages();
   nlohmann::json out = {
       {"model", dir.string()},
       {"architecture", cfg.architecture},
       {"threads", pool.size()},
-      {"cpu", cpu_summary()},
+      {"cpu", cpu},
       {"simd_target", simd::target_name()},
       {"int8_target", int8_target()},
       {"bf16_target", bf16_target()},
-      {"transparent_huge_pages", transparent_huge_pages()},
+      {"transparent_huge_pages", huge_pages},
       {"weight_bytes", model->weight_bytes()},
       {"memory_read_bandwidth_gbps", bandwidth / 1e9},
       {"prefill", prefill},
@@ -283,8 +284,8 @@ int cmd_bench(int argc, char** argv) {
   std::printf(
       "machine    %d threads, %s, SIMD target %s, int8 kernels %s, bf16 kernels %s, huge pages "
       "%s, memory read %.1f GB/s\n",
-      pool.size(), cpu_summary().c_str(), simd::target_name(), int8_target(), bf16_target(),
-      transparent_huge_pages().c_str(), bandwidth / 1e9);
+      pool.size(), cpu.c_str(), simd::target_name(), int8_target(), bf16_target(),
+      huge_pages.c_str(), bandwidth / 1e9);
   for (const auto& p : prefill)
     std::printf("prefill    %5lld tokens  %9.1f tok/s\n", (long long)p["tokens"].get<int64_t>(),
                 p["tokens_per_second"].get<double>());
