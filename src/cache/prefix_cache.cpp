@@ -100,12 +100,13 @@ void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
 bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, int32_t block) {
   if (entries_.contains(hash)) return false;
   int64_t depth = 1;
-  if (auto p = entries_.find(parent); p != entries_.end()) {
+  const auto p = entries_.find(parent);
+  if (p != entries_.end()) {
     depth = p->second.depth + 1;
     ++p->second.children;
   }
   kv_.retain(block);
-  entries_.emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0});
+  entries_.emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0, p != entries_.end()});
   return true;
 }
 
@@ -196,9 +197,11 @@ int64_t PrefixCache::evict_locked(int64_t n, const std::function<bool(const Bloc
     auto it = entries_.find(heap.back().hash);
     heap.pop_back();
     const BlockHash parent = it->second.parent;
+    const bool counted = it->second.counted;
     kv_.unref(it->second.block);
     entries_.erase(it);
     ++freed;
+    if (!counted) continue;
     if (auto p = entries_.find(parent); p != entries_.end() && --p->second.children == 0 &&
                                         evictable(parent, p->second)) {
       heap.push_back(candidate(parent, p->second));

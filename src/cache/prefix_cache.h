@@ -116,7 +116,11 @@ class PrefixCache {
     int64_t depth;      // blocks from the root, this one included
     uint64_t used;      // clock tick of the last lookup or publish
     Clock::time_point used_at;
-    int32_t children;   // indexed blocks whose parent this is
+    int32_t children;   // indexed blocks whose parent this is, counted when they were indexed
+    // Whether the parent was indexed when this block was, and so counts it:
+    // a parent evicted while no request held it may come back later with
+    // none of the children indexed meanwhile counted.
+    bool counted;
   };
   struct Session {
     BlockHash tip;

@@ -165,6 +165,29 @@ TEST(PrefixCache, EvictsLeavesLeastRecentlyUsedFirst) {
   EXPECT_EQ(c.stats().evictions, 2);
 }
 
+// A request holding a private copy of a cached block (a whole-history hit)
+// publishes the next block after the cache has evicted the original: that
+// child is indexed without its parent. When the parent is indexed again
+// and the child goes first, the parent must still be evictable.
+TEST(PrefixCache, AChildIndexedWithoutItsParentLeavesTheParentEvictable) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16), Retention::Lru});
+  auto tokens = iota(8);  // two blocks
+  int seq = f.compute(tokens);
+  const BlockHash first = chain_hash(c.root(), std::span(tokens).first(kBlock));
+  ChainCursor after_first{first, 1};  // the parent is not indexed
+  c.publish(after_first, tokens, 8, f.kv.blocks(seq), {});
+  EXPECT_EQ(c.stats().entries, 1);
+  c.lookup(std::span(tokens).first(kBlock));  // nothing yet; then the parent comes back
+  f.publish(c, seq, std::span(tokens).first(kBlock));
+  EXPECT_EQ(c.stats().entries, 2);
+  f.kv.release(seq);
+  EXPECT_EQ(c.evict(1), 1);  // the orphan child (older)
+  EXPECT_EQ(c.evict(1), 1);  // then the parent, a leaf with no children
+  EXPECT_EQ(c.stats().entries, 0);
+  EXPECT_EQ(f.kv.blocks_free(), f.kv.blocks_total());
+}
+
 TEST(PrefixCache, CostSizeKeepsTheLongestPrefixes) {
   Fixture f;
   PrefixCache c(f.kv, f.root, {cap(16), Retention::CostSize});
