@@ -61,8 +61,9 @@ beats the built-in defaults. See docs/server-config.md.
                                tokens is kept, and the same request sent again resumes where it
                                stopped (default: 16; 0: never)
   --step-tokens N              tokens per engine step, all requests together: decoding streams
-                               first, then prompt chunks (default: 512); smaller keeps streams
-                               smooth while long prompts prefill, larger prefills faster
+                               first, then prompt chunks (default: 512, at least --max-batch);
+                               smaller keeps streams smooth while long prompts prefill, larger
+                               prefills faster
   --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
   --max-batch N                sequences generated together (default: 8)
   --max-body BYTES             largest request body (default: 8388608; past it 413)
@@ -324,8 +325,9 @@ int cmd_serve(int argc, char** argv) {
   } else if (args.has("ssd-cache-max") || args.has("ssd-spill-queue") || args.has("ssd-demote-idle")) {
     throw std::runtime_error("--ssd-cache-max, --ssd-spill-queue and --ssd-demote-idle need --ssd-cache DIR");
   }
-  eopt.step_tokens = args.integer("step-tokens", 512);
-  if (eopt.step_tokens < 1) throw std::runtime_error("--step-tokens must be >= 1");
+  eopt.step_tokens = args.integer("step-tokens", std::max<int64_t>(512, eopt.max_batch));
+  if (eopt.step_tokens < eopt.max_batch)
+    throw std::runtime_error("--step-tokens must be at least --max-batch (" + std::to_string(eopt.max_batch) + ")");
   eopt.generation_checkpoint_tokens = args.integer("generation-checkpoint-tokens", 16);
   if (eopt.generation_checkpoint_tokens < 0) throw std::runtime_error("--generation-checkpoint-tokens must be >= 0");
   const std::string retention = args.str("cache-retention", "lru");

@@ -98,6 +98,11 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
     : model_(std::move(model)),
       options_(options),
       pool_(options.threads > 0 ? options.threads : ThreadPool::default_threads()) {
+  // A step below one token per batch row would leave prompts no room: a
+  // full batch of decoding streams would stall every prefill behind it.
+  if (options.max_batch < 1 || options.step_tokens < options.max_batch)
+    throw std::invalid_argument("the step token budget (" + std::to_string(options.step_tokens) +
+                                ") must be at least the batch size (" + std::to_string(options.max_batch) + ")");
   const KvCacheShape shape = model_->kv_shape(options.kv_type.value_or(model_->native_kv_type()));
   admission_.weights_bytes = model_->weight_bytes();
   // By default: what fits beside the weights in 85% of the memory available now.
@@ -240,6 +245,7 @@ bool Engine::start(Active& a) {
   const int64_t n = int64_t(tokens.size()), bt = kv_->shape().block_tokens;
   a.seq = kv_->create_sequence();
   a.pooled.clear();
+  if (cache_) a.published = {cache_->root(), 0};
   // Mean and first-token pooling need the hidden state of tokens a cached
   // prefix would skip; the last token is always computed.
   if (cache_ && (!a.request.embed || *a.request.embed == io::Pooling::Last)) {
@@ -382,9 +388,10 @@ void Engine::loop() {
       }
     }
     if (stop) {
-      for (auto& a : running) finish(*a, FinishReason::Cancelled, "the server is shutting down");
+      for (auto& a : running) finish(*a, FinishReason::Cancelled);
       return;
     }
+    drop_abandoned();
     // Admit waiting requests, oldest first, while there is a batch slot and
     // KV for the whole history (evicting cache blocks if need be).
     for (;;) {
@@ -397,8 +404,19 @@ void Engine::loop() {
         stats_.queued = int64_t(queue_.size());
         ++stats_.running;
       }
-      if (next->handle->ends_early() || start(*next)) {
+      bool admitted = false;
+      try {
+        admitted = next->handle->ends_early() || start(*next);
+      } catch (const std::exception& e) {  // this request alone ends
+        finish(*next, FinishReason::Stop, std::string("engine error: ") + e.what());
+        continue;
+      }
+      if (admitted) {
         running.push_back(std::move(next));
+        continue;
+      }
+      if (running.empty()) {  // it would never fit: fail it rather than retry forever
+        finish(*next, FinishReason::Stop, "the KV cache cannot hold this request's history");
         continue;
       }
       std::lock_guard lock(mutex_);  // no room yet: it waits at the front
@@ -410,8 +428,7 @@ void Engine::loop() {
 
     // Drop cancelled and stopped requests before spending a step on them.
     for (auto& a : running)
-      if (a->handle->ends_early())
-        finish(*a, a->handle->cancelled() ? FinishReason::Cancelled : FinishReason::Stop);
+      if (a->handle->ends_early()) finish(*a, early_end(*a->handle));
     std::erase_if(running, [](const auto& a) { return a->done; });
     if (running.empty()) {
       update_kv_stats(true);
@@ -453,6 +470,30 @@ void Engine::loop() {
     }
     update_kv_stats(housekeeping_due || running.empty());
   }
+}
+
+FinishReason Engine::early_end(const RequestHandle& h) {
+  // A stop string that matched before the client left still ends it as stopped.
+  return h.stop_requested() ? FinishReason::Stop : FinishReason::Cancelled;
+}
+
+void Engine::drop_abandoned() {
+  // Waiting requests whose client has gone end now, not when a batch slot
+  // frees: they would hold queue places and their readers meanwhile.
+  std::vector<std::unique_ptr<Active>> gone;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = queue_.begin(); it != queue_.end();)
+      if ((*it)->handle->ends_early()) {
+        gone.push_back(std::move(*it));
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    stats_.queued = int64_t(queue_.size());
+    stats_.running += int64_t(gone.size());  // finish() counts each out
+  }
+  for (auto& a : gone) finish(*a, early_end(*a->handle));
 }
 
 void Engine::plan_step(Running& running) {

@@ -78,6 +78,7 @@ class RequestHandle {
   void cancel() { cancelled_ = true; }
   void stop() { stop_requested_ = true; }
   bool cancelled() const { return cancelled_; }
+  bool stop_requested() const { return stop_requested_; }
   bool ends_early() const { return cancelled_ || stop_requested_; }
   const FinishInfo& finish() const { return finish_; }
 
@@ -120,7 +121,7 @@ struct EngineOptions {
   int max_queue = 64;           // waiting requests beyond the running ones
   int max_batch = 8;            // sequences decoded together
   int64_t prefill_chunk = 512;  // prompt tokens per sequence per step
-  int64_t step_tokens = 512;    // tokens per step, all sequences together (decode rows first)
+  int64_t step_tokens = 512;    // tokens per step, all sequences together (decode rows first); >= max_batch
 };
 
 struct EngineStats {
@@ -183,6 +184,8 @@ class Engine {
   bool free_blocks(int64_t blocks);  // evicts cache blocks until `blocks` are free, if it can
   bool make_room(int64_t blocks, Running& running, const Active& asking);
   void preempt(std::unique_ptr<Active> a);
+  void drop_abandoned();  // ends the queued requests whose client has gone
+  static FinishReason early_end(const RequestHandle& h);  // how a request asked to end early ends
   void plan_step(Running& running);  // how many tokens each request feeds this step
   void step(Running& running);
   // One forward over the requests' next tokens (throws only if it fails),

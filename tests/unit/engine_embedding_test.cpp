@@ -65,6 +65,25 @@ TEST(Embedding, BatchedAndChunkedEqualsAloneForEveryPooling) {
   }
 }
 
+// Mean pooling computes every position, but the blocks it fills are the
+// same as a generation's: they are published on the model's chain, where a
+// later chat over the same tokens finds them.
+TEST(Embedding, MeanPoolingPublishesBlocksAGenerationReuses) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1});
+  std::vector<int32_t> input(100);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = int32_t(3 + i * 7 % 500);
+  GenerationRequest r;
+  r.prompt = input;
+  r.embed = io::Pooling::Mean;
+  auto embedded = engine.submit(r);
+  while (embedded->next()) {
+  }
+  auto chat = engine.submit(greedy(input, 2));
+  collect(*chat);
+  EXPECT_GT(chat->finish().cached_tokens, 0);
+  expect_kv_returned(engine);
+}
+
 TEST(Embedding, LastPoolingUsesThePromptCacheMeanPoolingDoesNot) {
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1});
   std::vector<int32_t> long_input(100);

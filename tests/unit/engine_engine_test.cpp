@@ -132,20 +132,58 @@ TEST(Engine, ShutdownCancelsInFlight) {
   while (h->next()) {
   }
   EXPECT_EQ(h->finish().reason, FinishReason::Cancelled);
+  EXPECT_TRUE(h->finish().error.empty());  // cancelled, not failed
+  EXPECT_EQ(engine->stats().requests_failed, 0);
 }
 
 TEST(Engine, AStoppedRequestEndsAsStoppedNotCancelled) {
-  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1});
-  auto h = engine.submit(greedy({1}, 100));
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(h->next().has_value());
-  h->stop();  // what the server does when a stop string matched
-  while (h->next()) {
+  // Also when the client leaves after the stop string matched.
+  for (bool client_left : {false, true}) {
+    SCOPED_TRACE(client_left ? "stopped, then the client left" : "stopped");
+    Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1});
+    auto h = engine.submit(greedy({1}, 100));
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(h->next().has_value());
+    h->stop();  // what the server does when a stop string matched
+    if (client_left) h->cancel();
+    while (h->next()) {
+    }
+    EXPECT_EQ(h->finish().reason, FinishReason::Stop);
+    EXPECT_TRUE(h->finish().error.empty());
+    expect_kv_returned(engine);
+    EXPECT_EQ(engine.stats().requests_cancelled, 0);
+    EXPECT_EQ(engine.stats().checkpoints_saved, 0);
   }
-  EXPECT_EQ(h->finish().reason, FinishReason::Stop);
-  EXPECT_TRUE(h->finish().error.empty());
+}
+
+// A full batch does not keep a waiting request whose client has gone: it
+// ends at the next step, long before the running one frees its slot.
+TEST(Engine, AQueuedRequestWhoseClientLeftEndsWithoutWaitingForASlot) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .max_batch = 1});
+  auto running = engine.submit(greedy({1}, -1));  // until the context is full
+  ASSERT_TRUE(running->next().has_value());
+  auto waiting = engine.submit(greedy({1, 300}, 5));
+  waiting->cancel();
+  while (waiting->next()) {
+  }
+  const int64_t generated_meanwhile = engine.stats().generated_tokens_total;
+  EXPECT_EQ(waiting->finish().reason, FinishReason::Cancelled);
+  EXPECT_EQ(waiting->finish().generated_tokens, 0);
+  // The running request goes on to the context's end (511 tokens).
+  const int64_t ctx = engine.admission().enforced_context_tokens;
+  EXPECT_LT(generated_meanwhile, ctx - 1);
+  const auto rest = collect(*running);
+  EXPECT_EQ(int64_t(rest.size()) + 1, ctx - 1);
   expect_kv_returned(engine);
-  EXPECT_EQ(engine.stats().requests_cancelled, 0);
-  EXPECT_EQ(engine.stats().checkpoints_saved, 0);
+  EXPECT_EQ(engine.stats().requests_cancelled, 1);
+}
+
+TEST(Engine, AStepBudgetBelowTheBatchSizeIsRefused) {
+  // Every decoding stream takes a token of a step first: a budget below the
+  // batch size would leave a waiting prompt none, while the batch is full.
+  EXPECT_THROW(Engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .max_batch = 4, .step_tokens = 3}),
+               std::invalid_argument);
+  Engine fits(LlamaModel::load(kModel), EngineOptions{.threads = 1, .max_batch = 4, .step_tokens = 4});
+  EXPECT_EQ(collect(*fits.submit(greedy({1, 300}, 3))).size(), 3u);
 }
 
 TEST(Engine, ARequestThatFailsInAStepEndsAloneTheOthersGoOn) {
