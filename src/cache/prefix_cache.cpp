@@ -82,8 +82,14 @@ void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
     const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
     ok[size_t(t)] = ssd_->read(m.chain[i], parent_of(i), ids, kv_.block_data(blocks[size_t(t)]));
   };
-  if (pool_) pool_->run(int(blocks.size()), read);
-  else for (int t = 0; t < int(blocks.size()); ++t) read(t, 0);
+  try {
+    if (pool_) pool_->run(int(blocks.size()), read);
+    else for (int t = 0; t < int(blocks.size()); ++t) read(t, 0);
+  } catch (...) {  // (allocation only: a failed read is a miss) the blocks go back
+    for (int32_t b : m.blocks) kv_.unref(b);
+    for (int32_t b : blocks) kv_.unref(b);
+    throw;
+  }
   // The run that read back whole from the start is indexed; a corrupt block
   // (counted and removed by the store) ends it, and the rest are freed.
   size_t n = 0;

@@ -8,7 +8,8 @@
 // Ownership is the pool's reference count: the cache holds one reference on
 // every block it indexes, and sequences hold theirs. A block only the cache
 // holds is reclaimable; evict() drops such blocks, leaves first (a block
-// whose chain continues in the cache is kept while its children are), in
+// whose chain continues in the cache is kept while the children indexed
+// after it are), in
 // the retention order: least recently used, or (cost-size) the shortest
 // chains first, since a long prefix costs the most to compute again.
 // Sessions point at the last block their conversation published; their

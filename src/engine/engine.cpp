@@ -100,7 +100,8 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
       pool_(options.threads > 0 ? options.threads : ThreadPool::default_threads()) {
   // A step below one token per batch row would leave prompts no room: a
   // full batch of decoding streams would stall every prefill behind it.
-  if (options.max_batch < 1 || options.step_tokens < options.max_batch)
+  if (options.max_batch < 1) throw std::invalid_argument("the batch size must be at least 1");
+  if (options.step_tokens < options.max_batch)
     throw std::invalid_argument("the step token budget (" + std::to_string(options.step_tokens) +
                                 ") must be at least the batch size (" + std::to_string(options.max_batch) + ")");
   const KvCacheShape shape = model_->kv_shape(options.kv_type.value_or(model_->native_kv_type()));
@@ -260,7 +261,12 @@ bool Engine::start(Active& a) {
       const int32_t last = m.blocks.back();
       kv_->retain(last);  // not evicted while making room for its copy
       std::optional<int32_t> copy;
-      if (free_blocks(1)) copy = kv_->copy_block(last);
+      try {
+        if (free_blocks(1)) copy = kv_->copy_block(last);
+      } catch (...) {
+        kv_->unref(last);
+        throw;
+      }
       kv_->unref(last);
       if (copy) {
         kv_->attach(a.seq, std::span(&*copy, 1));
@@ -388,7 +394,7 @@ void Engine::loop() {
       }
     }
     if (stop) {
-      for (auto& a : running) finish(*a, FinishReason::Cancelled);
+      for (auto& a : running) finish(*a, early_end(*a->handle));  // cancelled, unless a stop string matched
       return;
     }
     drop_abandoned();

@@ -74,7 +74,7 @@ class RequestHandle {
   // Asks the engine to stop this request at its next step; its KV is freed.
   // cancel(): the client is gone (it finishes as cancelled); stop(): the
   // client has what it wants, e.g. a stop string matched (it finishes as
-  // stopped).
+  // stopped, even if cancel() follows).
   void cancel() { cancelled_ = true; }
   void stop() { stop_requested_ = true; }
   bool cancelled() const { return cancelled_; }
