@@ -45,6 +45,7 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
     it->second.used_at = at;
     m.blocks.push_back(it->second.block);
   }
+  if (ssd_ && !m.blocks.empty()) ssd_->touch(std::span(m.chain).first(m.blocks.size()));
   if (ssd_ && m.blocks.size() < m.chain.size()) restore(tokens, m);
   m.tokens = int64_t(m.blocks.size()) * block_tokens_;
   ++(m.blocks.empty() ? stats_.misses : stats_.hits);
@@ -66,10 +67,11 @@ void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
   // Held while reading, so that making room for one block never evicts
   // another of this match.
   for (int32_t b : m.blocks) kv_.retain(b);
+  // One eviction for all of them: each eviction scans the whole index.
+  if (const int64_t short_by = int64_t(on_disk) - kv_.blocks_free(); short_by > 0) evict_locked(short_by);
   std::vector<int32_t> blocks;
   for (size_t i = 0; i < on_disk; ++i) {
     std::optional<int32_t> block = kv_.allocate();
-    if (!block && evict_locked(1) == 1) block = kv_.allocate();
     if (!block) break;
     blocks.push_back(*block);
   }

@@ -255,6 +255,12 @@ void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<con
   if (dropped) done_cv_.notify_all();  // a flush() may have been waiting for a dropped write
 }
 
+void SsdStore::touch(std::span<const BlockHash> hashes) {
+  std::lock_guard lk(mu_);
+  for (const BlockHash& h : hashes)
+    if (auto it = index_.find(h); it != index_.end()) lru_.splice(lru_.end(), lru_, it->second.lru);
+}
+
 bool SsdStore::contains(const BlockHash& hash) const {
   std::lock_guard lk(mu_);
   return index_.count(hash) > 0;
@@ -455,9 +461,16 @@ SsdStoreStats SsdStore::stats() const {
 }
 
 int64_t SsdStore::longest_durable_prefix_tokens(const BlockHash& root_parent) const {
-  std::lock_guard lk(mu_);
+  // A copy of the edges under the lock, the walk outside it: a large index
+  // must not hold up the engine's put() calls for the walk's allocations.
+  std::vector<std::pair<BlockHash, BlockHash>> edges;  // (parent, record)
+  {
+    std::lock_guard lk(mu_);
+    edges.reserve(index_.size());
+    for (const auto& [hash, e] : index_) edges.emplace_back(e.parent, hash);
+  }
   std::unordered_map<BlockHash, std::vector<BlockHash>, BlockHashHasher> children;
-  for (const auto& [hash, e] : index_) children[e.parent].push_back(hash);
+  for (const auto& [parent, hash] : edges) children[parent].push_back(hash);
   // Breadth first, one level per block; `seen` guards against a cycle of
   // (impossible in practice) colliding hashes.
   std::unordered_set<BlockHash, BlockHashHasher> seen;
@@ -475,6 +488,15 @@ int64_t SsdStore::longest_durable_prefix_tokens(const BlockHash& root_parent) co
     level.swap(next);
   }
   return depth * opt_.block_tokens;
+}
+
+uint64_t SsdStore::default_max_bytes(const std::filesystem::path& dir) {
+  uint64_t held = 0;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec)) held += it->file_size(ec);
+  const std::filesystem::space_info space = std::filesystem::space(dir, ec);
+  return ec ? held / 2 : (space.available + held) / 2;
 }
 
 }  // namespace hearth::cache

@@ -78,6 +78,10 @@ class SsdStore {
   // and payload block_bytes bytes (std::invalid_argument otherwise).
   void put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,
            std::span<const uint8_t> payload);
+  // Marks stored records as used: the prompt cache calls it for the blocks a
+  // lookup found in RAM, which would otherwise look unused to this tier's
+  // LRU however often they are hit.
+  void touch(std::span<const BlockHash> hashes);
   // True once the record is durable on disk, not merely queued.
   bool contains(const BlockHash& hash) const;
   // How many of `chain` (in chain order) are durable, counting from the start.
@@ -99,6 +103,10 @@ class SsdStore {
   // Tokens in the longest chain of durable records starting at a record whose
   // parent is root_parent.
   int64_t longest_durable_prefix_tokens(const BlockHash& root_parent) const;
+  // The default cap for a cache under dir: half of the free space plus what
+  // the files under dir already take, so that it does not shrink as the
+  // cache fills from one run to the next.
+  static uint64_t default_max_bytes(const std::filesystem::path& dir);
   // Where the record for `hash` lives (whether or not it exists).
   std::filesystem::path record_path(const BlockHash& hash) const;
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "cache/ssd_store.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "core/aligned_bytes.h"
@@ -52,7 +53,8 @@ beats the built-in defaults. See docs/server-config.md.
                                shortest prefixes, keeping long ones that cost most to recompute)
   --ssd-cache DIR               keep the prompt cache's blocks on disk too (write-behind), so
                                they survive a restart; one server per directory
-  --ssd-cache-max GB           disk space for them (default: half the free space of DIR's disk)
+  --ssd-cache-max GB           disk space for them (default: half of the free space of DIR's disk
+                               plus what DIR's files take)
   --ssd-spill-queue GB         blocks waiting to be written, at most (default: 2; past it the
                                oldest waiting write is dropped: a future miss, never an error)
   --ssd-demote-idle SEC        blocks unused this long leave RAM once on disk (default: 300)
@@ -315,7 +317,7 @@ int cmd_serve(int argc, char** argv) {
     eopt.ssd_dir = args.str("ssd-cache");
     if (eopt.ssd_dir.empty()) throw std::runtime_error("--ssd-cache needs a directory");
     std::filesystem::create_directories(eopt.ssd_dir);
-    const double max_gb = args.number("ssd-cache-max", double(std::filesystem::space(eopt.ssd_dir).available) / 2 / kGB);
+    const double max_gb = args.number("ssd-cache-max", double(cache::SsdStore::default_max_bytes(eopt.ssd_dir)) / kGB);
     const double queue_gb = args.number("ssd-spill-queue", 2);
     eopt.ssd_demote_idle_seconds = args.number("ssd-demote-idle", 300);
     if (!(max_gb > 0) || !(queue_gb > 0) || !(eopt.ssd_demote_idle_seconds >= 0))

@@ -1,7 +1,11 @@
 #include "io/atomic_file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <stdexcept>
 
@@ -38,7 +42,8 @@ void AtomicFile::write_pieces(size_t n, const std::function<void(size_t, std::ve
 }
 
 void AtomicFile::commit() {
-  if (std::fflush(file_) != 0) throw std::runtime_error("writing " + tmp_ + ": " + std::strerror(errno));
+  if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0)
+    throw std::runtime_error("writing " + tmp_ + ": " + std::strerror(errno));
   std::FILE* f = file_;
   file_ = nullptr;
   if (std::fclose(f) != 0) {
@@ -50,6 +55,15 @@ void AtomicFile::commit() {
     std::string err = std::strerror(errno);
     std::remove(tmp_.c_str());
     throw std::runtime_error("cannot rename " + tmp_ + " to " + path_ + ": " + err);
+  }
+  // The rename is on disk once its directory is.
+  std::string dir = std::filesystem::path(path_).parent_path().string();
+  if (dir.empty()) dir = ".";
+  if (const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+    const bool synced = ::fsync(fd) == 0;
+    const std::string err = std::strerror(errno);
+    ::close(fd);
+    if (!synced) throw std::runtime_error("syncing " + dir + ": " + err);
   }
 }
 

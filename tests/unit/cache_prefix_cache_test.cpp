@@ -1,11 +1,16 @@
 // The RAM prompt cache as a data structure over a small KV pool, with made-up
 // token ids and no model: hash chains, lookup of the longest cached prefix,
-// sharing by reference count, eviction order, the cap, and sessions.
+// sharing by reference count, eviction order, the cap, sessions, and what a
+// lookup tells the SSD tier.
 #include "cache/prefix_cache.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
 #include <numeric>
+
+#include "cache/ssd_store.h"
 
 namespace hearth::cache {
 namespace {
@@ -26,6 +31,11 @@ struct Fixture {
   void publish(PrefixCache& c, int seq, std::span<const int32_t> tokens, const std::string& session = {}) {
     ChainCursor cur{c.root(), 0};
     c.publish(cur, tokens, int64_t(tokens.size()), kv.blocks(seq), session);
+  }
+  int publish_new(PrefixCache& c, std::span<const int32_t> tokens) {  // computed, then published
+    const int seq = compute(tokens);
+    publish(c, seq, tokens);
+    return seq;
   }
 };
 
@@ -186,6 +196,29 @@ TEST(PrefixCache, AChildIndexedWithoutItsParentLeavesTheParentEvictable) {
   EXPECT_EQ(c.evict(1), 1);  // then the parent, a leaf with no children
   EXPECT_EQ(c.stats().entries, 0);
   EXPECT_EQ(f.kv.blocks_free(), f.kv.blocks_total());
+}
+
+// A block served from RAM again and again is a used one on disk too: the
+// SSD tier's cap evicts another record before it.
+TEST(PrefixCache, ARamHitKeepsTheBlockFreshOnDisk) {
+  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  {
+    Fixture f;
+    const uint64_t record_bytes = 88 + kBlock * sizeof(int32_t) + f.kv.block_bytes();  // header, ids, payload
+    SsdStore ssd({dir, 2 * record_bytes, 1 << 20, root_hash("ns"), f.kv.block_bytes(), kBlock});
+    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+    auto a = iota(kBlock), b = iota(kBlock, 100), d = iota(kBlock, 200);
+    for (const auto* t : {&a, &b}) f.kv.release(f.publish_new(c, *t));
+    ssd.flush();  // a, then b, on disk
+    EXPECT_EQ(c.lookup(a).tokens, kBlock);  // from RAM
+    f.kv.release(f.publish_new(c, d));
+    ssd.flush();  // over the cap: b, the least recently used, goes
+    EXPECT_TRUE(ssd.contains(chain_hash(c.root(), a)));
+    EXPECT_FALSE(ssd.contains(chain_hash(c.root(), b)));
+    EXPECT_TRUE(ssd.contains(chain_hash(c.root(), d)));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PrefixCache, CostSizeKeepsTheLongestPrefixes) {

@@ -387,6 +387,37 @@ TEST_F(SsdStoreTest, EvictsTheLeastRecentlyUsedPastMaxBytes) {
   EXPECT_EQ(files_in(ns_dir()).size(), 3u);
 }
 
+// The prompt cache touches the records of blocks it served from RAM: a
+// prefix hit there many times is not the first to leave the disk.
+TEST_F(SsdStoreTest, TouchedRecordsCountAsUsed) {
+  SsdStore s(options(2 * kRecordBytes));
+  auto chain = make_chain(chain_root_, 3);
+  put(s, chain[0]);
+  put(s, chain[1]);
+  s.flush();
+  const BlockHash first[] = {chain[0].hash, chain_root_};  // an unknown hash is ignored
+  s.touch(first);  // 1 is now the least recently used
+  put(s, chain[2]);
+  s.flush();
+  EXPECT_TRUE(s.contains(chain[0].hash));
+  EXPECT_FALSE(s.contains(chain[1].hash));
+  EXPECT_TRUE(s.contains(chain[2].hash));
+}
+
+// Half of the free space plus what the directory's files already take: the
+// same figure before and after the cache grows.
+TEST_F(SsdStoreTest, TheDefaultCapCountsTheCacheItsOwnFilesTake) {
+  const uint64_t before = SsdStore::default_max_bytes(root_);
+  fs::create_directories(root_ / "ns");
+  const std::vector<char> megabyte(1 << 20, 'x');
+  std::ofstream(root_ / "ns" / "a.kvb", std::ios::binary).write(megabyte.data(), std::streamsize(megabyte.size()));
+  const uint64_t after = SsdStore::default_max_bytes(root_);
+  const uint64_t available = fs::space(root_).available;
+  EXPECT_GE(after, (available + megabyte.size()) / 2 - (8u << 20));  // other writers may move it a little
+  EXPECT_LE(after, (available + megabyte.size()) / 2 + (8u << 20));
+  EXPECT_NEAR(double(after), double(before), double(16u << 20));
+}
+
 TEST_F(SsdStoreTest, AfterARestartTheOrderOfUseComesFromTheFileTimes) {
   auto chain = make_chain(chain_root_, 4);
   {
