@@ -58,7 +58,7 @@ class StreamWriter final : public StreamSink {
     const bool room = state_->drained.wait_for(lock, std::chrono::duration<double>(timeout_), [&] {
       return state_->closed || state_->unsent <= cap_;
     });
-    if (!room) state_->closed = true;  // the I/O thread's write deadline closes the socket
+    if (!room) state_->closed = state_->abandoned = true;  // end_stream() closes the connection
     return !state_->closed;
   }
 
@@ -192,6 +192,11 @@ void Connection::parse() {
       ec = bhttp::error::header_limit;
     buffer_.consume(used);
     stalled_at_ = 0;
+    // In a chunked body Beast takes chunk data as it comes, but a chunk-size
+    // line (extensions and all) or the trailer only whole: bound what waits.
+    if (!in_head && ec == bhttp::error::need_more && buffer_.size() > server_.limits.max_header_bytes)
+      return fail(400, "a chunk header or the trailer is larger than the limit of " +
+                           std::to_string(server_.limits.max_header_bytes) + " bytes");
     if (ec == bhttp::error::need_more) {
       stalled_at_ = buffer_.size();
       return wait_for_more();
@@ -223,6 +228,24 @@ bool Connection::check_head() {
     if (f.name() == bhttp::field::content_length) ++lengths;
   if (lengths > 1 || h[bhttp::field::content_length].find(',') != boost::string_view::npos) {
     fail(400, "malformed HTTP request: more than one Content-Length");
+    return false;
+  }
+  // Only chunked, and only alone (RFC 9112 6.1, 6.3): Beast would read
+  // another coding's body as empty, and the body as the next request.
+  if (h.find(bhttp::field::transfer_encoding) != h.end()) {
+    if (h.version() < 11 || lengths > 0) {
+      fail(400, "malformed HTTP request: Transfer-Encoding with HTTP/1.0 or with Content-Length");
+      return false;
+    }
+    if (!boost::beast::iequals(h[bhttp::field::transfer_encoding], "chunked")) {
+      fail(501, "only the chunked transfer coding is supported");
+      return false;
+    }
+  }
+  const boost::string_view target = h.target();
+  if (target.substr(0, target.find('?')).size() > server_.limits.max_path_bytes) {
+    fail(414, "the request path is longer than the limit of " +
+                  std::to_string(server_.limits.max_path_bytes) + " bytes");
     return false;
   }
   phase_ = Phase::Body;
@@ -299,7 +322,7 @@ void Connection::respond(Response& res) {
     if (!framing_field(name)) head += name + ": " + value + "\r\n";
   if (chunked_)
     head += "Transfer-Encoding: chunked\r\n";
-  else if (!streamed)
+  else if (!streamed && res.status != 204)  // RFC 9110 8.6: none on a 204
     head += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
   if (!keep_alive_)
     head += "Connection: close\r\n";
@@ -321,7 +344,13 @@ void Connection::stream_body(const StreamProvider& provider,
   };
   StreamWriter writer(state, post_flush, chunked, server_.limits.write_timeout,
                       server_.limits.stream_buffer_bytes);
-  provider(writer);
+  try {
+    provider(writer);
+  } catch (const std::exception& e) {  // the head is out: the client sees the body cut short
+    std::fprintf(stderr, "hearth: a streamed response failed: %s\n", e.what());
+    std::lock_guard lock(state->mutex);
+    state->abandoned = true;
+  }
   asio::post(server_.io, [self = shared_from_this()] { self->end_stream(); });
 }
 
@@ -346,6 +375,12 @@ void Connection::drain_stream() {
 
 void Connection::end_stream() {
   if (!stream_ || phase_ == Phase::Closed) return;
+  bool abandoned;
+  {
+    std::lock_guard lock(stream_->mutex);
+    abandoned = stream_->abandoned;
+  }
+  if (abandoned) return close();  // a body cut short must not end like a whole one
   drain_stream();
   if (chunked_ && !head_only_) write("0\r\n\r\n");
   ending_ = true;
@@ -359,7 +394,7 @@ void Connection::fail(int status, const std::string& message) {
   if (parser_ && parser_->is_header_done()) {
     req.method = std::string(parser_->get().method_string());
     req.path = std::string(parser_->get().target());
-    req.path = req.path.substr(0, req.path.find('?'));
+    req.path = req.path.substr(0, std::min(req.path.find('?'), server_.limits.max_path_bytes));
   }
   req.remote_addr = client_;
   request_ = std::make_shared<Request>(std::move(req));

@@ -78,6 +78,7 @@ struct StreamState {
   size_t unsent = 0;   // queued, or handed to the socket and not yet written
   bool flush_posted = false;
   bool closed = false;  // the connection closed: the writer stops
+  bool abandoned = false;  // the body was cut short (a client not reading, a failed writer): close
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {

@@ -107,6 +107,8 @@ std::string_view reason_phrase(int status) {
       return "Length Required";
     case 413:
       return "Content Too Large";
+    case 414:
+      return "URI Too Long";
     case 415:
       return "Unsupported Media Type";
     case 422:

@@ -22,6 +22,9 @@ namespace hearth::http {
 
 struct Limits {
   size_t max_header_bytes = 64 << 10;  // request line and fields; past it: 431
+  // The request target's path; past it: 414. Routes are regular expressions,
+  // and libstdc++ matches them recursively, a few frames per character.
+  size_t max_path_bytes = 2048;
   size_t max_body_bytes = 8 << 20;     // past it: 413
   double header_timeout = 10;          // seconds from a head's first byte to its end
   double body_timeout = 60;            // seconds from the end of the head to the end of the body
@@ -37,8 +40,8 @@ struct Limits {
 class Server {
  public:
   using Handler = std::function<void(const Request&, Response&)>;
-  // Writes the body of an error the HTTP layer answers itself (400, 408, 413,
-  // 431, 500, 503), so it can have the application's error shape.
+  // Writes the body of an error the HTTP layer answers itself (400, 413, 414,
+  // 431, 501, 503, 505), so it can have the application's error shape.
   using ErrorWriter =
       std::function<void(const Request&, Response&, int status, const std::string& message)>;
 

@@ -411,7 +411,10 @@ void Server::Impl::setup() {
   // the route's error shape.
   http.set_error_writer([this](const http::Request& req, http::Response& res, int status, const std::string& message) {
     const bool client_side = status < 500 || status == 503;
-    const char* code = status == 413 ? "request_too_large" : status == 431 ? "headers_too_large" : "";
+    const char* code = status == 413   ? "request_too_large"
+                       : status == 414 ? "path_too_long"
+                       : status == 431 ? "headers_too_large"
+                                       : "";
     send_error(res, ApiError(status, message, client_side ? "invalid_request_error" : "server_error", {}, code),
                protocol_of(req.path));
   });

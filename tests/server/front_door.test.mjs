@@ -590,6 +590,60 @@ describe('front door: protocol', () => {
     }
   });
 
+  test('transfer codings other than chunked alone: 501 or 400 and a close (no body read as a request)', async () => {
+    const smuggled = 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n';
+    const body = JSON.stringify(completionBody({ max_tokens: 1 }));
+    const cases = [
+      ['gzip', 'HTTP/1.1', 'gzip', 501],
+      ['chunked, gzip', 'HTTP/1.1', 'chunked, gzip', 501],
+      ['gzip, chunked', 'HTTP/1.1', 'gzip, chunked', 501],
+      ['chunked on HTTP/1.0', 'HTTP/1.0', 'chunked', 400],
+    ];
+    for (const [what, version, coding, status] of cases) {
+      const c = await Conn.open(srv.port);
+      c.write(`POST /v1/completions ${version}\r\nHost: x\r\nContent-Type: application/json\r\n` +
+        `Transfer-Encoding: ${coding}\r\n\r\n${chunked([body])}${smuggled}`);
+      const r = await c.next({ timeoutMs: 10000 });
+      const closed = await c.closesWithin(5000);
+      const statuses = [...c.received.toString('latin1').matchAll(/HTTP\/1\.[01] (\d{3})/g)].map((m) => m[1]);
+      assert.equal(r.status, status, `${what}\n` + c.transcript());
+      assert.equal(statuses.length, 1, `${what}: one response only\n` + c.transcript());
+      assert.ok(closed, `${what}: closed after it\n` + c.transcript());
+      c.destroy();
+    }
+    await healthOk(srv, 'other transfer codings');
+  });
+
+  test('a chunk-size line or trailer that never ends: 400 and a close once past the head limit', async () => {
+    const head = 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+    for (const [what, start] of [['a chunk extension', '1;'], ['a trailer field', '0\r\nX-Trailer: ']]) {
+      const c = await Conn.open(srv.port);
+      c.write(head + start);
+      const filler = 'a'.repeat(16 << 10);
+      for (let i = 0; i < 12 && !c.gone; i++) await c.write(filler);  // 192 KiB, no line end
+      const r = await c.next({ timeoutMs: 10000 });
+      assert.equal(r.status, 400, `${what}\n` + c.transcript(400));
+      assert.ok(await c.closesWithin(5000), `${what}: closed after the 400\n` + c.transcript(400));
+      c.destroy();
+    }
+    await healthOk(srv, 'endless chunk lines');
+  });
+
+  test('a path over 2048 bytes gets 414 and a close; one of 2048 is routed', async () => {
+    const c = await Conn.open(srv.port);
+    c.write(`GET /v1/responses/${'a'.repeat(60000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    const r = await c.next({ timeoutMs: 10000 });
+    assert.equal(r.status, 414, c.transcript(400));
+    assert.equal(r.json().error.code, 'path_too_long', c.transcript(400));
+    assert.ok(await c.closesWithin(5000), 'closed after the 414\n' + c.transcript(400));
+    c.destroy();
+    const path = '/v1/responses/' + 'b'.repeat(2048 - '/v1/responses/'.length);
+    const { r: ok, c: okc } = await roundTrip(srv.port, httpReq('GET', path), { timeoutMs: 10000 });
+    assert.equal(ok.status, 404, okc.transcript(400));  // routed: no such response
+    okc.destroy();
+    await healthOk(srv, 'a 60 KB path');
+  });
+
   test('malformed requests get 400 and a close; the server stays up', async () => {
     const cases = [
       ['binary garbage', Buffer.from('\x00\x01\x02garbage\r\n\r\n', 'latin1')],
