@@ -77,8 +77,8 @@ beats the built-in defaults. See docs/server-config.md.
                                if the open-file limit is lower)
   --max-connections-per-client N
                                connections open at once from one client address (default: 1024)
-  --http-threads N             requests handled at once (default: max-queue + max-batch + 16);
-                               idle and slow connections take no thread
+  --http-threads N             requests handled at once (default: max-queue + max-batch +
+                               max-audio-queue + 17); idle and slow connections take no thread
   --shutdown-timeout S         on SIGINT/SIGTERM, seconds in-flight requests may finish (default: 10)
   --response-store-mb N        memory for stored /v1/responses responses (default: 32; LRU past it)
   --whisper-model DIR          serve speech to text (/v1/audio/transcriptions, /translations) with
@@ -86,6 +86,8 @@ beats the built-in defaults. See docs/server-config.md.
   --whisper-idle-unload S      unload the Whisper model after S idle seconds (default: 300; 0: keep)
   --whisper-resident           load the Whisper model at start and never unload it
   --max-audio-bytes BYTES      largest audio upload (default: 26214400; past it 413)
+  --max-audio-queue N          transcription requests waiting beyond the running one (default: 8;
+                               past it 429)
   --vad-model FILE             Silero VAD weights (silero-v6.2.0-ggml.bin) for requests that ask
                                for "vad": true
   --max-audio-sessions N       dictation sessions (/v1/audio/sessions) open at once (default: 64)
@@ -184,7 +186,7 @@ int cmd_serve(int argc, char** argv) {
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
                                     "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
                                     "generation-checkpoint-tokens", "step-tokens", "whisper-model",
-                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "vad-model",
+                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "max-audio-queue", "vad-model",
                                     "max-audio-sessions", "audio-session-idle", "audio-session-max-seconds"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
@@ -237,6 +239,8 @@ int cmd_serve(int argc, char** argv) {
   sopt.whisper_idle_unload_seconds = args.number("whisper-idle-unload", 300.0);
   sopt.whisper_resident = args.has("whisper-resident");
   sopt.max_audio_bytes = size_t(args.integer("max-audio-bytes", 25 << 20));
+  sopt.max_audio_queue = int(args.integer("max-audio-queue", 8));
+  if (sopt.max_audio_queue < 0) throw std::runtime_error("--max-audio-queue must be >= 0");
   sopt.vad_model = args.str("vad-model");
   sopt.audio_sessions.max_open = int(args.integer("max-audio-sessions", 64));
   sopt.audio_sessions.idle_seconds = args.number("audio-session-idle", 600.0);

@@ -105,7 +105,9 @@ http::Limits http_limits(const ServerOptions& opt) {
   l.keep_alive_timeout = opt.keep_alive_timeout;
   l.max_connections = opt.max_connections;
   l.max_connections_per_client = opt.max_connections_per_client;
-  l.worker_threads = opt.http_threads > 0 ? opt.http_threads : opt.max_queue + opt.max_batch + 16;
+  // Every request the queues admit, and 16 for the quick routes.
+  l.worker_threads = opt.http_threads > 0 ? opt.http_threads
+                                          : opt.max_queue + opt.max_batch + opt.max_audio_queue + 1 + 16;
   return l;
 }
 

@@ -35,7 +35,7 @@ struct ServerOptions {
   double keep_alive_timeout = 3;       // seconds an idle connection is kept
   int max_connections = 8192;          // open at once; past it 503
   int max_connections_per_client = 1024;  // per client address
-  int http_threads = 0;                // requests handled at once; 0: max_queue + max_batch + 16
+  int http_threads = 0;                // requests handled at once; 0: max_queue + max_batch + max_audio_queue + 17
   double shutdown_grace_seconds = 10;  // in-flight requests may finish for this long
   int max_queue = 64, max_batch = 8;   // as given to the engine (shown in /stats)
   int64_t response_store_bytes = 32 << 20;  // stored Responses API responses, at most
@@ -47,6 +47,7 @@ struct ServerOptions {
   double whisper_idle_unload_seconds = 300;  // 0: kept once loaded
   bool whisper_resident = false;             // loaded at start, never unloaded
   size_t max_audio_bytes = 25u << 20;        // larger audio uploads get 413
+  int max_audio_queue = 8;                   // transcription requests waiting beyond the running one; past it 429
   std::filesystem::path vad_model;           // Silero VAD weights for "vad": true; none: a 400
   AudioSessionLimits audio_sessions;         // dictation sessions (/v1/audio/sessions)
 };

@@ -34,6 +34,18 @@ Transcription& Server::Impl::require_transcription() const {
   return *transcription;
 }
 
+Transcription::Place Server::Impl::transcription_place() {
+  std::optional<Transcription::Place> place = require_transcription().admit();
+  if (!place) {
+    ++metrics.rejected_queue_full;
+    throw ApiError(429,
+                   "the transcription queue is full (" + std::to_string(transcription->max_queue()) +
+                       " waiting); retry later",
+                   "resource_admission", {}, "queue_full");
+  }
+  return std::move(*place);
+}
+
 TranscriptAnswer Server::Impl::transcript_answer(const audio::Transcript& t, const AudioRequest& r,
                                                  ojson timings) const {
   TranscriptAnswer a;
@@ -63,6 +75,7 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   require_transcription();
   const auto t0 = Clock::now();
   AudioRequest r = parse_audio_request(req, translate);
+  auto place = std::make_shared<Transcription::Place>(transcription_place());  // a streamed answer keeps it
   if (r.vad && !vad)
     throw bad_request("vad",
                       "this server has no VAD model: start it with --vad-model FILE "
@@ -114,7 +127,7 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   }
   // Streamed: a delta per final segment, progress per window, then the whole body.
   res.set_header("Cache-Control", "no-cache");
-  res.set_stream("text/event-stream", [this, run, samples = std::move(samples),
+  res.set_stream("text/event-stream", [this, run, place, samples = std::move(samples),
                                        r = std::move(r)](http::StreamSink& sink) {
     audio::TranscribeHooks hooks;
     hooks.on_segment = [&](const audio::Segment& s) {

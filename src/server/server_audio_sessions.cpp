@@ -22,8 +22,9 @@ ojson segments_json(const std::vector<audio::Segment>& segments) {
   return out;
 }
 
-// A part of the audio: raw float32 (audio/pcm;rate=16000) or any container.
-std::vector<float> session_audio(const http::Request& req) {
+// A part of the audio: raw float32 (audio/pcm;rate=16000) or any container,
+// decoded no further than a session may hold.
+std::vector<float> session_audio(const http::Request& req, double max_seconds) {
   const std::string content_type = req.header("Content-Type");
   const std::string type = http::media_type(content_type);
   if (type == "audio/pcm") {
@@ -54,7 +55,7 @@ std::vector<float> session_audio(const http::Request& req) {
                    "invalid_request_error", {}, "unsupported_media_type");
   if (req.body.empty()) return {};  // nothing new: the answer says where the session is
   try {
-    return audio::decode_audio(as_bytes(req.body));
+    return audio::decode_audio(as_bytes(req.body), max_seconds);
   } catch (const audio::AudioError& e) {
     throw bad_request("audio", std::string("the audio could not be decoded: ") + e.what(),
                       "invalid_audio");
@@ -87,6 +88,7 @@ ojson Server::Impl::transcription_status() const {
 void Server::Impl::audio_session_create(const http::Request& req, http::Response& res) {
   Transcription& whisper = require_transcription();
   AudioRequest r = parse_audio_session_request(req);
+  const Transcription::Place place = transcription_place();
   if (r.vad && !vad)
     throw bad_request("vad",
                       "this server has no VAD model: start it with --vad-model FILE "
@@ -113,7 +115,8 @@ void Server::Impl::audio_session_create(const http::Request& req, http::Response
 void Server::Impl::audio_session_append(const http::Request& req, http::Response& res) {
   Transcription& whisper = require_transcription();
   const auto session = audio_sessions.find(session_id(req));
-  std::vector<float> samples = session_audio(req);
+  const Transcription::Place place = transcription_place();
+  std::vector<float> samples = session_audio(req, audio_sessions.limits().max_seconds);
   std::lock_guard lock(session->lock);
   if (session->finished())
     throw ApiError(409, "the audio session '" + session->id + "' is finished",
@@ -136,6 +139,7 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
 void Server::Impl::audio_session_finish(const http::Request& req, http::Response& res) {
   Transcription& whisper = require_transcription();
   const auto session = audio_sessions.find(session_id(req));
+  const Transcription::Place place = transcription_place();
   std::lock_guard lock(session->lock);
   if (session->finished())
     throw ApiError(409, "the audio session '" + session->id + "' is already finished",

@@ -131,7 +131,7 @@ struct Server::Impl {
       whisper_context = WhisperConfig::load(opt.whisper_model).text_ctx;
       const int threads = opt.whisper_threads > 0 ? opt.whisper_threads : engine ? engine->threads() : 0;
       transcription = std::make_unique<Transcription>(TranscriptionOptions{
-          opt.whisper_model, opt.whisper_idle_unload_seconds, opt.whisper_resident, threads});
+          opt.whisper_model, opt.whisper_idle_unload_seconds, opt.whisper_resident, threads, opt.max_audio_queue});
     }
     setup();
   }
@@ -199,6 +199,7 @@ struct Server::Impl {
                                      ojson timings) const;
   void send_transcript(http::Response& res, const TranscriptAnswer& a) const;
   Transcription& require_transcription() const;  // ApiError 503 without --whisper-model
+  Transcription::Place transcription_place();    // and 429 when its queue is full
   ojson transcription_status() const;           // for /health and /stats
   void audio_session_create(const http::Request& req, http::Response& res);
   void audio_session_append(const http::Request& req, http::Response& res);

@@ -67,6 +67,15 @@ audio::Transcript Transcription::transcribe(std::span<const float> samples,
   return t;
 }
 
+std::optional<Transcription::Place> Transcription::admit() {
+  // The running one, and max_queue behind it.
+  if (++in_flight_ > options_.max_queue + 1) {
+    --in_flight_;
+    return std::nullopt;
+  }
+  return Place(*this);
+}
+
 void Transcription::count_request() {
   std::lock_guard state(state_);
   ++requests_;

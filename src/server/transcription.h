@@ -4,6 +4,7 @@
 // POST /admin/transcription/unload read and drive it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "audio/transcriber.h"
 #include "core/thread_pool.h"
@@ -26,6 +28,7 @@ struct TranscriptionOptions {
   double idle_unload_seconds = 300;  // 0: never unloaded once loaded
   bool resident = false;             // loaded at start and never unloaded
   int threads = 0;                   // kernel threads; 0: physical cores
+  int max_queue = 8;                 // requests waiting beyond the running one; past it admit() refuses
 };
 
 class Transcription {
@@ -34,6 +37,25 @@ class Transcription {
   ~Transcription();
 
   std::string model_id() const { return options_.model_dir.filename().string(); }
+
+  // One request's place, held from before its audio is decoded to its
+  // answer: transcriptions run one at a time, so without a bound the waiting
+  // ones (and their decoded audio) would take every HTTP worker.
+  class Place {
+   public:
+    explicit Place(Transcription& t) : t_(&t) {}
+    Place(Place&& o) noexcept : t_(std::exchange(o.t_, nullptr)) {}
+    Place& operator=(Place&&) = delete;
+    ~Place() {
+      if (t_) --t_->in_flight_;
+    }
+
+   private:
+    Transcription* t_;
+  };
+  // A place, or nothing when max_queue requests already wait.
+  std::optional<Place> admit();
+  int max_queue() const { return options_.max_queue; }
 
   // Loads the model if needed (throws std::runtime_error when it cannot) and
   // transcribes; waits while another transcription runs.
@@ -56,6 +78,7 @@ class Transcription {
   void unload_locked();  // with run_ held
 
   TranscriptionOptions options_;
+  std::atomic<int> in_flight_{0};  // requests holding a Place
   std::mutex run_;            // held for a whole load, transcription or unload
   mutable std::mutex state_;  // the counters and loaded_, so status() never waits on a run
   std::condition_variable wake_;

@@ -269,6 +269,34 @@ describe('audio routes', () => {
     }
   });
 
+  test('--max-audio-queue 0: requests past the running one get 429 queue_full; the place comes back', async () => {
+    const srv = await startServer(['--whisper-model', whisper, '--whisper-resident', '--max-audio-queue', '0']);
+    try {
+      const url = srv.url + '/v1/audio/transcriptions';
+      const send = async () => {
+        const form = new FormData();
+        form.append('file', new Blob([jfkWav]), 'jfk.wav');
+        for (const [k, v] of Object.entries({ language: 'en', ...FAST })) form.append(k, String(v));
+        const r = await fetch(url, { method: 'POST', body: form });
+        return { status: r.status, retry: r.headers.get('retry-after'), body: await r.text() };
+      };
+      // Six at once: one place, held for a whole 11 s file's decoding and transcription.
+      const rs = await Promise.all(Array.from({ length: 6 }, send));
+      const statuses = rs.map((r) => r.status);
+      assert.ok(statuses.includes(200), statuses.join(', '));
+      const refused = rs.filter((r) => r.status === 429);
+      assert.ok(refused.length > 0, statuses.join(', '));
+      for (const r of refused) {
+        assert.equal(JSON.parse(r.body).error.code, 'queue_full', r.body);
+        assert.equal(r.retry, '1');
+      }
+      assert.ok(statuses.every((s) => s === 200 || s === 429), statuses.join(', '));
+      assert.equal((await send()).status, 200, 'the place is free again once they are answered');
+    } finally {
+      await srv.stop();
+    }
+  });
+
   test('without --whisper-model: 503 model_unavailable saying how to configure one', async () => {
     const srv = await startServer([]);
     try {
