@@ -274,7 +274,13 @@ void Connection::dispatch() {
   deadline_.cancel();
   request_ = req;
   ++requests_;
-  read();  // a client that goes away now is noticed while the handler runs
+  // A client that goes away now is noticed while the handler runs: by
+  // reading, or if it half-closed already (a pipelined request after its
+  // FIN), by probing as client_eof() does.
+  if (!eof_)
+    read();
+  else if (req->version >= 11)
+    probe();
 
   const Server::Impl::Route* route = server_.find_route(*req);
   if (route->run_inline) {

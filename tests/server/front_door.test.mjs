@@ -746,6 +746,39 @@ describe('front door: a client that leaves cancels its request', () => {
     assert.ok(cancelled >= 1, 'the victim counts as cancelled');
     assert.ok(after.generation.engine_cancelled > before.generation.engine_cancelled, 'the engine dropped it');
   });
+
+  test('a pipelined request after the client half-closed is cancelled when the client then leaves', async () => {
+    const before = await stats(srv);
+    const block = (n, tag) => Array.from({ length: n }, (_, i) => fetch(srv.url + '/v1/completions', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(completionBody({ prompt: `The dog ran ${tag} ${i}`, max_tokens: 2000, logit_bias: NO_EOS })),
+    }).then(async (r) => ({ status: r.status, body: await r.json() })));
+    const total = (n) => waitForStats(srv, (s) => s.generation.requests_total >= before.generation.requests_total + n, 10000);
+    const first = block(4, 'a');
+    await total(4);
+    // A short completion, then the victim, then FIN. The first waits behind
+    // the blockers, so the server reads the FIN before it dispatches the victim.
+    const c = await Conn.open(srv.port);
+    await new Promise((resolve) => c.sock.end(Buffer.concat([
+      httpReq('POST', '/v1/completions', { body: completionBody({ max_tokens: 1 }) }),
+      httpReq('POST', '/v1/completions', { body: completionBody({ prompt: 'The victim', max_tokens: 2000, logit_bias: NO_EOS }) }),
+    ]), resolve));
+    await total(5);
+    // Seconds of work the victim will wait behind: time for the connection's
+    // probe (once a second while a half-closed client waits) to find it gone.
+    const second = block(24, 'b');
+    await total(29);
+    assert.equal((await c.next({ timeoutMs: 20000 })).status, 200, c.transcript());
+    c.destroy();
+    const done = await Promise.all([...first, ...second]);
+    for (const d of done) assert.equal(d.status, 200, JSON.stringify(d.body));
+    const after = await waitForStats(srv, idle, 10000);
+    const completed = after.generation.completed - before.generation.completed;
+    const dropped = after.generation.engine_cancelled - before.generation.engine_cancelled;
+    console.log(`# half-closed pipeline: ${completed} completed, engine_cancelled +${dropped}`);
+    assert.equal(completed, 4 + 1 + 24, 'the victim was not generated for nobody');
+    assert.ok(dropped >= 1, 'the engine dropped it before generating it (its client was seen to leave)');
+  });
 });
 
 describe('front door: shutdown with live connections', () => {
