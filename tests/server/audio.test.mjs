@@ -2,8 +2,9 @@
 // through the official `openai` client (multipart, as the SDK sends it), JSON
 // bodies with base64 audio, raw audio bodies, every response format, SSE
 // streaming, the Whisper model's lifecycle (/health, /stats, unload), the
-// transcription queue's bound, and the error paths. The model is a random-weight Whisper tiny written by `hearth
-// mkmodel` (its numerics are checked against NumPy by tests/numerics), so the
+// transcription queue's bound, and the error paths. The model is a
+// random-weight Whisper tiny written by `hearth mkmodel` (its numerics are
+// checked against NumPy by tests/numerics), so the
 // text is noise: here the protocol is under test, and the server's answer
 // must equal `hearth transcribe` on the same file and options.
 import { test, describe, before, after } from 'node:test';
