@@ -188,6 +188,11 @@ void SsdStore::scan_records() {
                                             : a.mtime.tv_nsec < b.mtime.tv_nsec;
   });
   for (const Found& f : found) add_entry(f.hash, f.parent, f.bytes);
+  if (opt_.max_bytes == 0) {
+    std::error_code space_ec;
+    const std::filesystem::space_info space = std::filesystem::space(ns_dir_, space_ec);
+    opt_.max_bytes = std::max<uint64_t>(1, ((space_ec ? 0 : space.available) + stats_.bytes) / 2);
+  }
   evict_over_cap();  // max_bytes may have been lowered since the last run
 }
 
@@ -207,7 +212,6 @@ void SsdStore::remove_entry(const BlockHash& hash) {
 }
 
 void SsdStore::evict_over_cap() {
-  if (opt_.max_bytes == 0) return;
   while (stats_.bytes > opt_.max_bytes && !lru_.empty()) {
     remove_entry(lru_.front());
     ++stats_.evicted;
@@ -488,15 +492,6 @@ int64_t SsdStore::longest_durable_prefix_tokens(const BlockHash& root_parent) co
     level.swap(next);
   }
   return depth * opt_.block_tokens;
-}
-
-uint64_t SsdStore::default_max_bytes(const std::filesystem::path& dir) {
-  uint64_t held = 0;
-  std::error_code ec;
-  for (std::filesystem::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_regular_file(ec)) held += it->file_size(ec);
-  const std::filesystem::space_info space = std::filesystem::space(dir, ec);
-  return ec ? held / 2 : (space.available + held) / 2;
 }
 
 }  // namespace hearth::cache

@@ -35,8 +35,11 @@ namespace hearth::cache {
 
 struct SsdStoreOptions {
   std::filesystem::path dir;          // root directory (created if missing)
-  uint64_t max_bytes = 0;             // cap on this namespace's record bytes on disk (0: no cap);
-                                      // least recently used records are removed past it
+  // Cap on this namespace's record bytes on disk; least recently used
+  // records are removed past it. 0: half of the free space plus what the
+  // namespace's records take at start, a cap that does not shrink as the
+  // cache fills from one run to the next.
+  uint64_t max_bytes = 0;
   uint64_t queue_bytes = 2ull << 30;  // cap on bytes waiting in the write queue; past it the
                                       // OLDEST queued write is dropped and counted
   BlockHash ns;                       // namespace (model identity + KV format)
@@ -103,10 +106,6 @@ class SsdStore {
   // Tokens in the longest chain of durable records starting at a record whose
   // parent is root_parent.
   int64_t longest_durable_prefix_tokens(const BlockHash& root_parent) const;
-  // The default cap for a cache under dir: half of the free space plus what
-  // the files under dir already take, so that it does not shrink as the
-  // cache fills from one run to the next.
-  static uint64_t default_max_bytes(const std::filesystem::path& dir);
   // Where the record for `hash` lives (whether or not it exists).
   std::filesystem::path record_path(const BlockHash& hash) const;
 

@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <thread>
 
-#include "cache/ssd_store.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "core/aligned_bytes.h"
@@ -54,7 +53,7 @@ beats the built-in defaults. See docs/server-config.md.
   --ssd-cache DIR               keep the prompt cache's blocks on disk too (write-behind), so
                                they survive a restart; one server per directory
   --ssd-cache-max GB           disk space for them (default: half of the free space of DIR's disk
-                               plus what DIR's files take)
+                               plus what the model's cached blocks there take)
   --ssd-spill-queue GB         blocks waiting to be written, at most (default: 2; past it the
                                oldest waiting write is dropped: a future miss, never an error)
   --ssd-demote-idle SEC        blocks unused this long leave RAM once on disk (default: 300)
@@ -321,12 +320,12 @@ int cmd_serve(int argc, char** argv) {
     eopt.ssd_dir = args.str("ssd-cache");
     if (eopt.ssd_dir.empty()) throw std::runtime_error("--ssd-cache needs a directory");
     std::filesystem::create_directories(eopt.ssd_dir);
-    const double max_gb = args.number("ssd-cache-max", double(cache::SsdStore::default_max_bytes(eopt.ssd_dir)) / kGB);
+    const double max_gb = args.number("ssd-cache-max", 0);  // 0: the store's default
     const double queue_gb = args.number("ssd-spill-queue", 2);
     eopt.ssd_demote_idle_seconds = args.number("ssd-demote-idle", 300);
-    if (!(max_gb > 0) || !(queue_gb > 0) || !(eopt.ssd_demote_idle_seconds >= 0))
+    if ((args.has("ssd-cache-max") && !(max_gb > 0)) || !(queue_gb > 0) || !(eopt.ssd_demote_idle_seconds >= 0))
       throw std::runtime_error("--ssd-cache-max and --ssd-spill-queue must be > 0, --ssd-demote-idle >= 0");
-    eopt.ssd_max_bytes = uint64_t(max_gb * kGB);
+    eopt.ssd_max_bytes = args.has("ssd-cache-max") ? std::max<uint64_t>(1, uint64_t(max_gb * kGB)) : 0;
     eopt.ssd_queue_bytes = uint64_t(queue_gb * kGB);
   } else if (args.has("ssd-cache-max") || args.has("ssd-spill-queue") || args.has("ssd-demote-idle")) {
     throw std::runtime_error("--ssd-cache-max, --ssd-spill-queue and --ssd-demote-idle need --ssd-cache DIR");

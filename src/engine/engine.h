@@ -109,7 +109,7 @@ struct EngineOptions {
   cache::Retention retention = cache::Retention::Lru;
   // The prompt cache's SSD tier (needs the RAM cache): off while ssd_dir is empty.
   std::filesystem::path ssd_dir{};
-  uint64_t ssd_max_bytes = 0;             // 0: no cap
+  uint64_t ssd_max_bytes = 0;             // 0: half the free space plus the cache's records (ssd_store.h)
   uint64_t ssd_queue_bytes = 2ull << 30;  // write-behind queue cap
   double ssd_demote_idle_seconds = 300;   // idle blocks leave RAM once on disk
   // A cancelled deterministic request that generated at least this many
