@@ -46,8 +46,7 @@ DType kv_type(const Args& args, const LlamaModel& model) {
 std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model,
                                        int64_t ctx_tokens, int sequences) {
   KvCacheShape shape = model.kv_shape(kv_type(args, model));
-  int64_t per_seq = (ctx_tokens + shape.block_tokens - 1) / shape.block_tokens;
-  return std::make_unique<KvCache>(shape, per_seq * sequences);
+  return std::make_unique<KvCache>(shape, KvCache::blocks_for_tokens(shape, ctx_tokens) * sequences);
 }
 
 nlohmann::json top_logits(std::span<const float> logits, int k) {

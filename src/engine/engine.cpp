@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <numeric>
 #include <utility>
 
@@ -16,24 +15,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-int64_t blocks_for_tokens(int64_t tokens, int block_tokens) {
-  return (tokens + block_tokens - 1) / block_tokens;
-}
-
-// A /proc/meminfo field ("MemAvailable:", "MemTotal:") in bytes (0 if unreadable).
-size_t meminfo(const std::string& field) {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  size_t kb = 0;
-  while (f >> key >> kb) {
-    if (key == field) return kb * 1024;
-    f.ignore(256, '\n');
-  }
-  return 0;
-}
-size_t memory_available() {
-  return meminfo("MemAvailable:");
 }
 }  // namespace
 
@@ -105,25 +86,10 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
     throw std::invalid_argument("the step token budget (" + std::to_string(options.step_tokens) +
                                 ") must be at least the batch size (" + std::to_string(options.max_batch) + ")");
   const KvCacheShape shape = model_->kv_shape(options.kv_type.value_or(model_->native_kv_type()));
-  admission_.weights_bytes = model_->weight_bytes();
-  // By default: what fits beside the weights in 85% of the memory available now.
-  admission_.usable_bytes = memory_available() / 100 * 85;
-  const size_t beside_weights = admission_.usable_bytes > admission_.weights_bytes
-                                    ? admission_.usable_bytes - admission_.weights_bytes
-                                    : 0;
-  admission_.memory_budget_bytes = options.kv_budget > 0 ? options.kv_budget : beside_weights;
-  const int64_t model_ctx = model_->config().max_position_embeddings;
-  const int64_t wanted_ctx = options.ctx_size > 0 ? std::min(options.ctx_size, model_ctx) : model_ctx;
-  // The context shrinks to what the pool holds, so a lone request always
-  // fits; a budget too small for even a short context is raised to one.
-  const int64_t min_blocks = blocks_for_tokens(std::min<int64_t>(wanted_ctx, 256), shape.block_tokens);
-  const int64_t blocks =
-      std::max(KvCache::blocks_for_bytes(shape, admission_.memory_budget_bytes), min_blocks);
-  kv_ = std::make_unique<KvCache>(shape, blocks);
-  admission_.memory_budget_bytes = kv_->bytes();
-  admission_.max_safe_context = blocks * shape.block_tokens;
-  ctx_size_ = std::min(wanted_ctx, admission_.max_safe_context);
-  admission_.enforced_context_tokens = ctx_size_;
+  admission_ = plan_memory({model_->weight_bytes(), memory_available(), options.kv_budget, shape,
+                            model_->config().max_position_embeddings, options.ctx_size});
+  kv_ = std::make_unique<KvCache>(shape, admission_.kv_blocks);
+  ctx_size_ = admission_.enforced_context_tokens;
   const int64_t cache_bytes = options.prompt_cache >= 0 ? options.prompt_cache : int64_t(kv_->bytes() / 2);
   if (!options.ssd_dir.empty() && cache_bytes == 0)
     throw std::invalid_argument("the SSD cache tier needs the prompt cache (it is off)");
@@ -243,7 +209,7 @@ bool Engine::close_session(const std::string& id) {
 bool Engine::start(Active& a) {
   // Attach the cached prefix of the history, then reserve the rest of it.
   const std::span<const int32_t> tokens = a.history();
-  const int64_t n = int64_t(tokens.size()), bt = kv_->shape().block_tokens;
+  const int64_t n = int64_t(tokens.size());
   a.seq = kv_->create_sequence();
   a.pooled.clear();
   if (cache_) a.published = {cache_->root(), 0};
@@ -277,7 +243,7 @@ bool Engine::start(Active& a) {
     }
     a.published = {shared > 0 ? m.chain[size_t(shared - 1)] : cache_->root(), shared};
   }
-  free_blocks(blocks_for_tokens(n, int(bt)) - int64_t(kv_->blocks(a.seq).size()));
+  free_blocks(KvCache::blocks_for_tokens(kv_->shape(), n) - int64_t(kv_->blocks(a.seq).size()));
   if (!kv_->reserve(a.seq, n)) {
     kv_->release(a.seq);
     a.seq = -1;
@@ -323,6 +289,13 @@ bool Engine::make_room(int64_t blocks, Running& running, const Active& asking) {
 }
 
 void Engine::housekeeping() {
+  try {
+    tidy_cache();
+  } catch (const std::exception&) {  // (allocation) a pass that fails is tried again in a second
+  }
+}
+
+void Engine::tidy_cache() {
   if (ssd_) cache_->demote_idle(options_.ssd_demote_idle_seconds);
   // Under memory pressure the cache gives blocks back, and their pages go
   // back to the system; requests are never failed for cache memory.
@@ -357,8 +330,12 @@ void Engine::finish(Active& a, FinishReason reason, std::string error) {
   a.info.prefill_seconds = std::max(0.0, seconds_between(a.admitted, got_first ? a.first_token : now));
   a.info.decode_seconds = got_first ? seconds_between(a.first_token, now) : 0;
   if (reason == FinishReason::Cancelled && a.checkpoint_key && !a.decoding.finished() &&
-      a.decoding.generated_tokens() >= options_.generation_checkpoint_tokens)
-    checkpoints_.save(*a.checkpoint_key, {a.decoding, std::move(a.sent)});
+      a.decoding.generated_tokens() >= options_.generation_checkpoint_tokens) {
+    try {
+      checkpoints_.save(*a.checkpoint_key, {a.decoding, std::move(a.sent)});
+    } catch (const std::exception&) {  // (allocation) a retry then starts over; the request still ends
+    }
+  }
   if (a.seq >= 0) kv_->release(a.seq);
   a.seq = -1;
   a.done = true;
@@ -447,7 +424,7 @@ void Engine::loop() {
     for (size_t i = 0; i < running.size(); ++i) {
       Active& a = *running[i];
       const int64_t want = a.computed + a.planned;
-      const int64_t more = blocks_for_tokens(want, kv_->shape().block_tokens) - int64_t(kv_->blocks(a.seq).size());
+      const int64_t more = KvCache::blocks_for_tokens(kv_->shape(), want) - int64_t(kv_->blocks(a.seq).size());
       if (more > 0 && !make_room(more, running, a)) {
         std::unique_ptr<Active> self = std::move(running[i]);
         running.erase(running.begin() + ptrdiff_t(i));

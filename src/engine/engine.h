@@ -28,6 +28,7 @@
 #include "cache/prefix_cache.h"
 #include "engine/decoding.h"
 #include "engine/generation_checkpoints.h"
+#include "engine/memory_plan.h"
 #include "engine/sampler.h"
 #include "io/pooling_config.h"
 #include "model/llama.h"
@@ -138,16 +139,6 @@ struct EngineStats {
   int64_t checkpoints = 0, checkpoints_saved = 0, checkpoints_resumed = 0;
 };
 
-// What the engine admits: the context it enforces and the memory it budgets.
-struct AdmissionInfo {
-  int64_t max_safe_context = 0;         // the longest sequence the KV pool can hold
-  int64_t enforced_context_tokens = 0;  // the context limit requests get (ctx_size)
-  size_t memory_budget_bytes = 0;       // the KV pool
-  size_t usable_bytes = 0;              // the memory the default budget was taken from
-  size_t weights_bytes = 0;
-};
-
-
 class Engine {
  public:
   Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options);
@@ -199,7 +190,8 @@ class Engine {
   // finishes once the prompt is all in.
   void advance_embedding(Active& a, int64_t fed, std::span<const float> hidden);
   void update_kv_stats(bool count_cached);  // count_cached: the reclaimable blocks too (a scan)
-  void housekeeping();  // once a second: SSD demotion, memory pressure
+  void housekeeping();  // once a second: tidy_cache(), which must not end the loop
+  void tidy_cache();     // SSD demotion, memory pressure
 
   std::unique_ptr<LlamaModel> model_;
   EngineOptions options_;

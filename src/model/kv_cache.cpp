@@ -101,8 +101,7 @@ void KvCache::release(int seq) {
 
 bool KvCache::reserve(int seq, int64_t n_tokens) {
   Sequence& s = seqs_.at(seq);
-  int64_t need =
-      (n_tokens + shape_.block_tokens - 1) / shape_.block_tokens - int64_t(s.blocks.size());
+  const int64_t need = blocks_for_tokens(shape_, n_tokens) - int64_t(s.blocks.size());
   if (need <= 0) return true;
   if (need > int64_t(free_.size())) return false;
   for (int64_t i = 0; i < need; ++i) {

@@ -79,8 +79,12 @@ class KvCache {
   size_t block_bytes() const { return block_bytes(shape_); }
   const KvCacheShape& shape() const { return shape_; }
 
-  // Blocks needed for a byte budget, for sizing the pool.
+  // Blocks a byte budget holds, for sizing the pool; blocks a sequence of
+  // `tokens` needs.
   static int64_t blocks_for_bytes(const KvCacheShape& shape, size_t bytes);
+  static int64_t blocks_for_tokens(const KvCacheShape& shape, int64_t tokens) {
+    return (tokens + shape.block_tokens - 1) / shape.block_tokens;
+  }
   static size_t block_bytes(const KvCacheShape& shape);
 
  private:

@@ -29,7 +29,30 @@ void expect_float(const io::TensorInfo& t) {
     throw std::runtime_error("tensor " + t.describe() + " must be F32, F16 or BF16");
 }
 
+// Tensor names start with "model." unless the checkpoint was saved from the
+// bare model (an embedding checkpoint).
+std::string module_prefix(const io::Safetensors& w) {
+  return !w.find("model.embed_tokens.weight") && w.find("embed_tokens.weight") ? "" : "model.";
+}
+
+// The activations' dtype follows the embedding table's (its scales', when quantized).
+DType native_kv_type_of(const io::Safetensors& w) {
+  const std::string embed = module_prefix(w) + "embed_tokens";
+  const io::TensorInfo* scales = w.find(embed + ".scales");
+  const DType stored = scales ? scales->dtype : w.get(embed + ".weight").dtype;
+  return stored == DType::F32 ? DType::F32 : DType::BF16;
+}
+
 }  // namespace
+
+CheckpointFootprint LlamaModel::footprint(const std::filesystem::path& dir) {
+  CheckpointFootprint f;
+  f.config = io::ModelConfig::load(dir);
+  const io::Safetensors weights = io::Safetensors::open_dir(dir);
+  f.weight_bytes = weights.total_bytes();
+  f.native_kv_type = native_kv_type_of(weights);
+  return f;
+}
 
 std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& dir) {
   std::unique_ptr<LlamaModel> m(new LlamaModel());
@@ -97,7 +120,7 @@ void LlamaModel::load_weights() {
   const auto& c = config_;
   const int64_t hidden = c.hidden_size, q_dim = int64_t(c.num_heads) * c.head_dim,
                 kv_dim = int64_t(c.num_kv_heads) * c.head_dim, inter = c.intermediate_size;
-  prefix_ = !weights_.find("model.embed_tokens.weight") && weights_.find("embed_tokens.weight") ? "" : "model.";
+  prefix_ = module_prefix(weights_);
   embed_ = load_matrix(prefix_ + "embed_tokens", c.vocab_size, hidden);
   if (c.tie_word_embeddings)
     lm_head_ = embed_;
@@ -161,14 +184,12 @@ void LlamaModel::load_weights() {
   }
 }
 
-KvCacheShape LlamaModel::kv_shape(DType dtype, int block_tokens) const {
-  return KvCacheShape{config_.num_layers, config_.num_kv_heads, config_.head_dim, block_tokens,
-                      dtype};
+KvCacheShape kv_shape(const io::ModelConfig& c, DType dtype, int block_tokens) {
+  return KvCacheShape{c.num_layers, c.num_kv_heads, c.head_dim, block_tokens, dtype};
 }
 
 DType LlamaModel::native_kv_type() const {
-  const DType stored = embed_.quantized() ? embed_.scale_dtype : embed_.dtype;
-  return stored == DType::F32 ? DType::F32 : DType::BF16;
+  return native_kv_type_of(weights_);
 }
 
 size_t LlamaModel::weight_bytes() const {
@@ -239,8 +260,7 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
 
   int64_t max_ctx = 0;
   for (int64_t p : tok_pos) max_ctx = std::max(max_ctx, p + 1);
-  max_ctx =
-      (max_ctx + kv.shape().block_tokens - 1) / kv.shape().block_tokens * kv.shape().block_tokens;
+  max_ctx = KvCache::blocks_for_tokens(kv.shape(), max_ctx) * kv.shape().block_tokens;
   // Attention tasks: one per (block of consecutive tokens of one sequence,
   // kv head), whose query rows (the tokens' heads of the group) share every
   // K/V load; a block holds up to 8 rows, what the kernel keeps in registers.

@@ -35,8 +35,20 @@ struct BatchRow {
   bool hidden = false;              // output the final-normed hidden state, not logits
 };
 
+// A checkpoint's KV entries: a layer's keys and values for each token.
+KvCacheShape kv_shape(const io::ModelConfig& config, DType dtype, int block_tokens = 32);
+
+// What a checkpoint asks of memory, from config.json and the safetensors
+// headers alone: no weight is read (hearth fit).
+struct CheckpointFootprint {
+  io::ModelConfig config;
+  size_t weight_bytes = 0;  // as LlamaModel::weight_bytes() would say
+  DType native_kv_type = DType::BF16;
+};
+
 class LlamaModel {
  public:
+  static CheckpointFootprint footprint(const std::filesystem::path& dir);
   // Loads config.json and the safetensors weights of a model directory,
   // checking every tensor's presence, dtype and shape against the config.
   static std::unique_ptr<LlamaModel> load(const std::filesystem::path& dir);
@@ -44,7 +56,9 @@ class LlamaModel {
   const io::ModelConfig& config() const { return config_; }
   const std::filesystem::path& dir() const { return dir_; }
   const io::Safetensors& weights() const { return weights_; }
-  KvCacheShape kv_shape(DType dtype = DType::F32, int block_tokens = 32) const;
+  KvCacheShape kv_shape(DType dtype = DType::F32, int block_tokens = 32) const {
+    return hearth::kv_shape(config_, dtype, block_tokens);
+  }
   // The KV entry type a user gets by default: the activations' dtype, as
   // mlx-lm keeps it, which follows the weights: BF16 for 16-bit and
   // quantized checkpoints (half the memory and attention traffic of F32),

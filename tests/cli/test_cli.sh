@@ -115,6 +115,38 @@ check "bench --streams 0 is refused" clean_error $rc
 check "bench --streams: a count that is not a number is refused" clean_error $rc
 check "... by name" contains "$tmp/e7" "--streams: 'x' is not a stream count"
 
+# fit reads headers only; the loaded model (bench) and a running server
+# (/stats) must agree with it. The KV figure is worked out from config.json.
+"$hearth" mkmodel --arch qwen3 --dtype bf16 --quant mlx4 --group-size 32 --out "$tmp/q4" >/dev/null 2>&1
+for m in "" "$tmp/q4"; do
+  "$hearth" fit ${m:+--model "$m"} --json >"$tmp/fit.json" 2>/dev/null
+  "$hearth" bench ${m:+--model "$m"} --prefill 8 --decode 2 --repeats 1 --json >"$tmp/fitb.json" 2>/dev/null
+  check "fit --json: the weights and KV a token, as the loaded model has them (${m:-bundled})" \
+    node -e 'const fs=require("fs"); const [f,b]=process.argv.slice(1,3).map(x=>JSON.parse(fs.readFileSync(x)));
+             const c=JSON.parse(fs.readFileSync(process.argv[3]+"/config.json"));
+             const bytes=f.kv_type==="BF16"?2:4, hd=c.head_dim||c.hidden_size/c.num_attention_heads;
+             if(!(f.weights_bytes===b.weight_bytes && f.weights_fit===true && f.kv_type===process.argv[4] &&
+                  f.kv_bytes_per_token===2*c.num_hidden_layers*c.num_key_value_heads*hd*bytes)) process.exit(1)' \
+    "$tmp/fit.json" "$tmp/fitb.json" "${m:-$(dirname "$0")/../../models/stories260k}" "$([ -n "$m" ] && echo BF16 || echo F32)"
+done
+"$hearth" fit --kv-budget 0.0002 --ctx-size 300 --json >"$tmp/fit.json" 2>/dev/null
+"$hearth" serve --kv-budget 0.0002 --ctx-size 300 --port 0 >"$tmp/serve.out" 2>/dev/null &
+spid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/serve.out" && break; sleep 0.1; done
+url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$tmp/serve.out")
+check "fit: serve with the same options makes the same plan" \
+  node -e 'const f=JSON.parse(require("fs").readFileSync(process.argv[1]));
+           fetch(process.argv[2]+"/stats").then(r=>r.json()).then(s=>{ const a=s.admission;
+             process.exit(a.memory_budget_bytes===f.kv_budget_bytes && a.max_safe_context===f.kv_tokens &&
+                          a.enforced_context_tokens===f.context && f.context===256 ? 0 : 1); }, ()=>process.exit(1))' \
+  "$tmp/fit.json" "$url"
+kill $spid; wait $spid 2>/dev/null
+"$hearth" fit --memory 0.0000001 >"$tmp/fit.txt" 2>&1; rc=$?
+check "fit: weights past the memory exit 1 and say so" \
+  sh -c '[ "$1" -eq 1 ] && grep -q "does not fit" "$2"' _ $rc "$tmp/fit.txt"
+"$hearth" fit --memory -1 >/dev/null 2>"$tmp/e10"; rc=$?
+check "fit --memory -1 is refused by name" sh -c '{ [ "$1" -eq 1 ] || [ "$1" -eq 2 ]; } && grep -q -- "--memory" "$2"' _ $rc "$tmp/e10"
+
 "$hearth" nonsense >/dev/null 2>&1; rc=$?
 check "an unknown command is refused" clean_error $rc
 
