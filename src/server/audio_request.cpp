@@ -91,13 +91,8 @@ void add_terms(const json& terms, Fields& f) {
 // A form or query value: a JSON array of strings, or terms separated by commas.
 void add_terms(const std::string& value, Fields& f) {
   if (value.starts_with("[")) {
-    json terms;
-    try {
-      terms = json::parse(value);
-    } catch (const json::exception&) {
-      throw bad_request("vocabulary", "'vocabulary' is not a valid JSON array");
-    }
-    return add_terms(terms, f);
+    if (!json_within_limits(value)) throw bad_request("vocabulary", "'vocabulary' is not a valid JSON array");
+    return add_terms(json::parse(value), f);
   }
   if (!f.vocabulary) f.vocabulary.emplace();
   for (size_t at = 0, end; at <= value.size(); at = end + 1) {
@@ -129,17 +124,6 @@ void json_fields(const json& body, Fields& f) {
       f.values[key] = value.is_string() ? value.get<std::string>() : value.dump();
     }
   }
-}
-
-json json_body(const http::Request& req) {
-  json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::exception&) {
-    throw ApiError(400, "the body is not valid JSON");
-  }
-  if (!body.is_object()) throw ApiError(400, "the body must be a JSON object");
-  return body;
 }
 
 void apply_fields(const Fields& f, AudioRequest& r, bool translate);
@@ -180,7 +164,7 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
     if (!have_file) throw bad_request("file", "'file' is required: the audio to transcribe");
   } else if (type == "application/json" ||
              (type.empty() && !req.body.empty() && req.body[0] == '{')) {
-    const json body = json_body(req);
+    const json body = parse_body(req.body);
     if (const json* file = field(body, "file")) {
       if (!file->is_string()) wrong_type("file", "a base64 string or a data: URL", *file);
       r.audio = audio_from_json(file->get<std::string>(), "file");
@@ -228,7 +212,7 @@ AudioRequest parse_audio_session_request(const http::Request& req) {
     if (type != "application/json" && !type.empty())
       throw ApiError(415, "unsupported content type '" + content_type + "': send application/json",
                      "invalid_request_error", {}, "unsupported_media_type");
-    const json body = json_body(req);
+    const json body = parse_body(req.body);
     for (const char* audio : {"file", "input_audio", "audio"})
       if (body.contains(audio))
         throw bad_request(audio, std::string("'") + audio +

@@ -6,6 +6,7 @@
 #include "engine/grammar/json_schema.h"
 #include "server/api_error.h"
 #include "engine/grammar/tool_calls.h"
+#include "text/chat.h"
 #include "server/json_fields.h"
 
 namespace hearth::server {
@@ -17,8 +18,6 @@ namespace {
 constexpr size_t kMaxStops = 16;
 constexpr int kMaxTopLogprobs = 20;
 constexpr size_t kMaxSessionId = 256;
-constexpr int kMaxDepth = 64;
-constexpr size_t kMaxKeys = 4096;
 
 void parse_sampling(const json& body, ApiRequest& r) {
   SamplingOverrides& s = r.sampling;
@@ -197,72 +196,13 @@ void SamplingOverrides::apply_to(SamplingParams& p) const {
   if (!logit_bias.empty()) p.logit_bias = logit_bias;
 }
 
-namespace {
-
-// A first pass over the body's events that checks its shape before any
-// value is built: deep nesting would overflow the stack in the recursive
-// copies and dumps that follow, and an object with very many keys costs
-// quadratic time (ordered_json looks every key up linearly). Linear in the
-// body; nlohmann's callback parser is not (it rescans a container each time
-// one of its objects ends).
-struct ShapeCheck : nlohmann::json_sax<json> {
-  std::vector<size_t> keys;  // per open container: keys seen (objects)
-  std::string problem;       // set: why the body is refused
-  std::string syntax;        // set: the parser's own error
-
-  bool open() {
-    if (keys.size() >= size_t(kMaxDepth)) {
-      problem = "the request body nests deeper than " + std::to_string(kMaxDepth) + " levels";
-      return false;
-    }
-    keys.push_back(0);
-    return true;
-  }
-  bool close() {
-    keys.pop_back();
-    return true;
-  }
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return open(); }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t) override { return open(); }
-  bool end_array() override { return close(); }
-  bool key(string_t&) override {
-    if (++keys.back() <= kMaxKeys) return true;
-    problem = "an object in the request body has more than " + std::to_string(kMaxKeys) + " keys";
-    return false;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    // Syntax errors, invalid UTF-8, unpaired surrogates, numbers out of range (1e400).
-    syntax = e.what();
-    if (auto at = syntax.find("] "); at != std::string::npos) syntax = syntax.substr(at + 2);
-    return false;
-  }
-};
-
-}  // namespace
-
-json parse_body(const std::string& body) {
-  ShapeCheck check;
-  json::sax_parse(body, &check);
-  if (!check.problem.empty()) throw ApiError(400, check.problem, "invalid_request_error", {}, "invalid_json");
-  if (!check.syntax.empty())
-    throw ApiError(400, "the request body is not valid JSON: " + check.syntax, "invalid_request_error", {},
-                   "invalid_json");
-  json parsed = json::parse(body);
-  if (!parsed.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error");
-  return parsed;
-}
-
 json arguments_object(const json& arguments) {
   if (!arguments.is_string()) return arguments;
-  json parsed = json::parse(arguments.get_ref<const std::string&>(), nullptr, false);
+  // The body's limits apply inside the string too: it becomes part of the
+  // messages, which are copied and rendered recursively.
+  const std::string& text = arguments.get_ref<const std::string&>();
+  if (!json_within_limits(text)) return arguments;
+  json parsed = json::parse(text, nullptr, false);
   return parsed.is_object() ? parsed : arguments;
 }
 
@@ -404,10 +344,15 @@ ApiRequest parse_chat_request(const json& body) {
   r.tool_choice = parse_tool_choice(body, r.tools);
   if (const json* v = field(body, "chat_template_kwargs")) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
+    // The request's own fields say these; a kwarg would bypass their checks.
+    for (std::string_view name : text::kRenderVariables)
+      if (v->contains(name))
+        throw bad_request("chat_template_kwargs", "'chat_template_kwargs." + std::string(name) +
+                                                      "' is set by the request itself and cannot be a template kwarg");
     r.template_kwargs = *v;
   }
   if (const json* v = field(body, "reasoning_effort")) {
-        if (!v->is_string()) wrong_type("reasoning_effort", "a string", *v);
+    if (!v->is_string()) wrong_type("reasoning_effort", "a string", *v);
     set_reasoning_effort(v->get<std::string>(), "reasoning_effort", r);
   }
 

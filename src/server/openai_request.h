@@ -116,8 +116,4 @@ std::shared_ptr<const grammar::Grammar> compile_tool_choice(const ApiRequest& re
 // A session id from the body or a header: 1 to 256 bytes, else a 400 naming `field`.
 const std::string& check_session_id(const std::string& field, const std::string& id);
 
-// Parses a request body; malformed JSON (including invalid UTF-8) and a
-// body that is not an object are 400s.
-nlohmann::ordered_json parse_body(const std::string& body);
-
 }  // namespace hearth::server

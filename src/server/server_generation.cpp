@@ -300,7 +300,9 @@ void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, http::Respons
     } else {
       const std::string reason = chat ? replies.finish_reason() : g.finish_reason();
       ojson last = chunk(*job, chat ? ojson::object() : ojson(""), nullptr, &reason);
-      last["usage"] = usage(g);
+      // Usage once per stream: clients that sum every chunk's usage
+      // (LangChain) would count it twice.
+      if (!job->api.include_usage) last["usage"] = usage(g);
       send(dump(last));
       if (job->api.include_usage) {
         ojson u = chunk(*job, ojson::object(), nullptr, nullptr);

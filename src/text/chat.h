@@ -9,9 +9,11 @@
 // inside the text. That is the tokenizer's job, not this file's.
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +25,10 @@ namespace jinja {
 class Template;
 struct RenderLimits;
 }
+
+// The variables ChatTemplate::render sets itself, as transformers' render call does.
+inline constexpr std::array<std::string_view, 6> kRenderVariables = {
+    "messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token"};
 
 struct ChatTemplate {
   // From a model dir: tokenizer_config.json "chat_template" (a string, or a
@@ -39,7 +45,8 @@ struct ChatTemplate {
 
   // messages: array of {role, content (string or [{type:"text",text}...]),
   // tool_calls?, reasoning_content?, ...}; tools: array or null; kwargs: extra
-  // template variables (e.g. enable_thinking), which override the defaults.
+  // template variables (e.g. enable_thinking); a client's may not name the
+  // call's own (kRenderVariables), which the server has checked.
   // The template sees messages, tools (None when null), documents (None),
   // add_generation_prompt, bos_token, eos_token and kwargs — the variables of
   // transformers' render call. Throws TemplateError (with line()) on errors,

@@ -106,12 +106,12 @@ describe('API', () => {
     const req = { model: MODEL, messages: [{ role: 'user', content: 'Tell me about a cat.' }], max_tokens: 40, temperature: 0 };
     const whole = await client.chat.completions.create(req);
     const stream = await client.chat.completions.create({ ...req, stream: true, stream_options: { include_usage: true } });
-    let text = '', chunks = 0, finish = null, usage = null, role = null, usageOnlyChunk = false;
+    let text = '', chunks = 0, finish = null, usage = null, role = null, usageOnlyChunk = false, usages = 0;
     for await (const chunk of stream) {
       chunks++;
       assert.equal(chunk.object, 'chat.completion.chunk');
       assert.equal(chunk.model, MODEL);
-      if (chunk.usage) usage = chunk.usage;
+      if (chunk.usage) { usage = chunk.usage; usages++; }
       if (chunk.choices.length === 0) { usageOnlyChunk = true; continue; }
       const c = chunk.choices[0];
       if (c.delta.role) role = c.delta.role;
@@ -123,6 +123,7 @@ describe('API', () => {
     assert.equal(text, whole.choices[0].message.content);
     assert.equal(finish, whole.choices[0].finish_reason);
     assert.ok(usageOnlyChunk, 'include_usage adds a chunk with empty choices and usage');
+    assert.equal(usages, 1, 'usage comes once: clients that add up chunks count it once');
     assert.deepEqual(usage, whole.usage);
   });
 

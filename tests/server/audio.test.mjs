@@ -176,6 +176,10 @@ describe('audio routes with a Whisper model', () => {
     assert.equal(notB64.body.error.param, 'file');
     const badJson = await postRaw(url, '{"file": ');
     assert.equal(badJson.status, 400);
+    // Nesting that a recursive dump of the unknown field would overflow the stack on meets the body's limit.
+    const deep = await postRaw(url, '{"x":' + '['.repeat(200000) + ']'.repeat(200000) + '}');
+    assert.equal(deep.status, 400);
+    assert.equal(deep.body.error.code, 'invalid_json');
     const text = await postRaw(url, 'hello', { 'Content-Type': 'text/plain' });
     assert.equal(text.status, 415);
     const broken = await postRaw(url, '--x\r\nContent-Disposition: form-data; name="file"\r\n\r\nabc',

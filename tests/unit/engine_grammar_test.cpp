@@ -524,6 +524,20 @@ TEST(GrammarSchema, UnsupportedFeaturesNameTheirPath) {
   expect_error(R"({"type":"object","required":["a"]})", "required", "/required");
 }
 
+// A chain of $refs through an array nests the compile, not the JSON (which
+// the request body's depth limit bounds): long chains are an error, not a
+// stack overflow; a chain of a few dozen compiles.
+TEST(GrammarSchema, AChainOfRefsDeeperThanTheLimitIsRefused) {
+  auto chain = [](int links) {
+    std::string defs;
+    for (int i = 0; i < links; ++i)
+      defs += (i ? "," : "") + std::string(R"({"$ref":"#/$defs/a/)") + std::to_string(i + 1) + "\"}";
+    return R"({"$ref":"#/$defs/a/0","$defs":{"a":[)" + defs + R"(,{"type":"integer"}]}})";
+  };
+  EXPECT_EQ(refused_at(chain(40).c_str(), "12"), -1);
+  expect_error(chain(100000).c_str(), "nests deeper than 128 levels", "/$defs/a/");
+}
+
 TEST(GrammarSchema, UnsupportedRangesAndPatternsNameTheirPath) {
   expect_error(R"({"type":"integer","minimum":5,"maximum":4})", "no integer", "at /");
   expect_error(R"({"properties":{"n":{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}}})", "no integer",

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "server/api_error.h"
+#include "server/json_fields.h"
 #include "server/openai_request.h"
 
 namespace hearth::server {
@@ -121,6 +122,9 @@ TEST(ServerRequest, TopPZeroIsGreedy) {
 
 TEST(ServerRequest, RejectsWithTheFieldName) {
   EXPECT_EQ(rejected(json{{"model", "m"}}), "messages");
+  // A kwarg may add template variables, not replace the checked ones.
+  for (const char* own : {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token"})
+    EXPECT_EQ(rejected(chat({{"chat_template_kwargs", {{own, json::array()}}}})), "chat_template_kwargs") << own;
   EXPECT_EQ(rejected(chat({{"messages", json::array()}})), "messages");
   EXPECT_EQ(rejected(chat({{"messages", "hi"}})), "messages");
   EXPECT_EQ(rejected(chat({{"messages", json::array({1})}})), "messages[0]");
@@ -196,6 +200,24 @@ TEST(ServerRequest, BodiesThatAreNotJsonObjects) {
     }
   }
   EXPECT_EQ(parse_body("{\"a\": 1}")["a"], 1);
+}
+
+// JSON inside a string (a tool call's arguments) keeps the body's limits:
+// past them it stays a string, never a value nested past the stack's depth
+// (copies and renders recurse) or an object of quadratic cost.
+TEST(ServerRequest, ToolCallArgumentsPastTheBodyLimitsStayAString) {
+  const std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  std::string many = "{";
+  for (int i = 0; i < 5000; ++i) many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
+  many += "}";
+  for (const std::string& text : {deep, many}) {
+    EXPECT_FALSE(json_within_limits(text));
+    const json kept = arguments_object(json(text));
+    ASSERT_TRUE(kept.is_string());
+    EXPECT_EQ(kept.get<std::string>(), text);
+  }
+  EXPECT_TRUE(json_within_limits("{\"city\": [[1]]}"));
+  EXPECT_EQ(arguments_object(json("{\"city\": \"Paris\"}"))["city"], "Paris");
 }
 
 TEST(ServerRequest, ErrorShape) {

@@ -45,6 +45,14 @@ class SchemaCompiler {
   SchemaCompiler(GrammarBuilder& b, const json& root) : b_(b), root_(root) {}
 
   Expr compile(const json& s, const std::string& path) {
+    // A chain of $refs nests the compile without nesting the JSON, which
+    // the body's depth limit would have refused.
+    if (depth_ >= kMaxDepth) fail(path, "the schema nests deeper than " + std::to_string(kMaxDepth) + " levels, counting $ref");
+    ++depth_;
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     if (s.is_boolean()) {
       if (s.get<bool>()) return json_rules::any_value(b_);
       fail(path, "the schema false matches nothing");
@@ -248,9 +256,11 @@ class SchemaCompiler {
     return b_.sequence({b_.literal("{"), first, b_.literal("}")});
   }
 
+  static constexpr int kMaxDepth = 128;
   GrammarBuilder& b_;
   const json& root_;
   std::map<std::string, Expr> refs_;
+  int depth_ = 0;
 };
 
 }  // namespace
