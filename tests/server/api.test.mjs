@@ -370,6 +370,15 @@ describe('API', () => {
       messages: [{ role: 'user', content: 'hi' }], max_tokens: 1,
       chat_template_kwargs: { deep: JSON.parse('['.repeat(60) + ']'.repeat(60)) } }));
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    // JSON inside a string keeps the limits: a tool call's arguments past
+    // them stay a string (parsed, the message's copies would recurse 32k deep).
+    const call = (args) => postRaw(srv.url + '/v1/chat/completions', JSON.stringify({
+      messages: [{ role: 'user', content: 'hi' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: args } }] },
+        { role: 'tool', tool_call_id: 'c1', content: 'done' }], max_tokens: 1 }));
+    const deepCall = await call('{"a":' + '['.repeat(32000) + ']'.repeat(32000) + '}');
+    assert.equal(deepCall.status, 200, JSON.stringify(deepCall.body));
+    assert.equal((await getJSON(srv.url + '/health')).status, 200);
   });
 
   test('unknown route 404, wrong method 405, body too large 413', async () => {
