@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "engine/memory_plan.h"
+#include "io/model_dirs.h"
 #include "model/llama.h"
 
 namespace hearth::cli {
@@ -82,7 +83,7 @@ int cmd_fit(int argc, char** argv) {
   const int64_t batch_context = plan.kv_blocks / max_batch * in.shape.block_tokens;
 
   if (args.has("json")) {
-    nlohmann::json j = {{"model", dir.filename().string()},
+    nlohmann::json j = {{"model", io::model_name(dir)},
                         {"architecture", c.architecture},
                         {"weights_bytes", f.weight_bytes},
                         {"available_bytes", in.available_bytes},
@@ -100,7 +101,7 @@ int cmd_fit(int argc, char** argv) {
     std::printf("%s\n", j.dump().c_str());
     return weights_fit ? 0 : 1;
   }
-  std::printf("model         %s (%s, %d layers, %d KV heads x %d)\n", dir.filename().c_str(),
+  std::printf("model         %s (%s, %d layers, %d KV heads x %d)\n", io::model_name(dir).c_str(),
               c.architecture.c_str(), c.num_layers, c.num_kv_heads, c.head_dim);
   std::printf("weights       %s\n", gb(double(f.weight_bytes)).c_str());
   std::printf("memory        %s %s; serve budgets 85%% of it: %s\n", gb(double(in.available_bytes)).c_str(),

@@ -10,6 +10,7 @@
 #include "cli/model_options.h"
 #include "core/aligned_bytes.h"
 #include "engine/engine.h"
+#include "io/model_dirs.h"
 #include "model/whisper.h"
 #include "server/prompt.h"
 #include "server/server.h"
@@ -163,13 +164,6 @@ void serve_until_signalled(server::Server& server, sigset_t& signals) {
   signal_thread.join();
 }
 
-std::string model_id(const std::filesystem::path& dir) {
-  auto canonical = std::filesystem::weakly_canonical(dir);
-  std::string name = canonical.filename().string();
-  if (name.empty()) name = canonical.parent_path().filename().string();
-  return name.empty() ? "model" : name;
-}
-
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
@@ -280,7 +274,7 @@ int cmd_serve(int argc, char** argv) {
                  prompts.template_error().c_str());
 
   server::ServedModel served;
-  served.id = model_id(dir);
+  served.id = io::model_name(dir);
   served.dir = dir;
   served.sampling = serve_sampling(args, gen);
   served.max_tokens = args.integer("max-tokens", -1);

@@ -9,6 +9,7 @@ int cmd_chat(int argc, char** argv);
 int cmd_mkmodel(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_fit(int argc, char** argv);
+int cmd_models(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_template(int argc, char** argv);
 int cmd_serve(int argc, char** argv);

@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"transcribe", hearth::cli::cmd_transcribe, "speech to text with a Whisper checkpoint"},
     {"chat", hearth::cli::cmd_chat, "chat with the model in the terminal"},
     {"bench", hearth::cli::cmd_bench, "measure prefill/decode speed and memory bandwidth"},
+    {"models", hearth::cli::cmd_models, "the checkpoints on this machine and whether hearth can serve them"},
     {"fit", hearth::cli::cmd_fit, "whether a model fits in memory, and the context and streams serve would give it"},
     {"mkmodel", hearth::cli::cmd_mkmodel, "write a random-weight checkpoint in a published layout"},
     {"tokenize", hearth::cli::cmd_tokenize, "encode text to token ids (or --decode ids) with a tokenizer"},

@@ -7,6 +7,7 @@
 #include <regex>
 #include <sstream>
 
+#include "io/model_dirs.h"
 #include "server/random_id.h"
 #include "server/server_impl.h"
 #include "server/web_ui.h"
@@ -458,7 +459,7 @@ ServedModel whisper_served(const ServerOptions& options) {
   if (options.whisper_model.empty())
     throw std::invalid_argument("a transcription-only server needs options.whisper_model");
   ServedModel m;
-  m.id = options.whisper_model.filename().string();  // as Transcription::model_id() names it
+  m.id = io::model_name(options.whisper_model);  // as Transcription::model_id() names it
   m.dir = options.whisper_model;
   m.architecture = "whisper";
   return m;

@@ -18,6 +18,7 @@
 
 #include "audio/transcriber.h"
 #include "core/thread_pool.h"
+#include "io/model_dirs.h"
 #include "model/whisper.h"
 #include "text/tokenizer/whisper.h"
 
@@ -36,7 +37,7 @@ class Transcription {
   explicit Transcription(TranscriptionOptions options);
   ~Transcription();
 
-  std::string model_id() const { return options_.model_dir.filename().string(); }
+  std::string model_id() const { return io::model_name(options_.model_dir); }
 
   // One request's place, held from before its audio is decoded to its
   // answer: transcriptions run one at a time, so without a bound the waiting

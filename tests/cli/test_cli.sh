@@ -147,6 +147,40 @@ check "fit: weights past the memory exit 1 and say so" \
 "$hearth" fit --memory -1 >/dev/null 2>"$tmp/e10"; rc=$?
 check "fit --memory -1 is refused by name" sh -c '{ [ "$1" -eq 1 ] || [ "$1" -eq 2 ]; } && grep -q -- "--memory" "$2"' _ $rc "$tmp/e10"
 
+# models: a folder of checkpoints and a hub cache, as huggingface-cli leaves
+# it (snapshot files are links to blobs; refs/main names the current one).
+mkdir -p "$tmp/lib/gemma" "$tmp/lib/whisper" "$tmp/hub/models--Org--Tiny/snapshots/old" "$tmp/hub/models--Org--Tiny/refs" "$tmp/hub/models--Org--Tiny/blobs"
+cp -r "$tmp/q4" "$tmp/lib/q4"
+echo '{"architectures": ["GemmaForCausalLM"], "model_type": "gemma"}' >"$tmp/lib/gemma/config.json"
+echo '{"model_type": "whisper"}' >"$tmp/lib/whisper/config.json"
+bundled=$(cd "$(dirname "$0")/../../models/stories260k" && pwd)
+snap="$tmp/hub/models--Org--Tiny/snapshots/abc123"
+mkdir -p "$snap"
+for f in "$bundled"/*; do cp "$f" "$tmp/hub/models--Org--Tiny/blobs/$(basename "$f")"; ln -s "../../blobs/$(basename "$f")" "$snap/$(basename "$f")"; done
+printf abc123 >"$tmp/hub/models--Org--Tiny/refs/main"
+"$hearth" models "$tmp/lib" "$tmp/hub" --json >"$tmp/models.json" 2>/dev/null
+check "models --json: each checkpoint, whether it can be served, and why not" \
+  node -e 'const m=JSON.parse(require("fs").readFileSync(process.argv[1])); const by=Object.fromEntries(m.map(x=>[x.name,x]));
+           const ok = m.map(x=>x.name).join()==="gemma,q4,whisper,Org/Tiny" &&
+             by.q4.servable && by.q4.kind==="text" && by.q4.format==="MLX 4-bit g32" && by.q4.architecture==="Qwen3ForCausalLM" &&
+             by["Org/Tiny"].servable && by["Org/Tiny"].format==="F32" && by["Org/Tiny"].weights_bytes===1040128 &&
+             by["Org/Tiny"].context===512 && by["Org/Tiny"].path.endsWith("snapshots/abc123") &&
+             !by.gemma.servable && by.gemma.problem.includes("GemmaForCausalLM") &&
+             by.whisper.kind==="speech" && !by.whisper.servable;
+           process.exit(ok ? 0 : 1)' "$tmp/models.json"
+HEARTH_MODELS="$tmp/lib" HF_HUB_CACHE="$tmp/hub" "$hearth" models >"$tmp/models.txt" 2>&1
+check "models: with no folder, \$HEARTH_MODELS and the hub cache" \
+  sh -c 'grep -q "^Org/Tiny .*F32" "$1" && grep -q "^q4 " "$1" && grep -q "cannot serve" "$1"' _ "$tmp/models.txt"
+"$hearth" serve --model "$snap" --port 0 >"$tmp/serve2.out" 2>/dev/null &
+spid=$!
+for _ in $(seq 100); do grep -q listening "$tmp/serve2.out" && break; sleep 0.1; done
+check "serve: a hub snapshot's model id is ORG/NAME" \
+  node -e 'fetch(process.argv[1]+"/v1/models").then(r=>r.json()).then(j=>process.exit(j.data[0].id==="Org/Tiny"?0:1), ()=>process.exit(1))' \
+  "$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$tmp/serve2.out")"
+kill $spid; wait $spid 2>/dev/null
+"$hearth" models "$tmp/nope" >/dev/null 2>"$tmp/e11"; rc=$?
+check "models: a missing folder is refused by name" sh -c '{ [ "$1" -eq 1 ] || [ "$1" -eq 2 ]; } && grep -q "nope" "$2"' _ $rc "$tmp/e11"
+
 "$hearth" nonsense >/dev/null 2>&1; rc=$?
 check "an unknown command is refused" clean_error $rc
 
