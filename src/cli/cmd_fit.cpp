@@ -31,18 +31,6 @@ const char* kUsage =
 
 constexpr double kGB = 1024.0 * 1024.0 * 1024.0;
 
-// Bytes in the unit that reads best, GB meaning GiB as the options do.
-std::string gb(double bytes) {
-  char buf[32];
-  if (bytes >= 0.1 * kGB)
-    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / kGB);
-  else if (bytes >= 1024 * 1024)
-    std::snprintf(buf, sizeof buf, "%.1f MB", bytes / (1024 * 1024));
-  else
-    std::snprintf(buf, sizeof buf, "%.1f KB", bytes / 1024);
-  return buf;
-}
-
 double positive_gb(const Args& args, const std::string& name) {
   const double v = args.number(name, 0);
   if (!(v > 0)) throw std::runtime_error("--" + name + " must be > 0 (GB)");
@@ -103,15 +91,15 @@ int cmd_fit(int argc, char** argv) {
   }
   std::printf("model         %s (%s, %d layers, %d KV heads x %d)\n", io::model_name(dir).c_str(),
               c.architecture.c_str(), c.num_layers, c.num_kv_heads, c.head_dim);
-  std::printf("weights       %s\n", gb(double(f.weight_bytes)).c_str());
-  std::printf("memory        %s %s; serve budgets 85%% of it: %s\n", gb(double(in.available_bytes)).c_str(),
-              args.has("memory") ? "(--memory)" : "available now", gb(double(plan.usable_bytes)).c_str());
+  std::printf("weights       %s\n", size_text(double(f.weight_bytes)).c_str());
+  std::printf("memory        %s %s; serve budgets 85%% of it: %s\n", size_text(double(in.available_bytes)).c_str(),
+              args.has("memory") ? "(--memory)" : "available now", size_text(double(plan.usable_bytes)).c_str());
   if (!weights_fit) {
-    std::printf("does not fit: the weights need %s more\n", gb(double(f.weight_bytes - plan.usable_bytes)).c_str());
+    std::printf("does not fit: the weights need %s more\n", size_text(double(f.weight_bytes - plan.usable_bytes)).c_str());
     return 1;
   }
-  std::printf("KV            %s a token (%s entries); pool %s%s: %lld tokens\n", gb(token_bytes).c_str(),
-              std::string(dtype_name(in.shape.dtype)).c_str(), gb(double(plan.memory_budget_bytes)).c_str(),
+  std::printf("KV            %s a token (%s entries); pool %s%s: %lld tokens\n", size_text(token_bytes).c_str(),
+              std::string(dtype_name(in.shape.dtype)).c_str(), size_text(double(plan.memory_budget_bytes)).c_str(),
               in.kv_budget ? " (--kv-budget)" : ", what fits beside the weights", (long long)plan.max_safe_context);
   std::printf("context       %lld tokens%s\n", (long long)context,
               context < c.max_position_embeddings

@@ -12,6 +12,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/model_options.h"
 #include "io/model_dirs.h"
 #include "io/safetensors.h"
 #include "model/llama.h"
@@ -81,15 +82,6 @@ Listed describe(const fs::path& dir) {
   return m;
 }
 
-std::string size_text(size_t bytes) {
-  char buf[32];
-  if (bytes >= (size_t(1) << 30))
-    std::snprintf(buf, sizeof buf, "%.1f GB", double(bytes) / double(size_t(1) << 30));
-  else
-    std::snprintf(buf, sizeof buf, "%.1f MB", double(bytes) / double(size_t(1) << 20));
-  return buf;
-}
-
 }  // namespace
 
 int cmd_models(int argc, char** argv) {
@@ -139,7 +131,7 @@ int cmd_models(int argc, char** argv) {
       continue;
     }
     std::printf("%-32s %-9s %-24s %-18s %9s %8lld  %s\n", m.name.c_str(), m.kind.c_str(), m.architecture.c_str(),
-                m.format.c_str(), size_text(m.weight_bytes).c_str(), (long long)m.context, m.path.c_str());
+                m.format.c_str(), size_text(double(m.weight_bytes)).c_str(), (long long)m.context, m.path.c_str());
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "cli/model_options.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace hearth::cli {
 
@@ -47,6 +48,17 @@ std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model
                                        int64_t ctx_tokens, int sequences) {
   KvCacheShape shape = model.kv_shape(kv_type(args, model));
   return std::make_unique<KvCache>(shape, KvCache::blocks_for_tokens(shape, ctx_tokens) * sequences);
+}
+
+std::string size_text(double bytes) {
+  char buf[32];
+  if (bytes >= 0.1 * (1 << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / (1 << 30));
+  else if (bytes >= 1 << 20)
+    std::snprintf(buf, sizeof buf, "%.1f MB", bytes / (1 << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f KB", bytes / 1024);
+  return buf;
 }
 
 nlohmann::json top_logits(std::span<const float> logits, int k) {

@@ -36,6 +36,9 @@ std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model
 std::optional<DType> kv_type(const Args& args);  // empty for auto
 DType kv_type(const Args& args, const LlamaModel& model);
 
+// Bytes for people: KB, MB or GB (GB meaning GiB, as the options' GB do).
+std::string size_text(double bytes);
+
 // The k largest logits as [[id, logit], ...], largest first (--logits K).
 nlohmann::json top_logits(std::span<const float> logits, int k);
 
