@@ -12,6 +12,9 @@ bool ReplyStream::next(std::vector<ReplyEvent>& out) {
   std::vector<text::OutputEvent> parsed;
   Piece p;
   while (out.size() == before && !done_) {
+    // A piece's tokens are reasoning if its text is in a reasoning block,
+    // its opening and closing markup included.
+    const bool was_reasoning = parser_.in_reasoning();
     if (g_.next(p)) {
       parser_.feed(p.text, parsed);
       for (auto& t : p.logprobs) logprobs_.push_back(std::move(t));
@@ -19,6 +22,8 @@ bool ReplyStream::next(std::vector<ReplyEvent>& out) {
       parser_.finish(parsed);
       done_ = true;
     }
+    if (was_reasoning || parser_.in_reasoning()) reasoning_tokens_ += g_.completion_tokens() - tokens_seen_;
+    tokens_seen_ = g_.completion_tokens();
     for (auto& e : parsed) {
       using In = text::OutputEvent::Kind;
       using Out = ReplyEvent::Kind;

@@ -41,6 +41,8 @@ class ReplyStream {
   // The generation's finish reason, except "tool_calls" when the reply made
   // a call and ended on its own.
   std::string finish_reason() const;
+  // Generated tokens that went into reasoning (usage's reasoning_tokens).
+  int64_t reasoning_tokens() const { return reasoning_tokens_; }
   GenerationStream& generation() { return g_; }
   const GenerationStream& generation() const { return g_; }
 
@@ -51,6 +53,7 @@ class ReplyStream {
   size_t tool_calls_ = 0;
   std::string open_call_id_;  // the call whose arguments are streaming
   bool done_ = false;
+  int64_t tokens_seen_ = 0, reasoning_tokens_ = 0;
   std::vector<TokenLogprob> logprobs_;  // of text the parser holds back still
 };
 

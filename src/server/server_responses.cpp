@@ -206,7 +206,7 @@ void Server::Impl::responses_create(const http::Request& req, http::Response& re
     r["usage"] = {{"input_tokens", g.prompt_tokens()},
                   {"input_tokens_details", {{"cached_tokens", cached}}},
                   {"output_tokens", g.completion_tokens()},
-                  {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                  {"output_tokens_details", {{"reasoning_tokens", replies.reasoning_tokens()}}},
                   {"total_tokens", g.prompt_tokens() + g.completion_tokens()}};
     if (ctx->store) {
       ctx->conversation.push_back(out.assistant_message());

@@ -63,6 +63,10 @@ describe('reasoning: a prompt that opens <think>', () => {
     const events = [];
     for await (const e of await srv.client().responses.create({ model: 'm', input: messages[0].content, temperature: 0, stream: true })) events.push(e);
     assert.equal(events.filter((e) => e.type === 'response.reasoning_text.delta').map((e) => e.delta).join(''), want);
+    // Every generated token is reasoning here.
+    assert.ok(r.usage.output_tokens > 0);
+    assert.equal(r.usage.output_tokens_details.reasoning_tokens, r.usage.output_tokens);
+    assert.deepEqual(events.at(-1).response.usage, r.usage);
 
     const o = await new Ollama({ host: srv.url }).chat({ model: 'm', messages, stream: false, options: { temperature: 0 } });
     assert.equal(o.message.thinking, want);
@@ -178,6 +182,7 @@ describe('tool calls: tool_choice makes even a random model call a tool that val
     const s = await client.responses.create({ model: 'm', input: 'Yes or no?', max_output_tokens: 100, text: { format: { type: 'json_schema', name: 'a', schema } } });
     const v = JSON.parse(s.output_text);
     assert.ok(['yes', 'no'].includes(v.answer) && Number.isInteger(v.n), s.output_text);
+    assert.equal(s.usage.output_tokens_details.reasoning_tokens, 0, 'no reasoning block, no reasoning tokens');
     const bad = await fetch(srv.url + '/v1/responses', { method: 'POST', body: JSON.stringify({ input: 'x', text: { format: { type: 'json_schema', name: 'a', schema: { type: 'string', pattern: '(a)\\1' } } } }) });
     assert.equal(bad.status, 400);
     assert.equal((await bad.json()).error.param, 'text.format.schema');

@@ -294,5 +294,6 @@ void OutputParser::feed(std::string_view text, std::vector<OutputEvent>& out) {
 }
 
 void OutputParser::finish(std::vector<OutputEvent>& out) { state_->run(true, out); }
+bool OutputParser::in_reasoning() const { return state_->mode == State::Mode::Reasoning; }
 
 }  // namespace hearth::text

@@ -104,6 +104,8 @@ class OutputParser {
   void feed(std::string_view text, std::vector<OutputEvent>& out);
   // End of output: flush what was held back; an unclosed tool call is content.
   void finish(std::vector<OutputEvent>& out);
+  // Inside a reasoning block (what was fed so far opened it and has not closed it).
+  bool in_reasoning() const;
 
  private:
   struct State;
