@@ -168,8 +168,11 @@ int64_t PrefixCache::demote_idle(double idle_seconds) {
 }
 
 int64_t PrefixCache::evict_locked(int64_t n, const std::function<bool(const BlockHash&, const Entry&)>& may_go) {
-  // Blocks on a session's chain go last.
+  // Blocks on a session's chain go last. A session whose last block has
+  // left RAM is forgotten: it protects nothing, and ids a client makes up
+  // would otherwise pile up, each walked here.
   std::unordered_set<BlockHash, BlockHashHasher> kept;
+  std::erase_if(sessions_, [&](const auto& item) { return !entries_.contains(item.second.tip); });
   for (const auto& [id, s] : sessions_)
     for (BlockHash h = s.tip;;) {
       auto it = entries_.find(h);

@@ -154,7 +154,10 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest request) {
   }
   {
     std::lock_guard lock(mutex_);
-    if (stopping_) throw std::runtime_error("the engine is shutting down");
+    if (stopping_) {
+      if (resumed) checkpoints_.save(*key, {active->decoding, active->sent});  // kept for a retry
+      throw std::runtime_error("the engine is shutting down");
+    }
     // Free batch slots count as room too: a burst that fits the batch and
     // the queue is taken whether or not the loop has admitted any of it yet.
     const int64_t free_slots = std::max<int64_t>(0, options_.max_batch - stats_.running);
@@ -296,7 +299,8 @@ void Engine::housekeeping() {
 }
 
 void Engine::tidy_cache() {
-  if (ssd_) cache_->demote_idle(options_.ssd_demote_idle_seconds);
+  // Demoted blocks' pages go back to the system too: they are on disk now.
+  if (ssd_) kv_->discard_free(cache_->demote_idle(options_.ssd_demote_idle_seconds));
   // Under memory pressure the cache gives blocks back, and their pages go
   // back to the system; requests are never failed for cache memory.
   const size_t total = meminfo("MemTotal:"), available = memory_available();
@@ -421,17 +425,22 @@ void Engine::loop() {
     plan_step(running);
     // Blocks for this step's tokens, oldest requests first: a request that
     // cannot grow takes them from the cache, then from younger requests.
-    for (size_t i = 0; i < running.size(); ++i) {
-      Active& a = *running[i];
-      const int64_t want = a.computed + a.planned;
-      const int64_t more = KvCache::blocks_for_tokens(kv_->shape(), want) - int64_t(kv_->blocks(a.seq).size());
-      if (more > 0 && !make_room(more, running, a)) {
-        std::unique_ptr<Active> self = std::move(running[i]);
-        running.erase(running.begin() + ptrdiff_t(i));
-        preempt(std::move(self));
-        break;  // everything after it was younger and is gone already
+    try {
+      for (size_t i = 0; i < running.size(); ++i) {
+        Active& a = *running[i];
+        const int64_t want = a.computed + a.planned;
+        const int64_t more = KvCache::blocks_for_tokens(kv_->shape(), want) - int64_t(kv_->blocks(a.seq).size());
+        if (more > 0 && !make_room(more, running, a)) {
+          std::unique_ptr<Active> self = std::move(running[i]);
+          running.erase(running.begin() + ptrdiff_t(i));
+          preempt(std::move(self));
+          break;  // everything after it was younger and is gone already
+        }
+        kv_->reserve(a.seq, want);
       }
-      kv_->reserve(a.seq, want);
+    } catch (const std::exception& e) {  // (allocation) as a failed step: these requests end, the engine goes on
+      for (auto& a : running) finish(*a, FinishReason::Stop, std::string("engine error: ") + e.what());
+      running.clear();
     }
     if (running.empty()) continue;
 

@@ -104,6 +104,7 @@ bool KvCache::reserve(int seq, int64_t n_tokens) {
   const int64_t need = blocks_for_tokens(shape_, n_tokens) - int64_t(s.blocks.size());
   if (need <= 0) return true;
   if (need > int64_t(free_.size())) return false;
+  s.make_room(size_t(need));
   for (int64_t i = 0; i < need; ++i) {
     int32_t b = *allocate();
     s.blocks.push_back(b);
@@ -119,6 +120,7 @@ void KvCache::attach(int seq, std::span<const int32_t> blocks) {
   Sequence& s = seqs_.at(seq);
   if (s.length != capacity(seq))
     throw std::logic_error("KV blocks can only be attached after full blocks");
+  s.make_room(blocks.size());
   for (int32_t b : blocks) {
     retain(b);
     s.blocks.push_back(b);

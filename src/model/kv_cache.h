@@ -92,6 +92,13 @@ class KvCache {
     std::vector<int32_t> blocks;
     int64_t length = 0;
     std::vector<std::vector<const void*>> k_ptrs, v_ptrs;  // [layer][block]
+    // Room for `more` blocks, so that adding them cannot throw once a block
+    // is taken (an allocation failure then leaks nothing).
+    void make_room(size_t more) {
+      blocks.reserve(blocks.size() + more);
+      for (auto* ptrs : {&k_ptrs, &v_ptrs})
+        for (auto& p : *ptrs) p.reserve(p.size() + more);
+    }
   };
   uint8_t* layer_data(int layer, int32_t block, bool value) const;
 

@@ -284,6 +284,24 @@ TEST(PrefixCache, SessionsCountContinuationsAndAreEvictedLast) {
   EXPECT_EQ(c.lookup(turn1).tokens, 8);  // closing keeps the blocks
 }
 
+// Session ids are the client's to make up: one whose blocks have all left
+// RAM is forgotten, so they cannot pile up.
+TEST(PrefixCache, ASessionWhoseBlocksAreGoneIsForgotten) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16)});
+  for (int i = 0; i < 3; ++i) {
+    auto tokens = iota(4, 100 * i);
+    const int seq = f.compute(tokens);
+    f.publish(c, seq, tokens, "made-up-" + std::to_string(i));
+    f.kv.release(seq);
+  }
+  EXPECT_EQ(c.stats().sessions, 3);
+  EXPECT_EQ(c.evict(2), 2);  // two sessions' only blocks
+  EXPECT_EQ(c.stats().sessions, 3);  // noticed at the next eviction
+  EXPECT_EQ(c.evict(0), 0);
+  EXPECT_EQ(c.stats().sessions, 1);
+}
+
 TEST(PrefixCache, ARequestServedFromTheCacheStillSetsItsSession) {
   Fixture f;
   PrefixCache c(f.kv, f.root, {cap(16)});
