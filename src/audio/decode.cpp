@@ -263,7 +263,12 @@ std::vector<float> decode_audio(std::span<const uint8_t> bytes, double max_secon
   // Float codecs can carry NaN or infinity, which would poison the whole log-mel.
   if (!std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }))
     throw AudioError("the audio holds NaN or infinite samples");
+  clip_to_full_scale(out);
   return out;
+}
+
+void clip_to_full_scale(std::span<float> samples) {
+  for (float& v : samples) v = std::clamp(v, -1.0f, 1.0f);
 }
 
 }  // namespace hearth::audio

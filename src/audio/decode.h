@@ -21,7 +21,12 @@ constexpr double kMaxDecodeSeconds = 3 * 3600;
 // RIFF....WAVE: the bytes are for parse_wav.
 bool looks_like_wav(std::span<const uint8_t> bytes);
 
-// 16 kHz mono samples, never empty, all finite. Unreadable, empty, NaN,
+// Clips samples to [-1, 1], as openai-whisper's 16-bit conversion does: a
+// float sample far outside it (1e20) would overflow the log-mel's power and
+// turn the whole clip to infinities.
+void clip_to_full_scale(std::span<float> samples);
+
+// 16 kHz mono samples, never empty, all finite, clipped to [-1, 1]. Unreadable, empty, NaN,
 // stream-less (no audio track) or over-long input throws AudioError with a
 // message for the client. Any sample rate from 1 kHz to 768 kHz and up to 64 channels.
 std::vector<float> decode_audio(std::span<const uint8_t> bytes,

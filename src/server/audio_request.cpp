@@ -78,14 +78,34 @@ int parse_integer(const std::string& v, const std::string& field, int lo, int hi
 }
 
 constexpr size_t kMaxTerms = 1000, kMaxTermBytes = 200;
+// Only the last 223 tokens of a prompt condition the decoder; this many
+// bytes hold them with room to spare, and bound the work on the rest.
+constexpr size_t kMaxPromptBytes = 65536;
+
+// Counted as they come: a field of millions of commas must not become
+// millions of strings before the limit is checked.
+void add_term(std::string term, Fields& f) {
+  if (!f.vocabulary) f.vocabulary.emplace();
+  if (f.vocabulary->size() == kMaxTerms)
+    throw bad_request("vocabulary", "'vocabulary' takes at most " + std::to_string(kMaxTerms) + " terms");
+  f.vocabulary->push_back(std::move(term));
+}
 
 void add_terms(const json& terms, Fields& f) {
   if (!terms.is_array()) wrong_type("vocabulary", "an array of strings", terms);
   if (!f.vocabulary) f.vocabulary.emplace();
   for (const json& t : terms) {
     if (!t.is_string()) wrong_type("vocabulary", "an array of strings", t);
-    f.vocabulary->push_back(t.get<std::string>());
+    add_term(t.get<std::string>(), f);
   }
+}
+
+// segment or word, each once however often it is given.
+void add_granularity(const std::string& g, Fields& f) {
+  if (g != "segment" && g != "word")
+    throw bad_request("timestamp_granularities[]", "'timestamp_granularities[]' takes segment or word");
+  if (std::find(f.granularities.begin(), f.granularities.end(), g) == f.granularities.end())
+    f.granularities.push_back(g);
 }
 
 // A form or query value: a JSON array of strings, or terms separated by commas.
@@ -94,10 +114,9 @@ void add_terms(const std::string& value, Fields& f) {
     if (!json_within_limits(value)) throw bad_request("vocabulary", "'vocabulary' is not a valid JSON array");
     return add_terms(json::parse(value), f);
   }
-  if (!f.vocabulary) f.vocabulary.emplace();
   for (size_t at = 0, end; at <= value.size(); at = end + 1) {
     end = std::min(value.find(',', at), value.size());
-    f.vocabulary->push_back(value.substr(at, end - at));
+    add_term(value.substr(at, end - at), f);
   }
 }
 
@@ -116,7 +135,7 @@ void json_fields(const json& body, Fields& f) {
       if (!value.is_array()) wrong_type(key, "an array", value);
       for (const json& g : value) {
         if (!g.is_string()) wrong_type(key, "an array of strings", g);
-        f.granularities.push_back(g.get<std::string>());
+        add_granularity(g.get<std::string>(), f);
       }
     } else if (key == "vocabulary") {
       add_terms(value, f);
@@ -154,7 +173,7 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
         r.audio.assign(p.data);
         have_file = true;
       } else if (p.name == "timestamp_granularities[]" || p.name == "timestamp_granularities") {
-        f.granularities.emplace_back(p.data);
+        add_granularity(std::string(p.data), f);
       } else if (p.name == "vocabulary[]" || p.name == "vocabulary") {
         add_terms(std::string(p.data), f);
       } else {
@@ -245,15 +264,14 @@ void apply_fields(const Fields& given, AudioRequest& r, bool translate) {
                       "'response_format' must be json, text, srt, verbose_json or vtt");
   if (auto s = f.get("stream")) r.stream = parse_bool(*s, "stream");
   audio::TranscribeOptions& o = r.options;
-  for (const std::string& g : f.granularities) {
-    if (g != "segment" && g != "word")
-      throw bad_request("timestamp_granularities[]",
-                        "'timestamp_granularities[]' takes segment or word");
+  for (const std::string& g : f.granularities)
     if (g == "word") o.word_timestamps = true;
-  }
   o.task = translate ? "translate" : "transcribe";
   if (!translate) o.language = f.get("language").value_or("");
   o.initial_prompt = f.get("prompt").value_or("");
+  if (o.initial_prompt.size() > kMaxPromptBytes)
+    throw bad_request("prompt", "'prompt' takes at most " + std::to_string(kMaxPromptBytes) +
+                                    " bytes (only its last 223 tokens are used)");
   if (auto t = f.get("temperature")) {
     const double value = parse_number(*t, "temperature");
     if (!(value >= 0 && value <= 1))
@@ -279,9 +297,6 @@ void apply_fields(const Fields& given, AudioRequest& r, bool translate) {
   if (auto v = f.get("beam_size")) o.beam_size = parse_integer(*v, "beam_size", 1, 16);
   if (auto v = f.get("best_of")) o.best_of = parse_integer(*v, "best_of", 1, 16);
   if (f.vocabulary) {
-    if (f.vocabulary->size() > kMaxTerms)
-      throw bad_request("vocabulary", "'vocabulary' takes at most " + std::to_string(kMaxTerms) +
-                                          " terms");
     for (std::string term : *f.vocabulary) {
       term.erase(0, term.find_first_not_of(" \t\n\r"));
       term.erase(term.find_last_not_of(" \t\n\r") + 1);

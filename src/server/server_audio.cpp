@@ -46,6 +46,14 @@ Transcription::Place Server::Impl::transcription_place() {
   return std::move(*place);
 }
 
+void Server::Impl::check_audio_bytes(size_t bytes, const char* param) const {
+  if (bytes > opt.max_audio_bytes)
+    throw ApiError(413,
+                   "the audio is " + std::to_string(bytes) + " bytes; the limit is " +
+                       std::to_string(opt.max_audio_bytes) + " (--max-audio-bytes)",
+                   "invalid_request_error", param, "request_too_large");
+}
+
 TranscriptAnswer Server::Impl::transcript_answer(const audio::Transcript& t, const AudioRequest& r,
                                                  ojson timings) const {
   TranscriptAnswer a;
@@ -81,11 +89,7 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
                       "this server has no VAD model: start it with --vad-model FILE "
                       "(silero-v6.2.0-ggml.bin)");
   if (r.vad) r.options.vad = vad.get();
-  if (r.audio.size() > opt.max_audio_bytes)
-    throw ApiError(413,
-                   "the audio is " + std::to_string(r.audio.size()) + " bytes; the limit is " +
-                       std::to_string(opt.max_audio_bytes) + " (--max-audio-bytes)",
-                   "invalid_request_error", "file", "request_too_large");
+  check_audio_bytes(r.audio.size(), "file");
   std::vector<float> samples;
   try {
     samples = audio::decode_audio(

@@ -45,6 +45,7 @@ std::vector<float> session_audio(const http::Request& req, double max_seconds) {
       for (float& f : samples) f = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(f)));
     for (float f : samples)
       if (!std::isfinite(f)) throw bad_request("audio", "the samples must be finite numbers");
+    audio::clip_to_full_scale(samples);
     return samples;
   }
   if (!type.starts_with("audio/") && !type.starts_with("video/") &&
@@ -116,11 +117,23 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
   Transcription& whisper = require_transcription();
   const auto session = audio_sessions.find(session_id(req));
   const Transcription::Place place = transcription_place();
-  std::vector<float> samples = session_audio(req, audio_sessions.limits().max_seconds);
+  check_audio_bytes(req.body.size(), "audio");
+  auto unfinished = [&] {
+    if (session->finished())
+      throw ApiError(409, "the audio session '" + session->id + "' is finished",
+                     "invalid_request_error", {}, "session_finished");
+    return session->stream->samples();
+  };
+  // Decoded no further than what the session has room for (a second more,
+  // so a part just past it gets the 413 below).
+  double room;
+  {
+    std::lock_guard lock(session->lock);
+    room = audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate;
+  }
+  std::vector<float> samples = session_audio(req, std::max(0.0, room) + 1.0);
   std::lock_guard lock(session->lock);
-  if (session->finished())
-    throw ApiError(409, "the audio session '" + session->id + "' is finished",
-                   "invalid_request_error", {}, "session_finished");
+  unfinished();
   audio::TranscriptStream& stream = *session->stream;
   const double seconds = double(stream.samples() + samples.size()) / audio::kSampleRate;
   if (seconds > audio_sessions.limits().max_seconds)

@@ -200,6 +200,7 @@ struct Server::Impl {
   void send_transcript(http::Response& res, const TranscriptAnswer& a) const;
   Transcription& require_transcription() const;  // ApiError 503 without --whisper-model
   Transcription::Place transcription_place();    // and 429 when its queue is full
+  void check_audio_bytes(size_t bytes, const char* param) const;  // 413 past --max-audio-bytes
   ojson transcription_status() const;           // for /health and /stats
   void audio_session_create(const http::Request& req, http::Response& res);
   void audio_session_append(const http::Request& req, http::Response& res);

@@ -164,6 +164,9 @@ describe('audio routes with a Whisper model', () => {
       [await multipart(url, { temperature: 'hot' }), 400, 'temperature'],
       [await multipart(url, { 'timestamp_granularities[]': 'minute' }), 400, 'timestamp_granularities[]'],
       [await multipart(url, { language: 'klingon', ...FAST }), 400, null],
+      [await multipart(url, { prompt: 'a '.repeat(40000) }), 400, 'prompt'],
+      [await multipart(url, { vocabulary: ','.repeat(5000) }), 400, 'vocabulary'],
+      [await multipart(url, { 'timestamp_granularities[]': 'hour' }), 400, 'timestamp_granularities[]'],
     ];
     for (const [r, status, param] of cases) {
       assert.equal(r.status, status, r.text);

@@ -232,12 +232,12 @@ describe('audio session limits', () => {
   let srv;
   before(async () => {
     srv = await startServer(['--whisper-model', whisper, '--max-audio-sessions', '2',
-      '--audio-session-max-seconds', '1', '--audio-session-idle', '2']);
+      '--audio-session-max-seconds', '1', '--audio-session-idle', '2', '--max-audio-bytes', '100000']);
   });
   after(async () => { await srv.stop(); });
   const open = async () => postRaw(srv.url + '/v1/audio/sessions', '', {});
 
-  test('at most N open (429), audio per session (413), idle sessions forgotten (404)', async () => {
+  test('at most N open (429), audio per session and per part (413), idle sessions forgotten (404)', async () => {
     const a = await open(), b = await open();
     assert.equal(a.status, 200);
     assert.equal(b.status, 200);
@@ -250,6 +250,23 @@ describe('audio session limits', () => {
       Buffer.alloc(4 * 16001), PCM);
     assert.equal(over.status, 413);
     expectErrorShape(assert, over.body, 413);
+    // A part past --max-audio-bytes is refused, however little audio it holds:
+    // a WAV of 0.1 s behind 100 kB of a chunk readers skip.
+    const junk = Buffer.alloc(8 + 100000);
+    junk.write('JUNK', 0);
+    junk.writeUInt32LE(100000, 4);
+    const fmt = Buffer.alloc(24);
+    fmt.write('fmt ', 0);
+    fmt.writeUInt32LE(16, 4); fmt.writeUInt16LE(1, 8); fmt.writeUInt16LE(1, 10);
+    fmt.writeUInt32LE(16000, 12); fmt.writeUInt32LE(32000, 16); fmt.writeUInt16LE(2, 20); fmt.writeUInt16LE(16, 22);
+    const data = Buffer.alloc(8 + 3200);
+    data.write('data', 0);
+    data.writeUInt32LE(3200, 4);
+    const body = Buffer.concat([Buffer.from('RIFF'), Buffer.alloc(4), Buffer.from('WAVE'), fmt, junk, data]);
+    body.writeUInt32LE(body.length - 8, 4);
+    const big = await postRaw(`${srv.url}/v1/audio/sessions/${b.body.id}/audio`, body, { 'Content-Type': 'audio/wav' });
+    assert.equal(big.status, 413, JSON.stringify(big.body));
+    assert.match(big.body.error.message, /--max-audio-bytes/);
 
     await sleep(2500);
     const gone = await postRaw(`${srv.url}/v1/audio/sessions/${a.body.id}/audio`, Buffer.alloc(4), PCM);

@@ -65,6 +65,33 @@ double best_correlation(const std::vector<float>& a, const std::vector<float>& b
 
 }  // namespace
 
+// A 16 kHz mono float32 WAV: any finite value, in range or not.
+Bytes wav_f32(const std::vector<float>& samples) {
+  Bytes b = {'R', 'I', 'F', 'F'};
+  const auto put = [&](uint32_t v, int n) {
+    for (int i = 0; i < n; ++i) b.push_back(uint8_t(v >> (8 * i)));
+  };
+  const auto tag = [&](const char* t) { b.insert(b.end(), t, t + 4); };
+  put(uint32_t(36 + samples.size() * 4), 4);
+  tag("WAVE"), tag("fmt ");
+  put(16, 4), put(3, 2), put(1, 2), put(16000, 4), put(16000 * 4, 4), put(4, 2), put(32, 2);
+  tag("data");
+  put(uint32_t(samples.size() * 4), 4);
+  for (float s : samples) {
+    uint32_t u;
+    std::memcpy(&u, &s, 4);
+    put(u, 4);
+  }
+  return b;
+}
+
+// openai-whisper reads audio as 16-bit samples, which clips it to full
+// scale; a float far past it (1e20) would overflow the log-mel's power.
+TEST(Decode, FloatSamplesPastFullScaleAreClipped) {
+  const std::vector<float> got = decode_audio(wav_f32({0.5f, 1e20f, -3.0f, -0.25f, 1.0f}));
+  EXPECT_EQ(got, (std::vector<float>{0.5f, 1.0f, -1.0f, -0.25f, 1.0f}));
+}
+
 TEST(Decode, LooksLikeWav) {
   EXPECT_TRUE(looks_like_wav(wav16(16000, 1, {0})));
   const Bytes not_wav = {'R', 'I', 'F', 'F', 0, 0, 0, 0, 'A', 'V', 'I', ' '};
