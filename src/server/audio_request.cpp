@@ -9,6 +9,7 @@
 #include "http/multipart.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
+#include "text/tokenizer/whisper.h"
 
 namespace hearth::server {
 
@@ -268,6 +269,12 @@ void apply_fields(const Fields& given, AudioRequest& r, bool translate) {
     if (g == "word") o.word_timestamps = true;
   o.task = translate ? "translate" : "transcribe";
   if (!translate) o.language = f.get("language").value_or("");
+  // Checked here, not only at decoding, which audio without speech skips.
+  if (!o.language.empty()) {
+    const std::string_view code = text::whisper_language_code(o.language);
+    if (code.empty()) throw bad_request("language", "'language' " + o.language + " is not a language Whisper knows");
+    o.language = code;
+  }
   o.initial_prompt = f.get("prompt").value_or("");
   if (o.initial_prompt.size() > kMaxPromptBytes)
     throw bad_request("prompt", "'prompt' takes at most " + std::to_string(kMaxPromptBytes) +

@@ -163,7 +163,7 @@ describe('audio routes with a Whisper model', () => {
       [await multipart(url, { response_format: 'xml' }), 400, 'response_format'],
       [await multipart(url, { temperature: 'hot' }), 400, 'temperature'],
       [await multipart(url, { 'timestamp_granularities[]': 'minute' }), 400, 'timestamp_granularities[]'],
-      [await multipart(url, { language: 'klingon', ...FAST }), 400, null],
+      [await multipart(url, { language: 'klingon', ...FAST }), 400, 'language'],
       [await multipart(url, { prompt: 'a '.repeat(40000) }), 400, 'prompt'],
       [await multipart(url, { vocabulary: ','.repeat(5000) }), 400, 'vocabulary'],
       [await multipart(url, { 'timestamp_granularities[]': 'hour' }), 400, 'timestamp_granularities[]'],
@@ -236,6 +236,12 @@ describe('voice activity detection', () => {
     const body = JSON.parse(r.text);
     assert.equal(body.text, '');
     assert.deepEqual(body.hearth.speech, []);
+    // The language is checked and named by its code without speech too.
+    const silence = wavOf(Buffer.alloc(32000 * 3));
+    const named = await multipart(srv.url + '/v1/audio/transcriptions', { vad: 'true', language: 'German', response_format: 'verbose_json' }, silence, 'silence.wav');
+    assert.equal(JSON.parse(named.text).language, 'de', named.text);
+    const unknown = await multipart(srv.url + '/v1/audio/transcriptions', { vad: 'true', language: 'klingon' }, silence, 'silence.wav');
+    assert.equal(unknown.status, 400, unknown.text);
     assert.equal((await getJSON(srv.url + '/health')).body.transcription.loads, 0);
   });
 

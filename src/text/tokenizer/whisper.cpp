@@ -233,6 +233,11 @@ std::string WhisperTokenizer::token_bytes(int32_t id) const {
   return buf;
 }
 
+std::string_view whisper_language_code(std::string_view language) {
+  const int i = language_index(language);
+  return i < 0 ? std::string_view() : std::string_view(kLanguages[size_t(i)].code);
+}
+
 int32_t WhisperTokenizer::language_token(std::string_view language) const {
   const int i = language_index(language);
   return i >= 0 && i < num_languages_ ? sot() + 1 + i : -1;

@@ -24,6 +24,11 @@ namespace hearth::text {
 
 class Tokenizer;
 
+// The code of a language openai-whisper knows, by code or name, any case
+// ("de", "German", "castilian" -> "es"); empty if none. Whether a model has
+// it is WhisperTokenizer::language_token's to say.
+std::string_view whisper_language_code(std::string_view language);
+
 class WhisperTokenizer {
  public:
   // `model_vocab_size` is the checkpoint's n_vocab: 51864 for English-only
