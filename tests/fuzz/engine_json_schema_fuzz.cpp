@@ -3,7 +3,7 @@
 // matcher with the bundled model's vocabulary. The input is the schema,
 // optionally followed by a line "\n---text---\n" and the text.
 // Schemas are read within the request body's limits (64 levels of nesting,
-// as server/openai_request.cpp's parse_body allows). An unsupported schema
+// as server/json_fields.cpp's parse_body allows). An unsupported schema
 // must be a GrammarError (the server's 400); for any grammar, the token mask
 // must agree with what accept() takes, and a text the grammar calls complete
 // must be JSON.

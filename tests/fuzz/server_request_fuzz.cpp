@@ -29,6 +29,7 @@
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/embeddings_request.h"
+#include "server/json_fields.h"
 #include "server/ollama_request.h"
 #include "server/openai_request.h"
 #include "server/prompt.h"
