@@ -269,10 +269,16 @@ void Engine::preempt(std::unique_ptr<Active> a) {
   a->seq = -1;
   a->computed = 0;
   ++a->info.preemptions;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
+  try {
+    queue_.push_front(std::move(a));  // on failure (allocation) `a` is untouched
+  } catch (const std::exception& e) {
+    lock.unlock();
+    finish(*a, FinishReason::Stop, std::string("engine error: ") + e.what());  // its reader is told
+    return;
+  }
   ++stats_.preemptions;
   --stats_.running;
-  queue_.push_front(std::move(a));
   stats_.queued = int64_t(queue_.size());
 }
 

@@ -133,11 +133,13 @@ void Server::Impl::remember_reply(const Job& job) {
   history.remember(g.text(), std::move(ids));
 }
 
-ojson Server::Impl::usage(const GenerationStream& g) const {
-  return {{"prompt_tokens", g.prompt_tokens()},
-          {"completion_tokens", g.completion_tokens()},
-          {"total_tokens", g.prompt_tokens() + g.completion_tokens()},
-          {"prompt_tokens_details", {{"cached_tokens", g.info().cached_tokens}}}};
+ojson Server::Impl::usage(const GenerationStream& g, const ReplyStream* chat) const {
+  ojson u = {{"prompt_tokens", g.prompt_tokens()},
+             {"completion_tokens", g.completion_tokens()},
+             {"total_tokens", g.prompt_tokens() + g.completion_tokens()},
+             {"prompt_tokens_details", {{"cached_tokens", g.info().cached_tokens}}}};
+  if (chat) u["completion_tokens_details"] = {{"reasoning_tokens", chat->reasoning_tokens()}};
+  return u;
 }
 
 ojson Server::Impl::chat_logprobs(const std::vector<TokenLogprob>& lps) const {
@@ -219,7 +221,7 @@ void Server::Impl::respond_whole(const std::shared_ptr<Job>& job, http::Response
                {"model", model.id},
                {"system_fingerprint", kFingerprint},
                {"choices", ojson::array({choice})},
-               {"usage", usage(g)}};
+               {"usage", usage(g, chat ? &replies : nullptr)}};
   res.status = 200;
   res.set_content(dump(out), "application/json");
 }
@@ -302,12 +304,12 @@ void Server::Impl::respond_stream(const std::shared_ptr<Job>& job, http::Respons
       ojson last = chunk(*job, chat ? ojson::object() : ojson(""), nullptr, &reason);
       // Usage once per stream: clients that sum every chunk's usage
       // (LangChain) would count it twice.
-      if (!job->api.include_usage) last["usage"] = usage(g);
+      if (!job->api.include_usage) last["usage"] = usage(g, chat ? &replies : nullptr);
       send(dump(last));
       if (job->api.include_usage) {
         ojson u = chunk(*job, ojson::object(), nullptr, nullptr);
         u["choices"] = ojson::array();
-        u["usage"] = usage(g);
+        u["usage"] = usage(g, chat ? &replies : nullptr);
         send(dump(u));
       }
     }

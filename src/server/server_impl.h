@@ -211,7 +211,8 @@ struct Server::Impl {
   void ollama_generate(const http::Request& req, http::Response& res, bool chat);
   void ollama_show(const http::Request& req, http::Response& res);
   ojson ollama_model() const;
-  ojson usage(const GenerationStream& g) const;
+  // OpenAI's usage; a chat reply's says how many of its tokens were reasoning.
+  ojson usage(const GenerationStream& g, const ReplyStream* chat = nullptr) const;
   ojson chat_logprobs(const std::vector<TokenLogprob>& lps) const;
   ojson completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const;
   // A token's text as it reads after other text (decoders drop a leading

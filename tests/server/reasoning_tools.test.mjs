@@ -36,13 +36,16 @@ describe('reasoning: a prompt that opens <think>', () => {
     // Random weights never write </think>: everything is reasoning.
     assert.ok(m.reasoning_content.length > 0, JSON.stringify(m));
     assert.equal(m.content, '');
-    let reasoning = '', content = '';
-    for await (const c of await client.chat.completions.create({ model: 'm', messages, temperature: 0, stream: true })) {
+    assert.equal(whole.usage.completion_tokens_details.reasoning_tokens, whole.usage.completion_tokens);
+    let reasoning = '', content = '', usage = null;
+    for await (const c of await client.chat.completions.create({ model: 'm', messages, temperature: 0, stream: true, stream_options: { include_usage: true } })) {
       reasoning += c.choices[0]?.delta?.reasoning_content ?? '';
       content += c.choices[0]?.delta?.content ?? '';
+      usage = c.usage ?? usage;
     }
     assert.equal(reasoning, m.reasoning_content);
     assert.equal(content, '');
+    assert.deepEqual(usage, whole.usage);
   });
 
   test('Anthropic: a thinking block; Responses: a reasoning item; Ollama: thinking', async () => {
