@@ -29,7 +29,6 @@ const char* kUsage =
     "  --kv-type, --kv-budget, --ctx-size, --max-batch: as for hearth serve\n"
     "  --json        print the plan as one JSON object\n";
 
-constexpr double kGB = 1024.0 * 1024.0 * 1024.0;
 
 double positive_gb(const Args& args, const std::string& name) {
   const double v = args.number(name, 0);

@@ -15,7 +15,7 @@
 #include "cli/model_options.h"
 #include "io/model_dirs.h"
 #include "io/safetensors.h"
-#include "model/llama.h"
+#include "io/model_config.h"
 #include "model/whisper.h"
 
 namespace hearth::cli {
@@ -72,10 +72,11 @@ Listed describe(const fs::path& dir) {
     const nlohmann::json raw = io::read_json_file(dir / "config.json");
     if (auto a = raw.find("architectures"); a != raw.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
       m.architecture = (*a)[0].get<std::string>();
-    const CheckpointFootprint f = LlamaModel::footprint(dir);
-    m.weight_bytes = f.weight_bytes;
-    m.context = f.config.max_position_embeddings;
-    m.format = format_of(io::Safetensors::open_dir(dir), f.config.quantization, !f.config.quant_overrides.empty());
+    const io::ModelConfig c = io::ModelConfig::load(dir);
+    const io::Safetensors w = io::Safetensors::open_dir(dir);
+    m.weight_bytes = w.total_bytes();
+    m.context = c.max_position_embeddings;
+    m.format = format_of(w, c.quantization, !c.quant_overrides.empty());
   } catch (const std::exception& e) {
     m.problem = e.what();
   }

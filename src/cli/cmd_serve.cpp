@@ -299,7 +299,6 @@ int cmd_serve(int argc, char** argv) {
   eopt.max_queue = sopt.max_queue;
   eopt.max_batch = sopt.max_batch;
   if (eopt.ctx_size < 0) throw std::runtime_error("--ctx-size must be >= 1");
-  const double kGB = 1024.0 * 1024.0 * 1024.0;
   if (args.has("kv-budget")) {
     const double gb = args.number("kv-budget", 0);
     if (!(gb > 0)) throw std::runtime_error("--kv-budget must be > 0 (GB)");

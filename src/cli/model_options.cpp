@@ -52,8 +52,8 @@ std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model
 
 std::string size_text(double bytes) {
   char buf[32];
-  if (bytes >= 0.1 * (1 << 30))
-    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / (1 << 30));
+  if (bytes >= 0.1 * kGB)
+    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / kGB);
   else if (bytes >= 1 << 20)
     std::snprintf(buf, sizeof buf, "%.1f MB", bytes / (1 << 20));
   else

@@ -36,7 +36,9 @@ std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model
 std::optional<DType> kv_type(const Args& args);  // empty for auto
 DType kv_type(const Args& args, const LlamaModel& model);
 
-// Bytes for people: KB, MB or GB (GB meaning GiB, as the options' GB do).
+// The options' GB: GiB.
+inline constexpr double kGB = 1024.0 * 1024.0 * 1024.0;
+// Bytes for people: KB, MB or GB (kGB).
 std::string size_text(double bytes);
 
 // The k largest logits as [[id, logit], ...], largest first (--logits K).
