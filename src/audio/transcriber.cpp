@@ -142,6 +142,30 @@ TranscriptState begin_transcript(const text::WhisperTokenizer& tokenizer,
   return state;
 }
 
+TranscriptState::Mark TranscriptState::mark() const {
+  return {.seek = seek,
+          .tokens = all_tokens.size(),
+          .segments = transcript.segments.size(),
+          .prompt_reset_since = prompt_reset_since,
+          .rng = rng,
+          .first_window = first_window,
+          .last_speech_timestamp = last_speech_timestamp,
+          .language = transcript.language,
+          .timings = transcript.timings};
+}
+
+void TranscriptState::rewind(const Mark& m) {
+  seek = m.seek;
+  all_tokens.resize(m.tokens);
+  transcript.segments.resize(m.segments);
+  prompt_reset_since = m.prompt_reset_since;
+  rng = m.rng;
+  first_window = m.first_window;
+  last_speech_timestamp = m.last_speech_timestamp;
+  transcript.language = m.language;
+  transcript.timings = m.timings;
+}
+
 namespace {
 
 void encode_window(WhisperModel& model, ThreadPool& pool, TranscriptState& state,

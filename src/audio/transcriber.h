@@ -107,7 +107,7 @@ struct TranscribeHooks {
 
 // openai-whisper's transcribe() loop between two windows: where the next
 // window starts, the text so far (the next window's prompt), and the
-// segments. Copyable, so a streaming session can go back to a window.
+// segments.
 struct TranscriptState {
   int64_t seek = 0;  // mel frame where the next window starts
   std::vector<int32_t> all_tokens;
@@ -116,6 +116,22 @@ struct TranscriptState {
   bool first_window = true;
   double last_speech_timestamp = 0;
   Transcript transcript;  // language (empty until detected), segments, timings
+
+  // The state as it is, to go back to after a failed or redone window. A
+  // window only appends to the tokens and segments, so a mark keeps their
+  // counts, not copies: a streaming session marks every window, and copies
+  // would grow with the square of its length.
+  struct Mark {
+    int64_t seek = 0;
+    size_t tokens = 0, segments = 0, prompt_reset_since = 0;
+    std::mt19937_64 rng;
+    bool first_window = true;
+    double last_speech_timestamp = 0;
+    std::string language;
+    TranscribeTimings timings;
+  };
+  Mark mark() const;
+  void rewind(const Mark& m);
 };
 
 // The state before the first window: options checked (std::invalid_argument),

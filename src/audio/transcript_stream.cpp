@@ -75,21 +75,26 @@ void TranscriptStream::advance(WhisperModel& model, const text::WhisperTokenizer
     return *std::min_element(raw_.begin() + ptrdiff_t(seek * n_mels_),
                              raw_.begin() + ptrdiff_t((seek + window_frames_) * n_mels_));
   };
-  // Each step starts from a copy, so a failure leaves the state as it was.
-  if (state_.transcript.language.empty() && frames_ >= window_frames_) {
-    TranscriptState next = state_;
-    detect_language(model, tokenizer, pool, next, window(0, window_frames_, top_));
-    early_.push_back({std::move(state_), 0, top_, low(0)});
-    state_ = std::move(next);
-  }
+  // A failed step goes back to the state before it.
+  auto step = [&](auto&& run) {
+    const int64_t seek = state_.seek;
+    EarlyWindow w{state_.mark(), seek, top_, low(seek)};
+    try {
+      run();
+    } catch (...) {
+      state_.rewind(w.before);
+      throw;
+    }
+    early_.push_back(std::move(w));
+  };
+  if (state_.transcript.language.empty() && frames_ >= window_frames_)
+    step([&] { detect_language(model, tokenizer, pool, state_, window(0, window_frames_, top_)); });
   while (!state_.transcript.language.empty() && state_.seek + window_frames_ <= frames_) {
     if (hooks.cancelled && hooks.cancelled()) throw Cancelled();
-    TranscriptState next = state_;
-    transcribe_window(model, tokenizer, pool, options_, hooks, next,
-                      window(next.seek, window_frames_, top_), window_frames_, frames_);
-    const int64_t seek = state_.seek;
-    early_.push_back({std::move(state_), seek, top_, low(seek)});
-    state_ = std::move(next);
+    step([&] {
+      transcribe_window(model, tokenizer, pool, options_, hooks, state_,
+                        window(state_.seek, window_frames_, top_), window_frames_, frames_);
+    });
   }
 }
 
@@ -111,7 +116,7 @@ Transcript TranscriptStream::finish(WhisperModel& model, const text::WhisperToke
   for (size_t i = 0; i < early_.size(); ++i) {
     const EarlyWindow& w = early_[i];
     if (top_ > w.top && w.low < top_ - 8.0f) {
-      state_ = std::move(early_[i].before);
+      state_.rewind(w.before);
       redone_ = int64_t(early_.size() - i);
       early_.resize(i);
       break;

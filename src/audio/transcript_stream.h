@@ -68,7 +68,7 @@ class TranscriptStream {
   // A window transcribed before the clip's end: the state before it, and
   // whether the final clamp can change it.
   struct EarlyWindow {
-    TranscriptState before;
+    TranscriptState::Mark before;
     int64_t seek = 0;
     float top = 0, low = 0;  // the loudest frame when it ran; its own quietest value
   };
