@@ -13,4 +13,10 @@ struct AudioError : std::runtime_error {
   explicit AudioError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// Well-formed audio, but longer than the caller's limit: a server answers it
+// as too large (413), not as malformed.
+struct AudioTooLong : AudioError {
+  using AudioError::AudioError;
+};
+
 }  // namespace hearth::audio

@@ -115,8 +115,8 @@ class Resampler {
     if (got < 0) fail(av_error(got));
     out_.resize(old + size_t(got));
     if (out_.size() > max_samples_)
-      throw AudioError("the audio is longer than " + std::to_string(max_samples_ / kSampleRate) +
-                       " seconds");
+      throw AudioTooLong("the audio is longer than " +
+                         std::to_string(max_samples_ / kSampleRate) + " seconds");
   }
 
   void finish() { push(nullptr, 0); }  // the samples the resampler's filter still holds

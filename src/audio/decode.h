@@ -26,9 +26,9 @@ bool looks_like_wav(std::span<const uint8_t> bytes);
 // turn the whole clip to infinities.
 void clip_to_full_scale(std::span<float> samples);
 
-// 16 kHz mono samples, never empty, all finite, clipped to [-1, 1]. Unreadable, empty, NaN,
-// stream-less (no audio track) or over-long input throws AudioError with a
-// message for the client. Any sample rate from 1 kHz to 768 kHz and up to 64 channels.
+// 16 kHz mono samples, never empty, all finite, clipped to [-1, 1]. Unreadable, empty, NaN
+// or stream-less (no audio track) input throws AudioError with a message for
+// the client; audio longer than max_seconds, AudioTooLong. Any sample rate from 1 kHz to 768 kHz and up to 64 channels.
 std::vector<float> decode_audio(std::span<const uint8_t> bytes,
                                 double max_seconds = kMaxDecodeSeconds);
 

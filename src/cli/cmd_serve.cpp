@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "audio/decode.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
 #include "core/aligned_bytes.h"
@@ -86,6 +87,8 @@ beats the built-in defaults. See docs/server-config.md.
   --whisper-idle-unload S      unload the Whisper model after S idle seconds (default: 300; 0: keep)
   --whisper-resident           load the Whisper model at start and never unload it
   --max-audio-bytes BYTES      largest audio upload (default: 26214400; past it 413)
+  --max-audio-seconds S        longest audio one transcription decodes (default: 10800; 64 kB a
+                               second decoded; past it 413)
   --max-audio-queue N          transcription requests waiting beyond the running one (default: 8;
                                past it 429)
   --vad-model FILE             Silero VAD weights (silero-v6.2.0-ggml.bin) for requests that ask
@@ -179,7 +182,7 @@ int cmd_serve(int argc, char** argv) {
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
                                     "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
                                     "generation-checkpoint-tokens", "step-tokens", "whisper-model",
-                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "max-audio-queue", "vad-model",
+                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "max-audio-seconds", "max-audio-queue", "vad-model",
                                     "max-audio-sessions", "audio-session-idle", "audio-session-max-seconds"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
@@ -232,6 +235,8 @@ int cmd_serve(int argc, char** argv) {
   sopt.whisper_idle_unload_seconds = args.number("whisper-idle-unload", 300.0);
   sopt.whisper_resident = args.has("whisper-resident");
   sopt.max_audio_bytes = size_t(args.integer("max-audio-bytes", 25 << 20));
+  sopt.max_audio_seconds = args.number("max-audio-seconds", audio::kMaxDecodeSeconds);
+  if (!(sopt.max_audio_seconds > 0)) throw std::runtime_error("--max-audio-seconds must be positive");
   sopt.max_audio_queue = int(args.integer("max-audio-queue", 8));
   if (sopt.max_audio_queue < 0) throw std::runtime_error("--max-audio-queue must be >= 0");
   sopt.vad_model = args.str("vad-model");

@@ -53,4 +53,10 @@ inline ApiError bad_request(const std::string& param, const std::string& message
   return ApiError(400, message, "invalid_request_error", param, code);
 }
 
+// 499 (nginx's): the client went away before the answer; logged, never read.
+inline ApiError client_closed() {
+  return ApiError(499, "the client closed the request", "invalid_request_error", {},
+                  "client_closed_request");
+}
+
 }  // namespace hearth::server

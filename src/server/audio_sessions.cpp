@@ -1,5 +1,8 @@
 #include "server/audio_sessions.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "server/api_error.h"
 #include "server/random_id.h"
 
@@ -11,6 +14,21 @@ void AudioSessions::forget_idle() const {
   std::erase_if(sessions_, [&](const auto& kv) { return now - kv.second.last_used > idle; });
 }
 
+int AudioSessions::open_locked() const {
+  int n = 0;
+  for (const auto& [id, e] : sessions_) n += !e.session->finished();
+  return n;
+}
+
+void AudioSessions::forget_finished_past(size_t keep) {
+  std::vector<std::map<std::string, Entry>::iterator> finished;
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+    if (it->second.session->finished()) finished.push_back(it);
+  if (finished.size() <= keep) return;
+  std::ranges::sort(finished, {}, [](const auto& it) { return it->second.last_used; });
+  for (size_t i = 0; i < finished.size() - keep; ++i) sessions_.erase(finished[i]);
+}
+
 std::shared_ptr<AudioSession> AudioSessions::add(AudioRequest request,
                                                  audio::TranscriptStream stream) {
   auto session = std::make_shared<AudioSession>();
@@ -19,8 +37,10 @@ std::shared_ptr<AudioSession> AudioSessions::add(AudioRequest request,
   session->stream.emplace(std::move(stream));
   std::lock_guard lock(mutex_);
   forget_idle();
-  int open = 0;
-  for (const auto& [id, e] : sessions_) open += !e.session->finished();
+  // Finished sessions only answer 409s until they idle out; any number of
+  // them would be a table without bound.
+  forget_finished_past(size_t(limits_.max_open));
+  const int open = open_locked();
   if (open >= limits_.max_open)
     throw ApiError(429,
                    std::to_string(open) + " audio sessions are open, the most this server keeps "
@@ -49,9 +69,7 @@ bool AudioSessions::remove(const std::string& id) {
 int AudioSessions::open() const {
   std::lock_guard lock(mutex_);
   forget_idle();
-  int n = 0;
-  for (const auto& [id, e] : sessions_) n += !e.session->finished();
-  return n;
+  return open_locked();
 }
 
 }  // namespace hearth::server

@@ -2,7 +2,8 @@
 // while it is recorded, transcribed window by window as it comes
 // (audio/transcript_stream.h), finished with the body a one-shot
 // transcription of the same audio answers. The table holds at most
-// max_open unfinished sessions and forgets a session idle for idle_seconds.
+// max_open unfinished sessions and as many finished ones (the least recently
+// used forgotten first), and forgets a session idle for idle_seconds.
 #pragma once
 
 #include <atomic>
@@ -50,7 +51,10 @@ class AudioSessions {
     std::shared_ptr<AudioSession> session;
     Clock::time_point last_used;
   };
-  void forget_idle() const;  // with mutex_ held
+  // These with mutex_ held.
+  void forget_idle() const;
+  int open_locked() const;
+  void forget_finished_past(size_t keep);  // the least recently used first
 
   AudioSessionLimits limits_;
   mutable std::mutex mutex_;

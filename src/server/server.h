@@ -47,6 +47,7 @@ struct ServerOptions {
   double whisper_idle_unload_seconds = 300;  // 0: kept once loaded
   bool whisper_resident = false;             // loaded at start, never unloaded
   size_t max_audio_bytes = 25u << 20;        // larger audio uploads get 413
+  double max_audio_seconds = 3 * 3600;       // longer audio gets 413 (64 kB a second decoded)
   int max_audio_queue = 8;                   // transcription requests waiting beyond the running one; past it 429
   std::filesystem::path vad_model;           // Silero VAD weights for "vad": true; none: a 400
   AudioSessionLimits audio_sessions;         // dictation sessions (/v1/audio/sessions)

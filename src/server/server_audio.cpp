@@ -93,7 +93,11 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   std::vector<float> samples;
   try {
     samples = audio::decode_audio(
-        std::span(reinterpret_cast<const uint8_t*>(r.audio.data()), r.audio.size()));
+        std::span(reinterpret_cast<const uint8_t*>(r.audio.data()), r.audio.size()),
+        opt.max_audio_seconds);
+  } catch (const audio::AudioTooLong& e) {
+    throw ApiError(413, std::string(e.what()) + " (--max-audio-seconds)", "invalid_request_error",
+                   "file", "request_too_large");
   } catch (const audio::AudioError& e) {
     throw bad_request("file", std::string("the audio could not be decoded: ") + e.what(),
                       "invalid_audio");
@@ -112,8 +116,7 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
     try {
       t = transcription->transcribe(samples, r.options, hooks);
     } catch (const audio::Cancelled&) {
-      throw ApiError(499, "the client closed the request", "invalid_request_error", {},
-                     "client_closed_request");
+      throw client_closed();
     } catch (const std::invalid_argument& e) {
       throw ApiError(400, e.what());
     }

@@ -22,9 +22,18 @@ ojson segments_json(const std::vector<audio::Segment>& segments) {
   return out;
 }
 
+ApiError session_full(const AudioSessionLimits& limits) {
+  return ApiError(413,
+                  "a session holds at most " + std::to_string(limits.max_seconds) +
+                      " s of audio (--audio-session-max-seconds); finish this one and start "
+                      "another",
+                  "invalid_request_error", "audio", "request_too_large");
+}
+
 // A part of the audio: raw float32 (audio/pcm;rate=16000) or any container,
-// decoded no further than a session may hold.
-std::vector<float> session_audio(const http::Request& req, double max_seconds) {
+// decoded no further than max_seconds (past it, session_full).
+std::vector<float> session_audio(const http::Request& req, double max_seconds,
+                                 const AudioSessionLimits& limits) {
   const std::string content_type = req.header("Content-Type");
   const std::string type = http::media_type(content_type);
   if (type == "audio/pcm") {
@@ -57,6 +66,8 @@ std::vector<float> session_audio(const http::Request& req, double max_seconds) {
   if (req.body.empty()) return {};  // nothing new: the answer says where the session is
   try {
     return audio::decode_audio(as_bytes(req.body), max_seconds);
+  } catch (const audio::AudioTooLong&) {
+    throw session_full(limits);
   } catch (const audio::AudioError& e) {
     throw bad_request("audio", std::string("the audio could not be decoded: ") + e.what(),
                       "invalid_audio");
@@ -131,21 +142,24 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
     std::lock_guard lock(session->lock);
     room = audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate;
   }
-  std::vector<float> samples = session_audio(req, std::max(0.0, room) + 1.0);
+  std::vector<float> samples =
+      session_audio(req, std::max(0.0, room) + 1.0, audio_sessions.limits());
   std::lock_guard lock(session->lock);
   unfinished();
   audio::TranscriptStream& stream = *session->stream;
   const double seconds = double(stream.samples() + samples.size()) / audio::kSampleRate;
-  if (seconds > audio_sessions.limits().max_seconds)
-    throw ApiError(413,
-                   "a session holds at most " + std::to_string(audio_sessions.limits().max_seconds) +
-                       " s of audio (--audio-session-max-seconds); finish this one and start "
-                       "another",
-                   "invalid_request_error", "audio", "request_too_large");
+  if (seconds > audio_sessions.limits().max_seconds) throw session_full(audio_sessions.limits());
   stream.append(samples);
-  whisper.run([&](WhisperModel& model, const text::WhisperTokenizer& tokenizer, ThreadPool& pool) {
-    stream.advance(model, tokenizer, pool);
-  });
+  // A client that leaves stops the windows still to do; those done are kept,
+  // and the rest wait for the next part or the finish.
+  audio::TranscribeHooks hooks;
+  hooks.cancelled = [client = req.client] { return client->gone(); };
+  try {
+    whisper.run([&](WhisperModel& model, const text::WhisperTokenizer& tokenizer,
+                    ThreadPool& pool) { stream.advance(model, tokenizer, pool, hooks); });
+  } catch (const audio::Cancelled&) {
+    throw client_closed();
+  }
   res.set_content(dump(session_progress(*session)), "application/json");
 }
 
@@ -176,8 +190,7 @@ void Server::Impl::audio_session_finish(const http::Request& req, http::Response
     whisper.run([&](WhisperModel& model, const text::WhisperTokenizer& tokenizer,
                     ThreadPool& pool) { t = stream.finish(model, tokenizer, pool, hooks); });
   } catch (const audio::Cancelled&) {
-    throw ApiError(499, "the client closed the request", "invalid_request_error", {},
-                   "client_closed_request");
+    throw client_closed();
   }
   whisper.count_request();
   windows = {{"early", stream.windows_transcribed()}, {"redone", stream.windows_redone()}};

@@ -311,6 +311,27 @@ describe('audio routes', () => {
     }
   });
 
+  test('--max-audio-seconds: longer audio is a 413 naming file, shorter is transcribed', async () => {
+    const srv = await startServer(['--whisper-model', whisper, '--max-audio-seconds', '5']);
+    try {
+      const r = await multipart(srv.url + '/v1/audio/transcriptions', { language: 'en', ...FAST });
+      assert.equal(r.status, 413, r.text);
+      const body = JSON.parse(r.text);
+      expectErrorShape(assert, body, 413);
+      assert.equal(body.error.code, 'request_too_large');
+      assert.equal(body.error.param, 'file');
+      assert.match(body.error.message, /longer than 5 seconds.*--max-audio-seconds/);
+      const head = jfkWav.indexOf('data') + 8;
+      const short = Buffer.from(jfkWav.subarray(0, head + 2 * 32000));
+      short.writeUInt32LE(2 * 32000, head - 4);
+      short.writeUInt32LE(short.length - 8, 4);
+      const ok = await multipart(srv.url + '/v1/audio/transcriptions', { language: 'en', ...FAST }, short);
+      assert.equal(ok.status, 200, ok.text);
+    } finally {
+      await srv.stop();
+    }
+  });
+
   test('without --whisper-model: 503 model_unavailable saying how to configure one', async () => {
     const srv = await startServer([]);
     try {

@@ -267,6 +267,19 @@ describe('audio session limits', () => {
     const big = await postRaw(`${srv.url}/v1/audio/sessions/${b.body.id}/audio`, body, { 'Content-Type': 'audio/wav' });
     assert.equal(big.status, 413, JSON.stringify(big.body));
     assert.match(big.body.error.message, /--max-audio-bytes/);
+    // A WAV of 3 s where the session has room for 1: decoding stops a second
+    // past the room, and that is the same 413 as whole samples past it.
+    const wav = fs.readFileSync(path.join(shared, 'jfk.wav'));
+    const head = wav.indexOf('data') + 8;
+    const long = Buffer.from(wav.subarray(0, head + 3 * 32000));
+    long.writeUInt32LE(3 * 32000, head - 4);
+    long.writeUInt32LE(long.length - 8, 4);
+    const tooLong = await postRaw(`${srv.url}/v1/audio/sessions/${b.body.id}/audio`, long, { 'Content-Type': 'audio/wav' });
+    assert.equal(tooLong.status, 413, JSON.stringify(tooLong.body));
+    assert.equal(tooLong.body.error.code, 'request_too_large');
+    assert.match(tooLong.body.error.message, /--audio-session-max-seconds/);
+    const after = await postRaw(`${srv.url}/v1/audio/sessions/${b.body.id}/audio`, Buffer.alloc(0), PCM);
+    assert.equal(after.body.samples, 0, 'the refused parts changed nothing');
 
     await sleep(2500);
     const gone = await postRaw(`${srv.url}/v1/audio/sessions/${a.body.id}/audio`, Buffer.alloc(4), PCM);
