@@ -35,12 +35,13 @@ bool framing_field(const std::string& name) {
 class StreamWriter final : public StreamSink {
  public:
   StreamWriter(std::shared_ptr<StreamState> state, std::function<void()> post_flush, bool chunked,
-               double timeout, size_t cap)
+               double timeout, size_t cap, double min_rate)
       : state_(std::move(state)),
         post_flush_(std::move(post_flush)),
         chunked_(chunked),
         timeout_(timeout),
-        cap_(cap) {}
+        cap_(cap),
+        min_rate_(min_rate) {}
 
   bool write(std::string_view bytes) override {
     std::unique_lock lock(state_->mutex);
@@ -54,11 +55,20 @@ class StreamWriter final : public StreamSink {
       state_->flush_posted = true;
       post_flush_();
     }
-    // A client that reads nothing for the write timeout is dropped.
+    if (state_->unsent <= cap_) return true;
+    // A client that reads nothing for the write timeout is dropped, and so is
+    // one that reads, but slower than min_rate_ over all the time this worker
+    // has waited on it: a trickle would otherwise hold the worker for as long
+    // as the rest of the body takes at its pace (hours, for a few MB).
+    const auto t0 = std::chrono::steady_clock::now();
+    const size_t unsent = state_->unsent;
     const bool room = state_->drained.wait_for(lock, std::chrono::duration<double>(timeout_), [&] {
       return state_->closed || state_->unsent <= cap_;
     });
-    if (!room) state_->closed = state_->abandoned = true;  // end_stream() closes the connection
+    waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    drained_ += double(unsent - std::min(unsent, state_->unsent));
+    const bool too_slow = waited_ > timeout_ && drained_ < min_rate_ * waited_;
+    if (!room || too_slow) state_->closed = state_->abandoned = true;  // end_stream() closes
     return !state_->closed;
   }
 
@@ -68,7 +78,22 @@ class StreamWriter final : public StreamSink {
   bool chunked_;
   double timeout_;
   size_t cap_;
+  double min_rate_;
+  double waited_ = 0, drained_ = 0;  // seconds this writer waited for room, bytes sent meanwhile
 };
+
+// Runs one of a connection's handlers on the I/O thread. An exception there
+// (an allocation failing under a flood of requests) ends that connection:
+// escaping io.run() it would end the server.
+template <class F>
+void guarded(Connection& c, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hearth: a connection failed: %s\n", e.what());
+    c.close();
+  }
+}
 
 }  // namespace
 
@@ -112,8 +137,23 @@ void Connection::arm(double seconds) {
   deadline_.async_wait([self = weak_from_this()](error_code ec) {
     auto c = self.lock();
     if (ec || !c) return;
-    c->close();  // a deadline passed: a slow head or body, an idle keep-alive, a client not reading
+    // A wait that had completed when the deadline was moved still runs: only
+    // the deadline now set counts.
+    if (c->deadline_.expiry() > std::chrono::steady_clock::now()) return;
+    guarded(*c, [&] { c->deadline_passed(); });
   });
+}
+
+// A slow head or body is told why (408) before the close; an idle
+// keep-alive, a lingering close or a client not reading is just closed.
+void Connection::deadline_passed() {
+  if (phase_ == Phase::Head)
+    return fail(408, "the request head did not arrive within " +
+                         std::to_string(server_.limits.header_timeout) + " s");
+  if (phase_ == Phase::Body)
+    return fail(408, "the request body did not arrive within " +
+                         std::to_string(server_.limits.body_timeout) + " s");
+  close();
 }
 
 void Connection::read() {
@@ -130,7 +170,7 @@ void Connection::read() {
     size_t n = 0;
     if (!ec) n = self->socket_.read_some(asio::buffer(self->server_.scratch), ec);
     if (ec == asio::error::would_block) return self->read();  // a spurious wake-up
-    self->on_read(ec, n);
+    guarded(*self, [&] { self->on_read(ec, n); });
   });
 }
 
@@ -159,7 +199,8 @@ void Connection::on_read(error_code ec, size_t n) {
   }
   if (phase_ == Phase::Idle && n > 0) {
     phase_ = Phase::Head;
-    arm(server_.limits.header_timeout);
+    // A first request's head deadline runs from the connection's opening.
+    if (requests_ > 0) arm(server_.limits.header_timeout);
   }
   if (phase_ == Phase::Handling || phase_ == Phase::Responding)
     read();  // keep watching the socket
@@ -224,8 +265,16 @@ bool Connection::check_head() {
     return false;
   }
   int lengths = 0;
-  for (const auto& f : h)
+  head_fields_ = 0;
+  for (const auto& f : h) {
+    ++head_fields_;
     if (f.name() == bhttp::field::content_length) ++lengths;
+  }
+  if (head_fields_ > server_.limits.max_header_fields) {
+    fail(431, "the request has more than " + std::to_string(server_.limits.max_header_fields) +
+                  " header fields");
+    return false;
+  }
   if (lengths > 1 || h[bhttp::field::content_length].find(',') != boost::string_view::npos) {
     fail(400, "malformed HTTP request: more than one Content-Length");
     return false;
@@ -251,8 +300,10 @@ bool Connection::check_head() {
   phase_ = Phase::Body;
   arm(server_.limits.body_timeout);
   const auto expect = h[bhttp::field::expect];
-  if (!parser_->is_done() && boost::beast::iequals(expect, "100-continue"))
+  if (!parser_->is_done() && boost::beast::iequals(expect, "100-continue")) {
     write(std::string(kInterim));
+    flush();  // now: the client waits for it before it sends the body
+  }
   return true;
 }
 
@@ -264,7 +315,13 @@ void Connection::dispatch() {
   const size_t q = target.find('?');
   req->path = target.substr(0, q);
   if (q != std::string::npos) req->query = target.substr(q + 1);
-  for (const auto& f : m) req->headers.add(std::string(f.name_string()), std::string(f.value()));
+  // The head's fields only: Beast appends a chunked body's trailer fields to
+  // the same list, after the checks and past any proxy's filtering.
+  size_t fields = 0;
+  for (const auto& f : m) {
+    if (fields++ == head_fields_) break;
+    req->headers.add(std::string(f.name_string()), std::string(f.value()));
+  }
   req->body = std::move(m.body());
   req->version = m.version();
   req->remote_addr = client_;
@@ -302,7 +359,7 @@ void Connection::deliver(const Request& req, Response res, bool on_worker) {
   auto state = provider ? std::make_shared<StreamState>() : nullptr;
   asio::post(server_.io, [self = shared_from_this(), res = std::move(res), state]() mutable {
     self->stream_ = state;
-    self->respond(res);
+    guarded(*self, [&] { self->respond(res); });
   });
   if (!provider) return;
   auto run = [self = shared_from_this(), provider = std::move(provider), state,
@@ -346,10 +403,10 @@ void Connection::respond(Response& res) {
 void Connection::stream_body(const StreamProvider& provider,
                              const std::shared_ptr<StreamState>& state, bool chunked) {
   auto post_flush = [self = shared_from_this()] {
-    asio::post(self->server_.io, [self] { self->drain_stream(); });
+    asio::post(self->server_.io, [self] { guarded(*self, [&] { self->drain_stream(); }); });
   };
   StreamWriter writer(state, post_flush, chunked, server_.limits.write_timeout,
-                      server_.limits.stream_buffer_bytes);
+                      server_.limits.stream_buffer_bytes, server_.limits.min_stream_rate);
   try {
     provider(writer);
   } catch (const std::exception& e) {  // the head is out: the client sees the body cut short
@@ -357,7 +414,7 @@ void Connection::stream_body(const StreamProvider& provider,
     std::lock_guard lock(state->mutex);
     state->abandoned = true;
   }
-  asio::post(server_.io, [self = shared_from_this()] { self->end_stream(); });
+  asio::post(server_.io, [self = shared_from_this()] { guarded(*self, [&] { self->end_stream(); }); });
 }
 
 // Hands what the worker queued to the socket.

@@ -96,6 +96,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void begin_request();
   void arm(double seconds);  // the deadline for what the current phase waits on
+  void deadline_passed();
   void read();
   void on_read(boost::system::error_code ec, size_t n);
   void parse();
@@ -133,6 +134,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ending_ = false;     // the response's last bytes are queued
   int probes_ = 0;
   size_t head_bytes_ = 0;  // of the request being read, parsed so far
+  size_t head_fields_ = 0;  // the fields of its head (a trailer's come after them)
   size_t stalled_at_ = 0;  // buffer_'s size when the parser last asked for more
   int requests_ = 0;       // requests begun on this connection
   std::shared_ptr<Request> request_;

@@ -22,6 +22,7 @@ namespace hearth::http {
 
 struct Limits {
   size_t max_header_bytes = 64 << 10;  // request line and fields; past it: 431
+  size_t max_header_fields = 256;      // fields in a head; past it: 431
   // The request target's path; past it: 414. Routes are regular expressions,
   // and libstdc++ matches them recursively, a few frames per character.
   size_t max_path_bytes = 2048;
@@ -30,6 +31,9 @@ struct Limits {
   double body_timeout = 60;            // seconds from the end of the head to the end of the body
   double keep_alive_timeout = 3;       // seconds a connection may wait for its next request
   double write_timeout = 30;           // seconds a client may read nothing while a response waits
+  // Bytes a second a client must take a stream at, over the time its writer
+  // waits on it (once that is past write_timeout); slower: closed.
+  double min_stream_rate = 4096;
   int max_connections = 8192;  // in all (lowered to what the file limit allows); past it: 503
   int max_connections_per_client = 1024;  // per client address; past it: 503
   int backlog = 4096;                     // listen queue (the kernel caps it at somaxconn)

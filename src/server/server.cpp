@@ -414,7 +414,8 @@ void Server::Impl::setup() {
   // the route's error shape.
   http.set_error_writer([this](const http::Request& req, http::Response& res, int status, const std::string& message) {
     const bool client_side = status < 500 || status == 503;
-    const char* code = status == 413   ? "request_too_large"
+    const char* code = status == 408   ? "request_timeout"
+                       : status == 413 ? "request_too_large"
                        : status == 414 ? "path_too_long"
                        : status == 431 ? "headers_too_large"
                                        : "";

@@ -45,6 +45,13 @@ class Client {
     int small = 4096;
     setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
   }
+  // What one recv() brings (empty when the server closed or on the timeout).
+  std::string read_some(size_t at_most = 8192) {
+    std::string buf(at_most, '\0');
+    const ssize_t n = recv(fd_, buf.data(), at_most, 0);
+    buf.resize(n > 0 ? size_t(n) : 0);
+    return buf;
+  }
   // Everything until the server closes (or the timeout: then `timed_out`).
   std::string read_all() {
     std::string got;
@@ -80,6 +87,9 @@ struct TestServer {
     std::signal(SIGPIPE, SIG_IGN);
     server.route("POST", "/echo", [](const http::Request& req, http::Response& res) {
       res.set_content(req.body, "text/plain");
+    });
+    server.route("POST", "/late-field", [](const http::Request& req, http::Response& res) {
+      res.set_content("[" + req.header("X-Late") + "]", "text/plain");
     });
     server.route("GET", "/wait", [this](const http::Request& req, http::Response& res) {
       auto token = req.client->on_gone([this] { gone = true; });
@@ -164,8 +174,75 @@ TEST(HttpServer, AHeadThatTricklesIsClosedAtItsDeadline) {
   }
   const std::string got = c.read_all();
   EXPECT_FALSE(c.timed_out);
-  EXPECT_TRUE(got.empty()) << got;
+  EXPECT_EQ(got.rfind("HTTP/1.1 408 ", 0), 0u) << got;  // told why
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+}
+
+TEST(HttpServer, ABodyThatNeverEndsGets408AndAConnectionThatSaysNothingIsClosedSilently) {
+  http::Limits limits;
+  limits.header_timeout = 0.3;
+  limits.body_timeout = 0.3;
+  TestServer s(limits);
+  Client body(s.port, 5), silent(s.port, 5);
+  body.send("POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
+  const std::string got = body.read_all();
+  EXPECT_FALSE(body.timed_out);
+  EXPECT_EQ(got.rfind("HTTP/1.1 408 ", 0), 0u) << got;
+  EXPECT_EQ(silent.read_all(), "");
+  EXPECT_FALSE(silent.timed_out);
+}
+
+TEST(HttpServer, Expect100ContinueIsAnsweredBeforeTheBodyIsSent) {
+  TestServer s;
+  Client c(s.port, 2);
+  c.send("POST /echo HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_EQ(c.read_some(), "HTTP/1.1 100 Continue\r\n\r\n");
+  c.send("hello");
+  const std::string got = c.read_some();
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK", 0), 0u) << got;
+  EXPECT_NE(got.find("\r\n\r\nhello"), std::string::npos) << got;
+}
+
+TEST(HttpServer, TooManyHeaderFieldsAre431AndTrailerFieldsAreNotHeaders) {
+  TestServer s;
+  Client many(s.port);
+  std::string head = "POST /echo HTTP/1.1\r\n";
+  for (int i = 0; i < 300; ++i) head += "a:b\r\n";
+  many.send(head + "Content-Length: 0\r\n\r\n");
+  const std::string refused = many.read_all();
+  EXPECT_EQ(refused.rfind("HTTP/1.1 431 ", 0), 0u) << refused;
+
+  Client trailer(s.port);
+  trailer.send(
+      "POST /late-field HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+      "2\r\nhi\r\n0\r\nX-Late: yes\r\n\r\n");
+  const std::string got = trailer.read_all();
+  EXPECT_NE(got.find("\r\n\r\n[]"), std::string::npos) << got;
+}
+
+TEST(HttpServer, AStreamToAClientThatReadsTooSlowlyIsEnded) {
+  // The client never stops reading, but reads far under the minimum rate: the
+  // writer stops (and its worker is free), though the socket buffers still
+  // hold megabytes for the client to read.
+  // It reads a few MB/s, so each of the writer's waits for room (the kernel
+  // wakes a writer once a third of the socket's send buffer is free) is far
+  // shorter than the write timeout, and only the rate ends it.
+  http::Limits limits;
+  limits.write_timeout = 2;
+  limits.stream_buffer_bytes = 64 << 10;
+  limits.min_stream_rate = 64 << 20;
+  TestServer s(limits);
+  Client c(s.port, 2);
+  c.send("GET /flood HTTP/1.1\r\n\r\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t got = 0;
+  while (!s.writer_done && std::chrono::steady_clock::now() - t0 < 15s) {
+    const std::string part = c.read_some(64 << 10);
+    if (part.empty()) break;
+    got += part.size();
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(s.writer_done) << got << " bytes read, the writer still writing";
 }
 
 TEST(HttpServer, AClientThatLeavesIsNoticedWhileItsRequestRuns) {
