@@ -8,6 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/bf16_matmul.h"
+#include "core/int8_matmul.h"
+
 namespace hearth::cache {
 
 namespace {
@@ -44,12 +47,19 @@ std::string model_namespace(const LlamaModel& model, const KvCacheShape& kv) {
   const std::string c = text.str();
   XXH3_state_t st;
   XXH3_64bits_reset(&st);
+  // The samples miss an edit of a few rows in place (a merged adapter); the
+  // modification time does not. A copy made without keeping it only misses.
   for (const auto& f : model.weights().files()) {
-    uint64_t h = file_fingerprint(f->data(), f->size());
-    XXH3_64bits_update(&st, &h, sizeof h);
+    const uint64_t h[2] = {file_fingerprint(f->data(), f->size()), uint64_t(f->mtime_ns())};
+    XXH3_64bits_update(&st, h, sizeof h);
   }
-  return std::string(kFormat) + " " + std::string(dtype_name(kv.dtype)) + " block=" + std::to_string(kv.block_tokens) +
-         " config=" + hex64(XXH3_64bits(c.data(), c.size())) + " weights=" + hex64(XXH3_64bits_digest(&st));
+  // The kernels: int8 activations and the float path give slightly different
+  // KV for the same tokens, and equal block hashes promise equal KV.
+  return std::string(kFormat) + " " + std::string(dtype_name(kv.dtype)) +
+         " block=" + std::to_string(kv.block_tokens) +
+         " config=" + hex64(XXH3_64bits(c.data(), c.size())) +
+         " weights=" + hex64(XXH3_64bits_digest(&st)) + " kernels=" + int8_target() + "," +
+         bf16_target();
 }
 
 }  // namespace hearth::cache

@@ -12,9 +12,10 @@
 
 namespace hearth::cache {
 
-// "hearth-kv/1 f32 block=32 config=<hash> weights=<hash>"; the weights hash
-// covers each file's size, its header and samples spread over its data, so
-// it costs a few MB of reads however large the checkpoint is.
+// "hearth-kv/1 f32 block=32 config=<hash> weights=<hash> kernels=avx2,widen-f32";
+// the weights hash covers each file's size, modification time, header and
+// samples spread over its data, so it costs a few MB of reads however large
+// the checkpoint is; the kernels are int8_target() and bf16_target().
 std::string model_namespace(const LlamaModel& model, const KvCacheShape& kv);
 
 }  // namespace hearth::cache

@@ -93,13 +93,18 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   record_bytes_ =
       sizeof(RecordHeader) + uint64_t(opt_.block_tokens) * sizeof(int32_t) + opt_.block_bytes;
   std::error_code ec;
-  std::filesystem::create_directories(ns_dir_, ec);
+  const bool created = std::filesystem::create_directories(ns_dir_, ec);
+  // The records hold prompts (their token ids): the owner's alone. A folder
+  // that was there keeps the permissions someone gave it.
+  if (created && !ec)
+    std::filesystem::permissions(ns_dir_, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace, ec);
   if (ec)
     throw std::runtime_error("cannot create cache directory " + ns_dir_.string() + ": " +
                              ec.message());
 
   const std::string lock_path = (opt_.dir / "LOCK").string();
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd_ < 0)
     throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
   // Non-blocking: a second server on the same directory must fail at once, not hang.
@@ -188,12 +193,41 @@ void SsdStore::scan_records() {
                                             : a.mtime.tv_nsec < b.mtime.tv_nsec;
   });
   for (const Found& f : found) add_entry(f.hash, f.parent, f.bytes);
+  others_ = other_namespaces_records();
+  std::ranges::sort(others_, {}, &OtherRecord::mtime);
+  for (const OtherRecord& r : others_) stats_.other_bytes += r.bytes;
   if (opt_.max_bytes == 0) {
     std::error_code space_ec;
-    const std::filesystem::space_info space = std::filesystem::space(ns_dir_, space_ec);
-    opt_.max_bytes = std::max<uint64_t>(1, ((space_ec ? 0 : space.available) + stats_.bytes) / 2);
+    const std::filesystem::space_info space = std::filesystem::space(opt_.dir, space_ec);
+    opt_.max_bytes = std::max<uint64_t>(
+        1, ((space_ec ? 0 : space.available) + stats_.bytes + stats_.other_bytes) / 2);
   }
   evict_over_cap();  // max_bytes may have been lowered since the last run
+}
+
+std::deque<SsdStore::OtherRecord> SsdStore::other_namespaces_records() const {
+  std::deque<OtherRecord> records;
+  std::error_code ec;
+  for (auto dir = std::filesystem::directory_iterator(opt_.dir, ec);
+       !ec && dir != std::filesystem::directory_iterator(); dir.increment(ec)) {
+    const std::string name = dir->path().filename().string();
+    // A namespace's folder: 32 hex digits, not a symbolic link.
+    if (dir->path() == ns_dir_ || name.size() != 32 ||
+        name.find_first_not_of("0123456789abcdef") != std::string::npos ||
+        dir->symlink_status(ec).type() != std::filesystem::file_type::directory)
+      continue;
+    std::error_code file_ec;
+    for (auto f = std::filesystem::directory_iterator(dir->path(), file_ec);
+         !file_ec && f != std::filesystem::directory_iterator(); f.increment(file_ec)) {
+      const std::string file = f->path().filename().string();
+      if (!file.ends_with(kRecordSuffix) && !file.ends_with(kTempSuffix)) continue;
+      struct stat st {};
+      if (::lstat(f->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      records.push_back({f->path(), uint64_t(st.st_size),
+                         int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
+    }
+  }
+  return records;
 }
 
 void SsdStore::add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes) {
@@ -211,8 +245,20 @@ void SsdStore::remove_entry(const BlockHash& hash) {
   index_.erase(it);
 }
 
+// Other namespaces' records go first, the oldest first: a model updated in
+// place leaves its old namespace behind, never to be read again.
 void SsdStore::evict_over_cap() {
-  while (stats_.bytes > opt_.max_bytes && !lru_.empty()) {
+  while (stats_.bytes + stats_.other_bytes > opt_.max_bytes) {
+    if (!others_.empty()) {
+      const OtherRecord r = std::move(others_.front());
+      others_.pop_front();
+      stats_.other_bytes -= r.bytes;
+      std::error_code ec;
+      if (std::filesystem::remove(r.path, ec)) ++stats_.evicted;
+      std::filesystem::remove(r.path.parent_path(), ec);  // once it is empty
+      continue;
+    }
+    if (lru_.empty()) break;
     remove_entry(lru_.front());
     ++stats_.evicted;
   }
@@ -290,8 +336,10 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
     // eviction may unlink it while we read, which is harmless.
     std::lock_guard lk(mu_);
     if (!index_.count(hash)) return false;
-    fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) {  // deleted behind our back: stop offering it
+    // As the scan opens them: a FIFO or link put in a record's place must
+    // not hang the engine (it waits on this) or lead elsewhere.
+    fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0 && (errno == ENOENT || errno == ELOOP)) {  // gone or replaced: stop offering it
       remove_entry(hash);
       ++stats_.skipped;
     }
@@ -302,7 +350,7 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
   struct stat st {};
   std::vector<int32_t> tokens(expected_tokens.size());
   const uint64_t tokens_bytes = tokens.size() * sizeof(int32_t);
-  bool ok = ::fstat(fd, &st) == 0 && uint64_t(st.st_size) == record_bytes_ &&
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) == record_bytes_ &&
             read_exact(fd, &h, sizeof h, 0) && header_fits(h, opt_) &&
             BlockHash{h.hash_lo, h.hash_hi} == hash &&
             BlockHash{h.parent_lo, h.parent_hi} == parent &&
@@ -344,7 +392,10 @@ bool SsdStore::write_record(const Job& job, std::string& error) const {
   h.payload_xxh3 = XXH3_64bits(job.payload.data(), job.payload.size());
   h.header_xxh3 = header_checksum(h);
 
-  int fd = ::openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A fresh file of our own: not through a link someone left in its place.
+  ::unlinkat(dir_fd_, tmp.c_str(), 0);
+  int fd =
+      ::openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     error = "cannot create " + (ns_dir_ / tmp).string() + ": " + std::strerror(errno);
     return false;

@@ -12,7 +12,8 @@
 //
 // Layout: DIR/LOCK (flock'ed while a store is open), and DIR/<namespace hex>/
 // holding <hash hex>.kvb records and <hash hex>.kvb.tmp files being written.
-// Other namespaces' subdirectories are never touched.
+// The cap covers every namespace's records: past it, other namespaces'
+// go first (oldest first), then this one's least recently used.
 #pragma once
 
 #include <condition_variable>
@@ -35,10 +36,11 @@ namespace hearth::cache {
 
 struct SsdStoreOptions {
   std::filesystem::path dir;          // root directory (created if missing)
-  // Cap on this namespace's record bytes on disk; least recently used
-  // records are removed past it. 0: half of the free space plus what the
-  // namespace's records take at start, a cap that does not shrink as the
-  // cache fills from one run to the next.
+  // Cap on the record bytes on disk under dir, every namespace's: past it,
+  // other namespaces' records are removed, the oldest first, then this
+  // namespace's least recently used. 0: half of the free space plus
+  // what the records take at start, a cap that does not shrink as the cache
+  // fills from one run to the next.
   uint64_t max_bytes = 0;
   uint64_t queue_bytes = 2ull << 30;  // cap on bytes waiting in the write queue; past it the
                                       // OLDEST queued write is dropped and counted
@@ -50,6 +52,7 @@ struct SsdStoreOptions {
 struct SsdStoreStats {
   int64_t entries = 0;
   uint64_t bytes = 0, max_bytes = 0;
+  uint64_t other_bytes = 0;    // other namespaces' records, kept under max_bytes
   int64_t spills = 0;          // records written (committed)
   int64_t restores = 0;        // successful read() calls
   int64_t dropped_spills = 0;  // queued writes dropped because the queue was over queue_bytes
@@ -124,6 +127,14 @@ class SsdStore {
   };
 
   void scan_records();
+  // The records in DIR's other namespace folders (other models, an earlier
+  // version of this one, other kernels), found by name and stat alone.
+  struct OtherRecord {
+    std::filesystem::path path;
+    uint64_t bytes = 0;
+    int64_t mtime = 0;  // ns
+  };
+  std::deque<OtherRecord> other_namespaces_records() const;
   bool write_record(const Job& job, std::string& error) const;
   void writer_loop();
   // With mu_ held:
@@ -143,6 +154,7 @@ class SsdStore {
   std::condition_variable done_cv_;  // flush() waits for the writer
   std::unordered_map<BlockHash, Entry, BlockHashHasher> index_;
   std::list<BlockHash> lru_;  // front: least recently used
+  std::deque<OtherRecord> others_;  // other namespaces' records, oldest first
   std::deque<Job> queue_;
   std::unordered_set<BlockHash, BlockHashHasher> pending_;  // queued or being written
   uint64_t queued_bytes_ = 0, writing_bytes_ = 0;           // writing: the one record being written

@@ -54,8 +54,8 @@ beats the built-in defaults. See docs/server-config.md.
                                shortest prefixes, keeping long ones that cost most to recompute)
   --ssd-cache DIR               keep the prompt cache's blocks on disk too (write-behind), so
                                they survive a restart; one server per directory
-  --ssd-cache-max GB           disk space for them (default: half of the free space of DIR's disk
-                               plus what the model's cached blocks there take)
+  --ssd-cache-max GB           disk space for all of DIR (default: half of the free space of DIR's
+                               disk plus what cached blocks there take); other models' go first
   --ssd-spill-queue GB         blocks waiting to be written, at most (default: 2; past it the
                                oldest waiting write is dropped: a future miss, never an error)
   --ssd-demote-idle SEC        blocks unused this long leave RAM once on disk (default: 300)

@@ -12,6 +12,13 @@ namespace hearth::io {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+std::string json_for_message(const nlohmann::json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  const std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() > 80 ? text.substr(0, 80) + "..." : text;
+}
+
 json read_json_file(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path.string() + ": cannot open");
@@ -99,7 +106,7 @@ std::vector<int> id_list(const json& v) {
 // back to MLX's own defaults (4, 64, affine), not the global entry's.
 QuantSpec read_quant(const json& v, const std::string& file, const std::string& key) {
   if (v.contains("mode") && v["mode"] != "affine")
-    throw std::runtime_error(file + ": quantization mode " + v["mode"].dump() +
+    throw std::runtime_error(file + ": quantization mode " + json_for_message(v["mode"]) +
                              " is not supported (only affine)");
   const Reader r{v, file, key + "."};
   QuantSpec s{r.integer("bits", 0, 64, 4), r.integer("group_size", 1, INT_MAX, 64)};

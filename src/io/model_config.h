@@ -77,4 +77,9 @@ struct GenerationConfig {
 // be read or parsed.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
+// A value from a checkpoint's JSON, for an error message: scalars as JSON (a
+// long string cut short), an array or object by its kind. dump() recurses,
+// and a file can nest a value a million deep.
+std::string json_for_message(const nlohmann::json& v);
+
 }  // namespace hearth::io

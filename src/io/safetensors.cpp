@@ -37,7 +37,8 @@ std::string TensorInfo::describe() const {
 }
 
 MappedFile::MappedFile(const fs::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named like a checkpoint must fail below, not hang the open.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(path.string(), std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -45,6 +46,7 @@ MappedFile::MappedFile(const fs::path& path) {
     fail(path.string(), "not a regular file");
   }
   size_ = size_t(st.st_size);
+  mtime_ns_ = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -83,7 +85,11 @@ Safetensors Safetensors::open_dir(const fs::path& dir) {
     std::set<std::string> shards;
     for (auto& [name, shard] : j["weight_map"].items()) {
       if (!shard.is_string()) fail(index.string(), "shard of " + name + " is not a string");
-      shards.insert(shard.get<std::string>());
+      // A file beside the index: not a path that leads out of the model's folder.
+      const std::string s = shard.get<std::string>();
+      if (s.empty() || s.find('/') != std::string::npos || s == "." || s == "..")
+        fail(index.string(), "shard of " + name + " is not a file name in the model's folder");
+      shards.insert(s);
     }
     for (const auto& s : shards) st.add_file(dir / s);
     for (auto& [name, shard] : j["weight_map"].items())
@@ -176,10 +182,15 @@ void Safetensors::add_file(const fs::path& path) {
     if (tensors_.count(name)) bad("defined in two files");
     tensors_.emplace(name, std::move(t));
   }
+  // Against the furthest end so far: an empty range between two that
+  // overlap must not hide them from each other.
   std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i)
-    if (ranges[i].first < ranges[i - 1].second && ranges[i].first != ranges[i].second)
-      fail(file, "two tensors overlap at byte " + std::to_string(ranges[i].first));
+  size_t covered = 0;
+  for (const auto& [begin, end] : ranges) {
+    if (begin == end) continue;
+    if (begin < covered) fail(file, "two tensors overlap at byte " + std::to_string(begin));
+    covered = std::max(covered, end);
+  }
   files_.push_back(std::move(mapped));
 }
 

@@ -36,10 +36,14 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // When the file last changed (ns since the epoch): tells a checkpoint
+  // rewritten in place from the one a prompt cache was built with.
+  int64_t mtime_ns() const { return mtime_ns_; }
 
  private:
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  int64_t mtime_ns_ = 0;
 };
 
 class Safetensors {

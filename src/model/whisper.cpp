@@ -126,10 +126,17 @@ WhisperConfig WhisperConfig::load(const std::filesystem::path& dir) {
     w.text_ctx = positive(c, "max_target_positions");
     w.vocab_size = positive(c, "vocab_size");
   }
+  // Whisper's window is 30 s of log-mel, 3000 frames, 1500 after the
+  // encoder's stride. A larger value would size every window (and, in the
+  // MLX layout, the computed positions) by it: gigabytes from one number.
+  if (w.audio_ctx > 1500)
+    throw std::runtime_error("config.json: the audio context (max_source_positions, n_audio_ctx) "
+                             "is " + std::to_string(w.audio_ctx) + "; Whisper's is at most 1500");
   if (w.d_model % w.encoder_heads || w.d_model % w.decoder_heads)
     throw std::runtime_error("config.json: d_model is not a multiple of the attention heads");
   if (c.contains("activation_function") && c["activation_function"] != "gelu")
-    throw std::runtime_error("config.json: activation_function " + c["activation_function"].dump() +
+    throw std::runtime_error("config.json: activation_function " +
+                             io::json_for_message(c["activation_function"]) +
                              " is not supported (gelu)");
   if (c.value("scale_embedding", false))
     throw std::runtime_error("config.json: scale_embedding true is not supported");
@@ -142,7 +149,7 @@ WhisperConfig WhisperConfig::load(const std::filesystem::path& dir) {
             pair[0].get<int>() >= w.decoder_layers || pair[1].get<int>() < 0 ||
             pair[1].get<int>() >= w.decoder_heads)
           throw std::runtime_error("generation_config.json: bad alignment_heads entry " +
-                                   pair.dump());
+                                   io::json_for_message(pair));
         w.alignment_heads.emplace_back(pair[0].get<int>(), pair[1].get<int>());
       }
   }

@@ -91,6 +91,7 @@ ojson Server::Impl::stats() const {
                  {"entries", d->entries},
                  {"bytes", d->bytes},
                  {"max_bytes", d->max_bytes},
+                 {"other_namespaces_bytes", d->other_bytes},
                  {"restores", d->restores},
                  {"restored_blocks", c->restored_blocks},
                  {"spills", d->spills},

@@ -337,7 +337,7 @@ TEST_F(SsdStoreTest, RecordOfAnotherNamespaceInOurDirectoryIsSkipped) {
   EXPECT_TRUE(files_in(ns_dir()).empty());
 }
 
-TEST_F(SsdStoreTest, OtherNamespacesAreLeftAlone) {
+TEST_F(SsdStoreTest, OtherNamespacesAreLeftAloneUnderTheCap) {
   auto chain = make_chain(chain_root_, 3);
   SsdStoreOptions other = options();
   other.ns = root_hash("another model");
@@ -348,9 +348,10 @@ TEST_F(SsdStoreTest, OtherNamespacesAreLeftAlone) {
   }
   std::ofstream(other_dir / "junk.kvb.tmp") << "theirs";
   {
-    SsdStore s(options(1));  // a cap smaller than one record evicts everything of ours
+    SsdStore s(options());  // the default cap, far above a few small files
     EXPECT_EQ(s.stats().entries, 0);
     EXPECT_EQ(s.stats().skipped, 0);
+    EXPECT_EQ(s.stats().other_bytes, 3 * kRecordBytes + 6);  // their records and temp file
     put(s, chain[0]);
     s.flush();
   }
@@ -454,6 +455,74 @@ TEST_F(SsdStoreTest, AfterARestartTheOrderOfUseComesFromTheFileTimes) {
   EXPECT_FALSE(s.contains(chain[0].hash));
   EXPECT_TRUE(s.contains(chain[2].hash));
   EXPECT_TRUE(s.contains(chain[3].hash));
+}
+
+// The cap is the directory's: a model updated in place gets a new namespace,
+// and the old one's records, never read again, must not hold the disk.
+TEST_F(SsdStoreTest, OtherNamespacesRecordsCountAgainstTheCapAndGoFirstOldestFirst) {
+  SsdStoreOptions old_model = options();
+  old_model.ns = root_hash("the model before its update");
+  const auto old_chain = make_chain(chain_root_, 3, 1);
+  {
+    SsdStore s(old_model);
+    for (const Block& b : old_chain) put(s, b);
+  }
+  const fs::path old_dir = root_ / old_model.ns.hex();
+  for (int i = 0; i < 3; ++i) {  // 1 the oldest, then 0, then 2
+    const time_t t = i == 1 ? 1000 : i == 0 ? 2000 : 3000;
+    timespec times[2] = {{t, 0}, {t, 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, (old_dir / (old_chain[i].hash.hex() + ".kvb")).c_str(), times, 0), 0);
+  }
+  fs::create_directories(root_ / "not-a-namespace");  // left alone
+  std::ofstream(root_ / "not-a-namespace" / "x.kvb") << "someone's file";
+
+  const auto chain = make_chain(chain_root_, 3);
+  {
+    SsdStore s(options(4 * kRecordBytes));  // room for 4 of the 6
+    EXPECT_EQ(s.stats().other_bytes, 3 * kRecordBytes);
+    for (const Block& b : chain) put(s, b);
+    s.flush();
+    const auto st = s.stats();
+    EXPECT_EQ(st.entries, 3);  // all of this namespace's
+    EXPECT_EQ(st.other_bytes, kRecordBytes);
+    EXPECT_EQ(st.evicted, 2);
+    EXPECT_EQ(files_in(old_dir), std::vector<std::string>{old_chain[2].hash.hex() + ".kvb"});
+  }
+  {
+    SsdStore s(options(3 * kRecordBytes));  // a lowered cap: the last one goes at start
+    EXPECT_EQ(s.stats().other_bytes, 0u);
+    EXPECT_EQ(s.stats().entries, 3);
+  }
+  EXPECT_FALSE(fs::exists(old_dir)) << "an emptied namespace folder is removed";
+  EXPECT_TRUE(fs::exists(root_ / "not-a-namespace" / "x.kvb"));
+}
+
+TEST_F(SsdStoreTest, RecordsAreTheOwnersAloneAndAFifoInARecordsPlaceDoesNotHang) {
+  auto chain = make_chain(chain_root_, 2);
+  SsdStore s(options());
+  put(s, chain[0]);
+  put(s, chain[1]);
+  s.flush();
+  const fs::path record = ns_dir() / (chain[0].hash.hex() + ".kvb");
+  EXPECT_EQ(fs::status(ns_dir()).permissions(), fs::perms::owner_all);
+  EXPECT_EQ(fs::status(record).permissions(), fs::perms::owner_read | fs::perms::owner_write);
+  // Replaced by a FIFO after the start: a read must fail at once, not block.
+  fs::remove(record);
+  ASSERT_EQ(::mkfifo(record.c_str(), 0600), 0);
+  EXPECT_FALSE(read_ok(s, chain[0]));
+  EXPECT_FALSE(s.contains(chain[0].hash));
+  // A link left where the writer's temporary file goes is not written through.
+  const fs::path target = root_ / "target";
+  std::ofstream(target) << "keep";
+  const auto more = make_chain(chain[1].hash, 1, 7);
+  fs::create_symlink(target, ns_dir() / (more[0].hash.hex() + ".kvb.tmp"));
+  put(s, more[0]);
+  s.flush();
+  EXPECT_TRUE(read_ok(s, more[0]));
+  std::ifstream in(target);
+  std::string kept;
+  in >> kept;
+  EXPECT_EQ(kept, "keep");
 }
 
 TEST_F(SsdStoreTest, APausedWriterQueuesAndFlushWritesAnyway) {

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -117,4 +119,49 @@ TEST(Safetensors, DimensionsPast2To63AreRefused) {
   EXPECT_THROW(Safetensors::open_file(file("[9223372036854775808, 9223372036854775808, 9223372036854775808]")),
                std::runtime_error);
   EXPECT_THROW(Safetensors::open_file(file("[9223372036854775807, 9223372036854775807]")), std::runtime_error);
+}
+
+namespace {
+
+// A safetensors file of F32 tensors given as name -> [begin, end) in bytes.
+std::string safetensors_bytes(const std::vector<std::tuple<std::string, size_t, size_t>>& tensors,
+                              size_t data_bytes) {
+  json header = json::object();
+  for (const auto& [name, begin, end] : tensors)
+    header[name] = {{"dtype", "F32"}, {"shape", {(end - begin) / 4}}, {"data_offsets", {begin, end}}};
+  const std::string h = header.dump();
+  const uint64_t n = h.size();
+  std::string bytes(8, '\0');
+  std::memcpy(bytes.data(), &n, 8);
+  return bytes + h + std::string(data_bytes, '\0');
+}
+
+}  // namespace
+
+TEST(Safetensors, OverlapsAreFoundPastAnEmptyTensorBetweenThem) {
+  const fs::path dir = model_dir();
+  write(dir / "a.safetensors", safetensors_bytes({{"a", 0, 100}, {"b", 52, 60}}, 100));
+  EXPECT_THROW(Safetensors::open_file(dir / "a.safetensors"), std::runtime_error);
+  // An empty one at 48 sorts between them, and hid the overlap.
+  write(dir / "b.safetensors", safetensors_bytes({{"a", 0, 100}, {"e", 48, 48}, {"b", 52, 60}}, 100));
+  EXPECT_THROW(Safetensors::open_file(dir / "b.safetensors"), std::runtime_error);
+  write(dir / "c.safetensors", safetensors_bytes({{"a", 0, 48}, {"e", 48, 48}, {"b", 48, 60}}, 60));
+  EXPECT_EQ(Safetensors::open_file(dir / "c.safetensors").tensors().size(), 3u);
+}
+
+TEST(Safetensors, AnIndexNamesShardsBesideItOnly) {
+  const fs::path dir = model_dir();
+  write(dir / "model-1.safetensors", safetensors_bytes({{"w", 0, 16}}, 16));
+  write(dir / "model.safetensors.index.json", R"({"weight_map":{"w":"model-1.safetensors"}})");
+  EXPECT_EQ(Safetensors::open_dir(dir).get("w").numel(), 4);
+  for (const char* shard : {"../model-1.safetensors", "/etc/passwd", "sub/model-1.safetensors", ""}) {
+    write(dir / "model.safetensors.index.json",
+          json{{"weight_map", {{"w", shard}}}}.dump());
+    try {
+      Safetensors::open_dir(dir);
+      ADD_FAILURE() << shard << " was opened";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("not a file name"), std::string::npos) << e.what();
+    }
+  }
 }
