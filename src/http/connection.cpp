@@ -97,10 +97,12 @@ void guarded(Connection& c, F&& f) {
 
 }  // namespace
 
-Connection::Connection(Server::Impl& server, tcp::socket socket, std::string client)
+Connection::Connection(Server::Impl& server, tcp::socket socket, std::string client,
+                       std::string client_key)
     : server_(server),
       socket_(std::move(socket)),
       client_(std::move(client)),
+      client_key_(std::move(client_key)),
       deadline_(server.io),
       probe_timer_(server.io) {}
 
@@ -387,11 +389,15 @@ void Connection::respond(Response& res) {
     head += "Transfer-Encoding: chunked\r\n";
   else if (!streamed && res.status != 204)  // RFC 9110 8.6: none on a 204
     head += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
-  if (!keep_alive_)
+  if (!keep_alive_) {
     head += "Connection: close\r\n";
-  else  // clients that read it (undici, browsers) stop reusing the connection before we close it
+  } else {
+    // HTTP/1.0 closes unless told otherwise (the client asked for it to stay).
+    if (request_->version < 11) head += "Connection: keep-alive\r\n";
+    // Clients that read it (undici, browsers) stop reusing the connection before we close it.
     head += "Keep-Alive: timeout=" +
             std::to_string(int64_t(server_.limits.keep_alive_timeout)) + "\r\n";
+  }
   head += "\r\n";
   if (server_.logger) server_.logger(*request_, res);
   if (!no_body && !streamed) head += res.body;
@@ -562,7 +568,7 @@ void Connection::close() {
   // may drop the last subscription (a Job's), which must hear it first.
   if (request_ && !answered) request_->client->mark_gone();
   close_stream();
-  server_.forget(this, client_);
+  server_.forget(this, client_key_);
 }
 
 // The streaming worker, if any, stops at its next write.

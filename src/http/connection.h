@@ -50,7 +50,8 @@ struct Server::Impl {
 
   void accept();
   void admit(tcp::socket socket);
-  void forget(Connection* c, const std::string& client);  // a connection closed
+  static std::string client_key(const asio::ip::address& a);
+  void forget(Connection* c, const std::string& client_key);  // a connection closed
   void begin_stop(double grace_seconds);
 
   Limits limits;
@@ -64,7 +65,7 @@ struct Server::Impl {
 
   // The I/O thread's alone.
   std::unordered_map<Connection*, std::weak_ptr<Connection>> connections;
-  std::unordered_map<std::string, int> per_client;
+  std::unordered_map<std::string, int> per_client;  // connections by client_key
   std::vector<char> scratch = std::vector<char>(64 << 10);  // what one read brings
   bool stopping = false;
   asio::steady_timer accept_retry{io}, stop_deadline{io};
@@ -83,7 +84,7 @@ struct StreamState {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Server::Impl& server, tcp::socket socket, std::string client);
+  Connection(Server::Impl& server, tcp::socket socket, std::string client, std::string client_key);
 
   void start();
   void close();
@@ -121,7 +122,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Server::Impl& server_;
   tcp::socket socket_;
-  const std::string client_;
+  const std::string client_, client_key_;  // the address; what it counts under (client_key)
   asio::steady_timer deadline_, probe_timer_;
   boost::beast::flat_buffer buffer_;  // read, not yet parsed
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

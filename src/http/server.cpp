@@ -91,16 +91,29 @@ void Server::Impl::accept() {
   });
 }
 
+// Whose connections count together against max_connections_per_client: an
+// IPv4 address (mapped into IPv6 or not), or an IPv6 /64, the block one
+// host is usually given: counted per address, one host has 2^64 of them.
+std::string Server::Impl::client_key(const asio::ip::address& a) {
+  if (a.is_v4()) return a.to_string();
+  const asio::ip::address_v6 v6 = a.to_v6();
+  if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6).to_string();
+  asio::ip::address_v6::bytes_type b = v6.to_bytes();
+  std::fill(b.begin() + 8, b.end(), 0);
+  return asio::ip::address_v6(b).to_string() + "/64";
+}
+
 void Server::Impl::admit(tcp::socket socket) {
   error_code ec;
   const auto peer = socket.remote_endpoint(ec);
   if (ec) return;  // already gone
   std::string client = peer.address().to_string();
+  std::string key = client_key(peer.address());
   socket.set_option(tcp::no_delay(true), ec);
-  int& mine = per_client[client];
+  int& mine = per_client[key];
   if (int(connections.size()) >= limits.max_connections ||
       mine >= limits.max_connections_per_client) {
-    if (mine == 0) per_client.erase(client);
+    if (mine == 0) per_client.erase(key);
     // Answered at once and closed; a fresh socket's send buffer takes it whole.
     Request req;
     req.remote_addr = client;
@@ -108,7 +121,7 @@ void Server::Impl::admit(tcp::socket socket) {
     error_response(req, res, 503,
                    int(connections.size()) >= limits.max_connections
                        ? "the server has too many open connections; try again later"
-                       : "too many open connections from this address (the limit is " +
+                       : "too many open connections from this address (" + key + "; the limit is " +
                              std::to_string(limits.max_connections_per_client) + ")");
     std::string bytes =
         "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n";
@@ -121,14 +134,14 @@ void Server::Impl::admit(tcp::socket socket) {
     return;
   }
   ++mine;
-  auto c = std::make_shared<Connection>(*this, std::move(socket), std::move(client));
+  auto c = std::make_shared<Connection>(*this, std::move(socket), std::move(client), std::move(key));
   connections.emplace(c.get(), c);
   c->start();
 }
 
-void Server::Impl::forget(Connection* c, const std::string& client) {
+void Server::Impl::forget(Connection* c, const std::string& client_key) {
   if (connections.erase(c) == 0) return;
-  if (auto it = per_client.find(client); it != per_client.end() && --it->second <= 0)
+  if (auto it = per_client.find(client_key); it != per_client.end() && --it->second <= 0)
     per_client.erase(it);
   if (stopping && connections.empty()) stop_deadline.cancel();  // nothing left to wait for
 }

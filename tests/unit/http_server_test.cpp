@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "http/connection.h"
 #include "http/server.h"
 
 namespace {
@@ -150,6 +151,18 @@ TEST(HttpServer, KeptAliveResponsesSayForHowLongAndTheLastSaysClose) {
   EXPECT_TRUE(first != std::string::npos && first < second) << got;
   EXPECT_EQ(count(got, "Keep-Alive:"), 1u) << got;
   EXPECT_NE(got.find("Connection: close\r\n", second), std::string::npos) << got;
+}
+
+TEST(HttpServer, AnHttp10KeepAliveIsConfirmed) {
+  TestServer s;
+  Client c(s.port, 2);
+  c.send("POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\none");
+  const std::string first = c.read_some();
+  EXPECT_NE(first.find("Connection: keep-alive\r\n"), std::string::npos) << first;
+  c.send("POST /echo HTTP/1.0\r\nContent-Length: 3\r\n\r\ntwo");  // and this one closes
+  const std::string second = c.read_all();
+  EXPECT_NE(second.find("Connection: close\r\n"), std::string::npos) << second;
+  EXPECT_NE(second.find("\r\n\r\ntwo"), std::string::npos) << second;
 }
 
 TEST(HttpServer, TwoContentLengthsAreRefused) {
@@ -303,6 +316,18 @@ TEST(HttpServer, StopClosesIdleConnectionsAtOnceAndReturnsWhenRequestsEnd) {
   EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
   EXPECT_NE(got.find("\r\n\r\ndone"), std::string::npos) << got;
   s.reset();  // run() has returned: join does not wait
+}
+
+TEST(HttpServer, ConnectionsCountPerIPv4AddressAndPerIPv6Slash64) {
+  auto key = [](const char* a) {
+    return http::Server::Impl::client_key(boost::asio::ip::make_address(a));
+  };
+  EXPECT_EQ(key("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(key("::ffff:10.0.0.7"), "10.0.0.7");  // a dual-stack socket's IPv4 client
+  EXPECT_EQ(key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+  EXPECT_EQ(key("2001:db8:1:2:bbbb:cccc:dddd:9"), "2001:db8:1:2::/64");
+  EXPECT_NE(key("2001:db8:1:3::1"), key("2001:db8:1:2::1"));
+  EXPECT_EQ(key("::1"), "::/64");
 }
 
 TEST(HttpServer, ATokenDestroyedBeforeTheClientGoesIsNeverCalled) {
