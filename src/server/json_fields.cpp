@@ -102,21 +102,31 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxKeys = 4096;
+// An empty array is 3 bytes of body and about 80 of parsed value (a node and
+// its vector); a body of them would be 25 times its size once parsed.
+constexpr size_t kMaxContainers = size_t(1) << 18;
 
 // A first pass over the body's events that checks its shape before any
 // value is built: deep nesting would overflow the stack in the recursive
 // copies and dumps that follow, and an object with very many keys costs
-// quadratic time (ordered_json looks every key up linearly). Linear in the
+// quadratic time (ordered_json looks every key up linearly), and very many
+// small containers make the parsed value many times the body. Linear in the
 // body; nlohmann's callback parser is not (it rescans a container each time
 // one of its objects ends).
 struct ShapeCheck : nlohmann::json_sax<json> {
   std::vector<size_t> keys;  // per open container: keys seen (objects)
+  size_t containers = 0;     // arrays and objects opened so far
   std::string problem;       // set: why the body is refused
   std::string syntax;        // set: the parser's own error
 
   bool open() {
     if (keys.size() >= size_t(kMaxDepth)) {
       problem = "the request body nests deeper than " + std::to_string(kMaxDepth) + " levels";
+      return false;
+    }
+    if (++containers > kMaxContainers) {
+      problem = "the request body holds more than " + std::to_string(kMaxContainers) +
+                " arrays and objects";
       return false;
     }
     keys.push_back(0);

@@ -15,8 +15,8 @@ namespace hearth::server {
 using json = nlohmann::ordered_json;
 
 // Parses a request body; malformed JSON (including invalid UTF-8), nesting
-// deeper than 64, an object of more than 4096 keys and a body that is not an
-// object are 400s (invalid_json).
+// deeper than 64, an object of more than 4096 keys, more than 262,144 arrays
+// and objects in all, and a body that is not an object are 400s (invalid_json).
 json parse_body(const std::string& body);
 // Whether text is JSON within those limits: for JSON that arrives inside a
 // string (a tool call's arguments), which the body's check does not see.

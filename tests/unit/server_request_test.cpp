@@ -202,6 +202,23 @@ TEST(ServerRequest, BodiesThatAreNotJsonObjects) {
   EXPECT_EQ(parse_body("{\"a\": 1}")["a"], 1);
 }
 
+// A body of many small containers would be 25 times its size once parsed.
+TEST(ServerRequest, ABodyOfTooManyArraysAndObjectsIsRefusedBeforeItIsBuilt) {
+  auto body_of = [](size_t n) {
+    std::string b = "{\"a\":[";
+    for (size_t i = 0; i < n; ++i) b += i ? ",[]" : "[]";
+    return b + "]}";
+  };
+  EXPECT_EQ(parse_body(body_of((size_t(1) << 18) - 2))["a"].size(), (size_t(1) << 18) - 2);
+  try {
+    parse_body(body_of(size_t(1) << 18));
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_NE(std::string(e.what()).find("arrays and objects"), std::string::npos) << e.what();
+  }
+}
+
 // JSON inside a string (a tool call's arguments) keeps the body's limits:
 // past them it stays a string, never a value nested past the stack's depth
 // (copies and renders recurse) or an object of quadratic cost.
