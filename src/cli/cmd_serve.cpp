@@ -70,6 +70,8 @@ beats the built-in defaults. See docs/server-config.md.
   --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
   --max-batch N                sequences generated together (default: 8)
   --max-body BYTES             largest request body (default: 8388608; past it 413)
+  --max-body-memory BYTES      request bodies held at once, all clients together (default:
+                               1073741824; past it 503)
   --max-header-bytes BYTES     largest request line and header fields (default: 65536; past it 431)
   --header-timeout S           seconds a request head may take from its first byte; a slower
                                connection is closed (default: 10)
@@ -176,7 +178,7 @@ int cmd_serve(int argc, char** argv) {
     return 0;
   }
   std::vector<std::string> known = {"model",     "host",      "port",     "api-key",      "max-tokens",
-                                    "threads",   "ctx-size",  "max-queue", "max-batch",   "max-body",
+                                    "threads",   "ctx-size",  "max-queue", "max-batch",   "max-body", "max-body-memory",
                                     "max-header-bytes", "header-timeout", "keep-alive-timeout", "max-connections",
                                     "max-connections-per-client", "http-threads", "shutdown-timeout", "response-store-mb", "response-store-ttl", "kv-type",
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
@@ -212,6 +214,7 @@ int cmd_serve(int argc, char** argv) {
   const char* env_key = std::getenv("HEARTH_API_KEY");
   sopt.api_key = args.str("api-key", env_key ? env_key : "");
   sopt.max_body_bytes = size_t(args.integer("max-body", 8 << 20));
+  sopt.max_body_memory = size_t(args.integer("max-body-memory", int64_t(1) << 30));
   sopt.max_header_bytes = size_t(args.integer("max-header-bytes", 64 << 10));
   sopt.header_timeout = args.number("header-timeout", 10.0);
   sopt.keep_alive_timeout = args.number("keep-alive-timeout", 3.0);
@@ -257,6 +260,8 @@ int cmd_serve(int argc, char** argv) {
   if (sopt.max_queue < 1) throw std::runtime_error("--max-queue must be >= 1 (requests pass through the queue)");
   if (sopt.max_batch < 1) throw std::runtime_error("--max-batch must be >= 1");
   if (sopt.http_threads < 0 || sopt.max_body_bytes < 1024) throw std::runtime_error("bad --http-threads or --max-body");
+  if (sopt.max_body_memory < sopt.max_body_bytes)
+    throw std::runtime_error("--max-body-memory must be at least --max-body");
 
   if (transcription_only) {
     sopt.whisper_threads = thread_count(args);

@@ -113,6 +113,7 @@ void Connection::start() {
 }
 
 void Connection::begin_request() {
+  release_body_memory();
   parser_.emplace();
   parser_->header_limit(uint32_t(server_.limits.max_header_bytes +
                                  server_.scratch.size()));  // ours is checked in parse()
@@ -254,8 +255,27 @@ void Connection::parse() {
     }
     if (ec) return fail(400, "malformed HTTP request: " + ec.message());
     if (phase_ != Phase::Body && parser_->is_header_done() && !check_head()) return;
+    if (!in_head && parser_->chunked() && !hold_body_memory(parser_->get().body().size())) return;
   }
   dispatch();
+}
+
+bool Connection::hold_body_memory(size_t bytes) {
+  if (bytes <= body_held_) return true;
+  const size_t more = bytes - body_held_;
+  if (server_.body_memory + more > server_.limits.max_body_memory) {
+    fail(503, "the server holds as many request bodies as it may (" +
+                  std::to_string(server_.limits.max_body_memory) + " bytes); try again later");
+    return false;
+  }
+  server_.body_memory += more;
+  body_held_ = bytes;
+  return true;
+}
+
+void Connection::release_body_memory() {
+  server_.body_memory -= body_held_;
+  body_held_ = 0;
 }
 
 // The head is complete: checks what Beast allows and HTTP/1.1 says to refuse,
@@ -299,6 +319,8 @@ bool Connection::check_head() {
                   std::to_string(server_.limits.max_path_bytes) + " bytes");
     return false;
   }
+  if (const auto length = parser_->content_length(); length && !hold_body_memory(size_t(*length)))
+    return false;
   phase_ = Phase::Body;
   arm(server_.limits.body_timeout);
   const auto expect = h[bhttp::field::expect];
@@ -469,6 +491,7 @@ void Connection::fail(int status, const std::string& message) {
   request_ = std::make_shared<Request>(std::move(req));
   Response res;
   server_.error_response(*request_, res, status, message);
+  if (status == 503) res.headers.set("Retry-After", "1");
   keep_alive_ = false;
   head_only_ = false;
   deadline_.cancel();
@@ -549,6 +572,8 @@ void Connection::finish_response() {
 void Connection::linger_close() {
   phase_ = Phase::Lingering;
   request_.reset();
+  parser_.reset();  // a refused body read so far goes now, not after the linger
+  release_body_memory();
   error_code ignored;
   socket_.shutdown(tcp::socket::shutdown_send, ignored);
   arm(1.0);
@@ -568,6 +593,7 @@ void Connection::close() {
   // may drop the last subscription (a Job's), which must hear it first.
   if (request_ && !answered) request_->client->mark_gone();
   close_stream();
+  release_body_memory();
   server_.forget(this, client_key_);
 }
 

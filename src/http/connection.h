@@ -66,6 +66,7 @@ struct Server::Impl {
   // The I/O thread's alone.
   std::unordered_map<Connection*, std::weak_ptr<Connection>> connections;
   std::unordered_map<std::string, int> per_client;  // connections by client_key
+  size_t body_memory = 0;  // what the connections hold for request bodies (max_body_memory)
   std::vector<char> scratch = std::vector<char>(64 << 10);  // what one read brings
   bool stopping = false;
   asio::steady_timer accept_retry{io}, stop_deadline{io};
@@ -103,6 +104,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void parse();
   void wait_for_more();
   bool check_head();
+  // Holds `bytes` of max_body_memory for the request's body (more as a
+  // chunked one grows); past the limit answers 503 and returns false.
+  bool hold_body_memory(size_t bytes);
+  void release_body_memory();
   void dispatch();
   void deliver(const Request& req, Response res, bool on_worker);  // from the handler's thread
   void respond(Response& res);  // writes the head (and a whole body)
@@ -136,6 +141,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int probes_ = 0;
   size_t head_bytes_ = 0;  // of the request being read, parsed so far
   size_t head_fields_ = 0;  // the fields of its head (a trailer's come after them)
+  size_t body_held_ = 0;    // of the server's body_memory, for this request
   size_t stalled_at_ = 0;  // buffer_'s size when the parser last asked for more
   int requests_ = 0;       // requests begun on this connection
   std::shared_ptr<Request> request_;

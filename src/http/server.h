@@ -27,6 +27,9 @@ struct Limits {
   // and libstdc++ matches them recursively, a few frames per character.
   size_t max_path_bytes = 2048;
   size_t max_body_bytes = 8 << 20;     // past it: 413
+  // Request bodies held at once, every connection's, from the head that
+  // announces one until its response is written; past it: 503.
+  size_t max_body_memory = size_t(1) << 30;
   double header_timeout = 10;          // seconds from a head's first byte to its end
   double body_timeout = 60;            // seconds from the end of the head to the end of the body
   double keep_alive_timeout = 3;       // seconds a connection may wait for its next request

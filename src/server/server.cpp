@@ -102,6 +102,7 @@ http::Limits http_limits(const ServerOptions& opt) {
   l.max_body_bytes = opt.whisper_model.empty()
                          ? opt.max_body_bytes
                          : std::max(opt.max_body_bytes, opt.max_audio_bytes / 3 * 4 + (64u << 10));
+  l.max_body_memory = opt.max_body_memory;
   l.header_timeout = opt.header_timeout;
   l.keep_alive_timeout = opt.keep_alive_timeout;
   l.max_connections = opt.max_connections;

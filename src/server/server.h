@@ -30,6 +30,7 @@ struct ServerOptions {
   int port = 8080;                     // 0: any free port (see Server::bind)
   std::string api_key;                 // empty: no authentication
   size_t max_body_bytes = 8u << 20;    // larger bodies get 413
+  size_t max_body_memory = size_t(1) << 30;  // request bodies held at once, all clients; past it 503
   size_t max_header_bytes = 64u << 10;  // larger request heads get 431
   double header_timeout = 10;          // seconds from a request head's first byte to its end
   double keep_alive_timeout = 3;       // seconds an idle connection is kept

@@ -318,6 +318,32 @@ TEST(HttpServer, StopClosesIdleConnectionsAtOnceAndReturnsWhenRequestsEnd) {
   s.reset();  // run() has returned: join does not wait
 }
 
+TEST(HttpServer, BodiesHeldAtOnceAreCappedForAllConnectionsTogether) {
+  http::Limits limits;
+  limits.max_body_bytes = 100;
+  limits.max_body_memory = 100;
+  TestServer s(limits);
+  Client a(s.port), b(s.port), chunked(s.port);
+  a.send("POST /echo HTTP/1.1\r\nContent-Length: 80\r\n\r\nfirst part ");  // holds 80
+  std::this_thread::sleep_for(100ms);
+  b.send("POST /echo HTTP/1.1\r\nContent-Length: 50\r\n\r\n");
+  const std::string refused = b.read_all();
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503 ", 0), 0u) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1\r\n"), std::string::npos) << refused;
+  // A chunked body is held as it grows: 15 bytes fit beside the 80, 25 do not.
+  chunked.send("POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nf\r\n" +
+               std::string(15, 'x') + "\r\n");
+  std::this_thread::sleep_for(100ms);
+  chunked.send("a\r\n" + std::string(10, 'y') + "\r\n");
+  const std::string cut = chunked.read_all();
+  EXPECT_EQ(cut.rfind("HTTP/1.1 503 ", 0), 0u) << cut;
+  // Once a's request is answered its 80 bytes are free again.
+  a.send(std::string(69, 'z') + "POST /echo HTTP/1.1\r\nContent-Length: 90\r\nConnection: close\r\n\r\n" +
+         std::string(90, 'w'));
+  const std::string both = a.read_all();
+  EXPECT_EQ(count(both, "HTTP/1.1 200 OK"), 2u) << both;
+}
+
 TEST(HttpServer, ConnectionsCountPerIPv4AddressAndPerIPv6Slash64) {
   auto key = [](const char* a) {
     return http::Server::Impl::client_key(boost::asio::ip::make_address(a));
