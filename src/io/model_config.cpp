@@ -64,6 +64,13 @@ struct Reader {
     if (!j[key].is_number()) fail(key, "must be a number");
     return j[key].get<double>();
   }
+  // Above `above`: an epsilon, a base or a factor at or below it is a NaN or
+  // an infinity in every output, not an error.
+  double number_above(const std::string& key, double above, double fallback) const {
+    const double v = number(key, fallback);
+    if (!(v > above)) fail(key, "must be a number above " + std::to_string(above));
+    return v;
+  }
   bool boolean(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
     if (!j[key].is_boolean()) fail(key, "must be true or false");
@@ -170,8 +177,8 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
   if (c.head_dim % 2 != 0) r.fail("head_dim", "must be even for rotary embeddings");
   if (c.num_heads % c.num_kv_heads != 0)
     r.fail("num_key_value_heads", "must divide num_attention_heads");
-  c.rms_norm_eps = r.number("rms_norm_eps", 1e-6);
-  c.rope_theta = r.number("rope_theta", 10000.0);
+  c.rms_norm_eps = r.number_above("rms_norm_eps", 0, 1e-6);
+  c.rope_theta = r.number_above("rope_theta", 1, 10000.0);
   // Hugging Face's default for these classes is untied (mlx-lm differs; follow HF).
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
   c.attention_bias = c.arch == Arch::Qwen2 || r.boolean("attention_bias", false);
@@ -193,11 +200,11 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
     const Reader rr{s, path.string(), "rope_scaling."};
     auto& rs = c.rope_scaling;
     rs.type = rr.string("rope_type", rr.string("type", "default"));
-    rs.factor = rr.number("factor", 1.0);
-    rs.low_freq_factor = rr.number("low_freq_factor", 1.0);
-    rs.high_freq_factor = rr.number("high_freq_factor", 4.0);
-    rs.original_max_position_embeddings =
-        rr.number("original_max_position_embeddings", double(c.max_position_embeddings));
+    rs.factor = rr.number_above("factor", 0, 1.0);
+    rs.low_freq_factor = rr.number_above("low_freq_factor", 0, 1.0);
+    rs.high_freq_factor = rr.number_above("high_freq_factor", 0, 4.0);
+    rs.original_max_position_embeddings = rr.number_above(
+        "original_max_position_embeddings", 0, double(c.max_position_embeddings));
     rs.beta_fast = rr.number("beta_fast", 32.0);
     rs.beta_slow = rr.number("beta_slow", 1.0);
     if (s.contains("attention_factor") && s["attention_factor"].is_number())

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 namespace hearth::io {
 
@@ -67,8 +68,12 @@ std::vector<fs::path> find_models(const fs::path& root) {
       if (!snapshot.empty() && holds_config(snapshot)) found.push_back(snapshot);
     }
   }
-  std::sort(found.begin(), found.end(),
-            [](const fs::path& a, const fs::path& b) { return model_name(a) < model_name(b); });
+  // By name, each worked out once (model_name resolves the path on disk).
+  std::vector<std::pair<std::string, fs::path>> named;
+  for (fs::path& p : found) named.emplace_back(model_name(p), std::move(p));
+  std::sort(named.begin(), named.end());
+  found.clear();
+  for (auto& [name, p] : named) found.push_back(std::move(p));
   return found;
 }
 

@@ -71,6 +71,26 @@ TEST(ModelConfig, NumbersAreCheckedBeforeTheyAreConverted) {
   EXPECT_NE(config_error("/rope_scaling", R"({"rope_type": "linear", "factor": "2"})").find("rope_scaling.factor"),
             std::string::npos);
   config_error("/rope_scaling", R"({"type": 7})");
+  // Values that made every output NaN or infinite.
+  EXPECT_NE(config_error("/rms_norm_eps", "-1e-6").find("rms_norm_eps\" must be a number above 0"),
+            std::string::npos);
+  EXPECT_NE(config_error("/rope_theta", "1").find("rope_theta"), std::string::npos);
+  EXPECT_NE(config_error("/rope_scaling", R"({"rope_type": "linear", "factor": 0})").find("rope_scaling.factor"),
+            std::string::npos);
+  // A value nested past what an error message can print is named by its kind.
+  {
+    json c = config();
+    c["quantization"] = {{"mode", "NESTED"}};
+    std::string text = c.dump();
+    text.replace(text.find("\"NESTED\""), 8, std::string(100000, '[') + std::string(100000, ']'));
+    write(dir / "config.json", text);
+    try {
+      ModelConfig::load(dir);
+      ADD_FAILURE() << "accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("quantization mode an array"), std::string::npos) << e.what();
+    }
+  }
   // A float where an int goes was undefined behaviour.
   EXPECT_NE(config_error("/quantization", R"({"bits": 1e300})").find("quantization.bits"), std::string::npos);
   config_error("/quantization", R"({"bits": 4, "group_size": 1e300})");
