@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/whisper.h"
+#include "model/whisper_config.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
