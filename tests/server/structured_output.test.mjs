@@ -139,4 +139,27 @@ describe('structured output', () => {
       assert.equal(r.body.error.param, param);
     }
   });
+
+  test('hostile schemas are answered, never crash or stall the server', async () => {
+    const ask = (schema, stream = false) => postRaw(srv.url + '/v1/chat/completions', JSON.stringify({
+      model: MODEL, messages, max_tokens: 20, stream,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema } },
+    }));
+    // A schema that starts with itself: the matcher entered it forever (a stack overflow).
+    let r = await ask({ anyOf: [{ $ref: '#' }, { type: 'null' }] });
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    assert.match(r.body.error.message, /refers back to itself/);
+    // A million '(' in a pattern: the parser's recursion.
+    r = await ask({ type: 'string', pattern: '('.repeat(1000000) });
+    assert.equal(r.status, 400, JSON.stringify(r.body).slice(0, 300));
+    // Thousands of alike options: more parse stacks than a step may take.
+    const many = Array.from({ length: 5000 }, (_, i) => ({ type: 'string', maxLength: 10 + i }));
+    r = await ask({ anyOf: many });
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    expectErrorShape(assert, r.body, r.status);
+    assert.match(r.body.error.message, /too ambiguous/);
+    // And the server still answers.
+    const ok = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 3 });
+    assert.ok(ok.choices[0].message.content !== undefined);
+  });
 });

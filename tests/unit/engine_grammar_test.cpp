@@ -538,6 +538,54 @@ TEST(GrammarSchema, AChainOfRefsDeeperThanTheLimitIsRefused) {
   expect_error(chain(100000).c_str(), "nests deeper than 128 levels", "/$defs/a/");
 }
 
+// What a hostile schema could do to the server: recurse forever, overflow a
+// stack, or grow the grammar or the parse stacks past any memory or time.
+TEST(GrammarSchema, ASchemaThatStartsWithItselfIsRefused) {
+  expect_error(R"({"anyOf":[{"$ref":"#"},{"type":"null"}]})", "refers back to itself", "");
+  expect_error(R"({"$ref":"#/$defs/a","$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"}]}}})", "refers back to itself", "");
+  // Recursion after a first character is fine: a tree.
+  const char* tree = R"({"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}}}})";
+  EXPECT_EQ(refused_at(tree, R"({"kids":[{"kids":[]},{}]})"), -1);
+}
+
+TEST(GrammarPattern, PatternsAreBoundedInSizeAndNesting) {
+  auto schema = [](const std::string& pattern) {
+    return ojson{{"type", "string"}, {"pattern", pattern}}.dump();
+  };
+  expect_error(schema(std::string(100000, '(')).c_str(), "longer than 8192 bytes", "/pattern");
+  expect_error(schema(std::string(65, '(') + "a" + std::string(65, ')')).c_str(), "deeper than 64", "/pattern");
+  EXPECT_EQ(refused_at(schema(std::string(64, '(') + "a" + std::string(64, ')')).c_str(), R"("a")"), -1);
+}
+
+TEST(GrammarPattern, OptionalPartsUnderAStarGrowTheGrammarLinearly) {
+  // (?:a?a?...a?)* without its empty string was one rule per suffix of the
+  // sequence: a square of the parts (4000 of them: 8M elements).
+  auto pattern = [](int parts) {
+    std::string p = "^(?:";
+    for (int i = 0; i < parts; ++i) p += "a?";
+    return p + ")*b$";
+  };
+  EXPECT_LT(compile_json_schema(ojson{{"type", "string"}, {"pattern", pattern(4000)}})->rule_count(), 100000u);
+  // Matching it keeps a stack for each pair of parts two a's may be (the
+  // stacks cap refuses 4000 parts at the second 'a'): fewer parts.
+  const auto g = compile_json_schema(ojson{{"type", "string"}, {"pattern", pattern(40)}});
+  EXPECT_EQ(refused_at(g, R"("aaaaab")"), -1);
+  EXPECT_EQ(refused_at(g, R"("b")"), -1);
+  EXPECT_EQ(refused_at(g, R"("ac")"), 2);
+}
+
+TEST(GrammarSchema, TooManyParseStacksAtOnceIsAnErrorNotAStall) {
+  // 5000 options alike: each is its own stack from the start.
+  ojson many = ojson::array();
+  for (int i = 0; i < 5000; ++i) many.push_back({{"type", "string"}, {"maxLength", 10 + i}});
+  expect_error(ojson{{"anyOf", many}}.dump().c_str(), "too ambiguous", "");
+  // 100 of them are fine.
+  many.erase(many.begin() + 100, many.end());
+  Matcher fine(compile_json_schema(ojson{{"anyOf", many}}));
+  EXPECT_TRUE(fine.accept_bytes("\"abc\""));
+  EXPECT_TRUE(fine.is_complete());
+}
+
 TEST(GrammarSchema, UnsupportedRangesAndPatternsNameTheirPath) {
   expect_error(R"({"type":"integer","minimum":5,"maximum":4})", "no integer", "at /");
   expect_error(R"({"properties":{"n":{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}}})", "no integer",

@@ -1,5 +1,7 @@
 #include "engine/grammar/grammar.h"
 
+#include "engine/grammar/matcher.h"
+
 #include <algorithm>
 
 namespace hearth::grammar {
@@ -14,10 +16,9 @@ ByteSet single_byte(unsigned char c) { return byte_range(c, c); }
 
 int32_t GrammarBuilder::set_id(const ByteSet& set) {
   auto& sets = grammar_->sets_;
-  const auto it = std::find(sets.begin(), sets.end(), set);
-  if (it != sets.end()) return int32_t(it - sets.begin());
-  sets.push_back(set);
-  return int32_t(sets.size() - 1);
+  const auto [it, added] = set_ids_.try_emplace(set, int32_t(sets.size()));
+  if (added) sets.push_back(set);
+  return it->second;
 }
 
 Element GrammarBuilder::byte_element(const ByteSet& set, int32_t min, int32_t max) {
@@ -77,10 +78,50 @@ void GrammarBuilder::set_char_class(Expr rule, CodePoints set) {
 }
 
 Expr& GrammarBuilder::cached(std::string_view key) {
-  for (auto& [k, e] : cache_)
-    if (k == key) return e;
-  cache_.emplace_back(std::string(key), -1);
-  return cache_.back().second;
+  return cache_.try_emplace(std::string(key), -1).first->second;
+}
+
+void GrammarBuilder::refuse_left_recursion() const {
+  // Rule r leads to rule s when an alternative of r can start with s: s is
+  // its first element, or follows elements that can match nothing. A cycle
+  // of these is a rule that can start with itself ({"anyOf": [{"$ref":
+  // "#"}, ...]}), which the matcher would enter forever on the first byte.
+  const Grammar& g = *grammar_;
+  const size_t n = g.rules_.size();
+  std::vector<std::vector<int32_t>> leads(n);
+  for (size_t r = 0; r < n; ++r)
+    for (const auto& alt : g.rules_[r].alternatives)
+      for (const Element& e : alt) {
+        if (e.kind == Element::Kind::Rule) leads[r].push_back(e.index);
+        if (!g.skippable(e)) break;
+      }
+  // Depth-first, without recursion (rules nest as deep as the schema).
+  enum : uint8_t { kNew, kOnPath, kDone };
+  std::vector<uint8_t> state(n, kNew);
+  std::vector<std::pair<int32_t, size_t>> path;  // rule, next lead to follow
+  for (size_t start = 0; start < n; ++start) {
+    if (state[start] != kNew) continue;
+    path.push_back({int32_t(start), 0});
+    state[start] = kOnPath;
+    while (!path.empty()) {
+      auto& [r, next] = path.back();
+      if (next == leads[size_t(r)].size()) {
+        state[size_t(r)] = kDone;
+        path.pop_back();
+        continue;
+      }
+      const int32_t s = leads[size_t(r)][next++];
+      if (state[size_t(s)] == kOnPath)
+        throw GrammarError(
+            "the schema refers back to itself before anything is written (a $ref that is "
+            "its own first part, directly or through anyOf, allOf or a sequence), which can "
+            "never finish");
+      if (state[size_t(s)] == kNew) {
+        state[size_t(s)] = kOnPath;
+        path.push_back({s, 0});
+      }
+    }
+  }
 }
 
 void GrammarBuilder::analyze() {
@@ -137,9 +178,12 @@ std::shared_ptr<const Grammar> GrammarBuilder::build(Expr root) {
       for (const auto& e : alt)
         if (e.kind == Element::Kind::Rule && e.max != 1 && grammar_->nullable(e.index))
           throw std::logic_error("grammar: a repeated rule matches the empty string");
-  auto done = std::move(grammar_);
+  refuse_left_recursion();
+  std::shared_ptr<const Grammar> done = std::move(grammar_);
   grammar_ = std::make_shared<Grammar>();
   cache_.clear();
+  set_ids_.clear();
+  Matcher{done};  // its first stacks: too many (an anyOf of thousands alike) is a GrammarError now
   return done;
 }
 

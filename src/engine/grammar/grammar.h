@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,7 @@ struct Rule {
 class Grammar {
  public:
   const Rule& rule(int32_t id) const { return rules_[size_t(id)]; }
+  size_t rule_count() const { return rules_.size(); }
   const ByteSet& set(int32_t id) const { return sets_[size_t(id)]; }
   int32_t root() const { return root_; }
   // The rule of one character inside a JSON string, the one whose
@@ -112,8 +114,10 @@ class GrammarBuilder {
  private:
   int32_t set_id(const ByteSet& set);
   void analyze();  // Grammar::first_ and nullable_
+  void refuse_left_recursion() const;  // GrammarError
   std::shared_ptr<Grammar> grammar_ = std::make_shared<Grammar>();
-  std::vector<std::pair<std::string, Expr>> cache_;
+  std::unordered_map<std::string, Expr> cache_;
+  std::unordered_map<ByteSet, int32_t> set_ids_;  // into grammar_->sets_
 };
 
 ByteSet byte_range(unsigned char lo, unsigned char hi);

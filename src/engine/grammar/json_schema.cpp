@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -215,13 +216,16 @@ class SchemaCompiler {
     if (!props->is_object()) fail(path + "/properties", "properties must be an object");
     if (additional != s.end() && *additional != false)
       fail(path + "/additionalProperties", "additionalProperties other than false together with properties");
-    std::vector<std::string> required;
+    // Sets: an object's keys are looked up one by one, and a body may name
+    // a property in `required` a million times.
+    std::unordered_set<std::string> names, required;
+    for (const auto& [name, schema] : props->items()) names.insert(name);
     if (auto it = s.find("required"); it != s.end()) {
       if (!it->is_array()) fail(path + "/required", "required must be an array of property names");
       for (const auto& r : *it) {
-        if (!r.is_string() || !props->contains(r.get<std::string>()))
+        if (!r.is_string() || !names.count(r.get<std::string>()))
           fail(path + "/required", "required names " + r.dump() + ", which is not in properties");
-        required.push_back(r.get<std::string>());
+        required.insert(r.get<std::string>());
       }
     }
     struct Member {
@@ -232,7 +236,7 @@ class SchemaCompiler {
     for (const auto& [name, schema] : props->items()) {
       const Expr value = compile(schema, path + "/properties/" + pointer_token(name));
       const Expr member = b_.sequence({b_.literal(json(name).dump()), json_rules::colon(b_), value});
-      members.push_back({member, std::find(required.begin(), required.end(), name) != required.end()});
+      members.push_back({member, required.count(name) > 0});
     }
     return members_in_order(members);
   }

@@ -1,6 +1,7 @@
 #include "engine/grammar/matcher.h"
 
 #include <algorithm>
+#include <string>
 
 namespace hearth::grammar {
 
@@ -33,14 +34,41 @@ bool Matcher::same_stack(int32_t a, int32_t b) const {
   return true;
 }
 
-void Matcher::add_top(Frame f, Stacks& out) {
+int32_t Matcher::push_frame(Frame f) {
+  uint64_t h = f.parent >= 0 ? frames_[size_t(f.parent)].hash : 0x9E3779B97F4A7C15ull;
+  for (const int32_t v : {f.rule, f.alt, f.pos, f.count}) {
+    h ^= uint64_t(uint32_t(v)) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    h *= 0xBF58476D1CE4E5B9ull;
+  }
+  f.hash = h;
   frames_.push_back(f);
-  const int32_t top = int32_t(frames_.size() - 1);
-  for (int32_t t : out.tops)
-    if (same_stack(t, top)) {
-      frames_.pop_back();  // a duplicate: another path reached the same stack
-      return;
-    }
+  return int32_t(frames_.size() - 1);
+}
+
+void Matcher::add_top(Frame f, Stacks& out) {
+  const int32_t top = push_frame(f);
+  const uint64_t hash = frames_[size_t(top)].hash;
+  // A duplicate: another path reached the same stack.
+  constexpr size_t kScanned = 16;  // fewer tops than this are compared in turn
+  if (out.tops.size() < kScanned) {
+    for (int32_t t : out.tops)
+      if (frames_[size_t(t)].hash == hash && same_stack(t, top)) {
+        frames_.pop_back();
+        return;
+      }
+  } else {
+    if (out.by_hash.empty())
+      for (int32_t t : out.tops) out.by_hash.emplace(frames_[size_t(t)].hash, t);
+    for (auto [it, end] = out.by_hash.equal_range(hash); it != end; ++it)
+      if (same_stack(it->second, top)) {
+        frames_.pop_back();
+        return;
+      }
+    out.by_hash.emplace(hash, top);
+  }
+  if (out.tops.size() == kMaxStacks)
+    throw GrammarError("the schema is too ambiguous: the output so far can be read in more than " +
+                       std::to_string(kMaxStacks) + " ways");
   out.tops.push_back(top);
 }
 
@@ -79,10 +107,7 @@ void Matcher::take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool enteri
       next.count = counted(e, next.count + 1);
       expand(next, out);
     } else {
-      if (self < 0) {
-        frames_.push_back(f);
-        self = int32_t(frames_.size() - 1);
-      }
+      if (self < 0) self = push_frame(f);
       for (size_t a = 0; a < grammar_->rule(e.index).alternatives.size(); ++a)
         if (grammar_->first(e.index, int32_t(a)).test(byte)) take({e.index, int32_t(a), 0, 0, self}, -1, byte, out, true);
     }
@@ -91,8 +116,7 @@ void Matcher::take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool enteri
 }
 
 void Matcher::advance(const std::vector<int32_t>& from, uint8_t byte, Stacks& out) {
-  out.tops.clear();
-  out.complete = false;
+  out.clear();
   for (int32_t t : from) take(frames_[size_t(t)], t, byte, out, false);
 }
 

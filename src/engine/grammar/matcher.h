@@ -11,12 +11,16 @@
 // eleven. Frames live in an arena and point to their parent, so stacks
 // share their common bottom and advancing one byte only adds frames. The
 // arena is compacted when it has grown well past what the stacks still use.
+// A grammar that keeps more than kMaxStacks stacks at once (a very
+// ambiguous schema: anyOf of thousands of alike options, nested bounded
+// counts) throws GrammarError: each token's mask costs in proportion to them.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/grammar/grammar.h"
@@ -26,6 +30,8 @@ namespace hearth::grammar {
 
 class Matcher {
  public:
+  static constexpr size_t kMaxStacks = 4096;
+
   // vocabulary may be null for byte-level use (accept_bytes only).
   explicit Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocabulary = nullptr);
 
@@ -50,11 +56,20 @@ class Matcher {
  private:
   struct Frame {
     int32_t rule, alt, pos, count, parent;
+    uint64_t hash = 0;  // of the whole stack from here down (set when it joins frames_)
   };
   // A set of stacks (their top frames) and whether the root may end there.
   struct Stacks {
     std::vector<int32_t> tops;
     bool complete = false;
+    // The tops by stack hash, once there are many (a lookup in place of a
+    // comparison with every top).
+    std::unordered_multimap<uint64_t, int32_t> by_hash;
+    void clear() {
+      tops.clear();
+      complete = false;
+      by_hash.clear();
+    }
   };
 
   const Element& element(const Frame& f) const {
@@ -68,6 +83,7 @@ class Matcher {
   // just entered, so its optional elements may still be skipped.
   void take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool entering);
   void add_top(Frame f, Stacks& out);
+  int32_t push_frame(Frame f);  // into the arena, hashed
   bool same_stack(int32_t a, int32_t b) const;
   // The stacks after reading `byte` from each of `from`.
   void advance(const std::vector<int32_t>& from, uint8_t byte, Stacks& out);

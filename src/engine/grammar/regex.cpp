@@ -15,6 +15,10 @@ namespace {
 
 constexpr char32_t kMaxCodePoint = 0x10FFFF;
 constexpr int32_t kMaxCount = 100000;  // the largest {n,m} taken
+// A pattern's size and group nesting: the parser, the emitter and the
+// matcher recurse along them (a million '(' or 'a?' overflowed a stack).
+constexpr size_t kMaxPatternBytes = 8192;
+constexpr int kMaxGroupDepth = 64;
 constexpr int64_t kHuge = int64_t(1) << 40;  // lengths saturate here (nested counts)
 
 [[noreturn]] void error(const std::string& what) { throw RegexError(what); }
@@ -27,6 +31,14 @@ class CharSet {
   static CharSet of(char32_t lo, char32_t hi) {
     CharSet s;
     s.add(lo, hi);
+    return s;
+  }
+  // Any ranges, sorted and merged once (a class of many members: adding
+  // them one by one sorted the set each time).
+  static CharSet of(Ranges ranges) {
+    CharSet s;
+    s.ranges_ = std::move(ranges);
+    s.normalize();
     return s;
   }
   void add(char32_t lo, char32_t hi) {
@@ -212,9 +224,12 @@ class Parser {
     } else if (at(U'?')) {
       error("unknown group syntax (?");
     }
+    if (++depth_ > kMaxGroupDepth)
+      error("groups nest deeper than " + std::to_string(kMaxGroupDepth) + " levels");
     Node body = disjunction();
     if (!at(U')')) error("unterminated group");
     ++i_;
+    --depth_;
     return body;
   }
 
@@ -260,7 +275,13 @@ class Parser {
   CharSet char_class() {
     const bool negate = at(U'^');
     if (negate) ++i_;
-    CharSet set;
+    CharSet::Ranges members;
+    auto add = [&](char32_t c, const std::optional<CharSet>& s) {
+      if (s)
+        members.insert(members.end(), s->ranges().begin(), s->ranges().end());
+      else
+        members.emplace_back(c, c);
+    };
     while (!at(U']')) {
       if (i_ >= p_.size()) error("unterminated character class");
       auto [lo, lo_set] = class_atom();
@@ -268,18 +289,19 @@ class Parser {
         ++i_;
         auto [hi, hi_set] = class_atom();
         if (lo_set || hi_set) {  // Annex B: [\d-x] is \d, '-' and x
-          set.add(lo_set ? *lo_set : CharSet::of(lo, lo));
-          set.add(U'-', U'-');
-          set.add(hi_set ? *hi_set : CharSet::of(hi, hi));
+          add(lo, lo_set);
+          members.emplace_back(U'-', U'-');
+          add(hi, hi_set);
           continue;
         }
         if (hi < lo) error("range out of order in a character class");
-        set.add(lo, hi);
+        members.emplace_back(lo, hi);
       } else {
-        set.add(lo_set ? *lo_set : CharSet::of(lo, lo));
+        add(lo, lo_set);
       }
     }
     ++i_;
+    const CharSet set = CharSet::of(std::move(members));
     return negate ? set.negated() : set;
   }
 
@@ -362,6 +384,7 @@ class Parser {
 
   std::u32string p_;
   size_t i_ = 0;
+  int depth_ = 0;  // groups open
 };
 
 // Collapses one-part sequences and alternations and splices nested
@@ -651,7 +674,7 @@ class Emitter {
     if (auto it = nonempty_.find(&n); it != nonempty_.end()) return it->second;
     std::optional<Expr> out;
     switch (n.kind) {
-      case Node::Kind::Seq: out = nonempty_sequence(n.kids, 0); break;
+      case Node::Kind::Seq: out = nonempty_sequence(n.kids); break;
       case Node::Kind::Alt: {
         std::vector<std::vector<Element>> alts;
         for (const Node& k : n.kids)
@@ -671,18 +694,23 @@ class Emitter {
     return out;
   }
 
-  // kids[from..] in sequence, not empty: the first part not empty and any
-  // rest, or the first part empty (if it can be) and the rest not.
-  std::optional<Expr> nonempty_sequence(const std::vector<Node>& kids, size_t from) {
-    if (from == kids.size()) return std::nullopt;
-    std::vector<std::vector<Element>> alts;
-    const auto head = nonempty(kids[from]);
-    const auto rest = sequence(kids, from + 1);
-    if (head && rest) alts.push_back({GrammarBuilder::ref(*head), GrammarBuilder::ref(*rest)});
-    if (nullable(kids[from]))
-      if (const auto tail = nonempty_sequence(kids, from + 1)) alts.push_back({GrammarBuilder::ref(*tail)});
-    if (alts.empty()) return std::nullopt;
-    return rule(std::move(alts));
+  // The kids in sequence, not empty. From the right: kids[i..] not empty is
+  // kids[i] not empty then kids[i+1..], or (where kids[i] can be empty)
+  // kids[i+1..] not empty. kids[i+1..] is a chain of rules, one a kid, so
+  // the grammar grows with the kids, not with their square.
+  std::optional<Expr> nonempty_sequence(const std::vector<Node>& kids) {
+    std::optional<Expr> rest = epsilon_;  // kids[i+1..] (nullopt: matches nothing)
+    std::optional<Expr> tail;             // kids[i+1..], not empty
+    for (size_t i = kids.size(); i-- > 0;) {
+      std::vector<std::vector<Element>> alts;
+      const auto head = nonempty(kids[i]);
+      if (head && rest) alts.push_back({GrammarBuilder::ref(*head), GrammarBuilder::ref(*rest)});
+      if (nullable(kids[i]) && tail) alts.push_back({GrammarBuilder::ref(*tail)});
+      tail = alts.empty() ? std::nullopt : std::optional(rule(std::move(alts)));
+      const auto e = element(kids[i]);
+      rest = e && rest ? std::optional(rule({{*e, GrammarBuilder::ref(*rest)}})) : std::nullopt;
+    }
+    return tail;
   }
 
   Expr rule(std::vector<std::vector<Element>> alts) {
@@ -701,6 +729,8 @@ class Emitter {
 }  // namespace
 
 Expr json_string(GrammarBuilder& b, std::string_view pattern, int32_t min_chars, int32_t max_chars) {
+  if (pattern.size() > kMaxPatternBytes)
+    error("the pattern is longer than " + std::to_string(kMaxPatternBytes) + " bytes");
   Node root = Parser(decode_utf8(pattern)).parse();
   std::vector<Branch> all = branches(std::move(root));
   std::vector<Branch> kept;
