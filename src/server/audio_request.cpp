@@ -9,6 +9,7 @@
 #include "http/multipart.h"
 #include "server/api_error.h"
 #include "server/json_fields.h"
+#include "text/json_shape.h"
 #include "text/tokenizer/whisper.h"
 
 namespace hearth::server {
@@ -112,7 +113,7 @@ void add_granularity(const std::string& g, Fields& f) {
 // A form or query value: a JSON array of strings, or terms separated by commas.
 void add_terms(const std::string& value, Fields& f) {
   if (value.starts_with("[")) {
-    if (!json_within_limits(value)) throw bad_request("vocabulary", "'vocabulary' is not a valid JSON array");
+    if (!text::json_within_limits(value)) throw bad_request("vocabulary", "'vocabulary' is not a valid JSON array");
     return add_terms(json::parse(value), f);
   }
   for (size_t at = 0, end; at <= value.size(); at = end + 1) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "text/json_shape.h"
 
 namespace hearth::server {
 
@@ -98,81 +99,11 @@ std::string quote(const json& v, size_t max_bytes) {
   return s;
 }
 
-namespace {
-
-constexpr int kMaxDepth = 64;
-constexpr size_t kMaxKeys = 4096;
-// An empty array is 3 bytes of body and about 80 of parsed value (a node and
-// its vector); a body of them would be 25 times its size once parsed.
-constexpr size_t kMaxContainers = size_t(1) << 18;
-
-// A first pass over the body's events that checks its shape before any
-// value is built: deep nesting would overflow the stack in the recursive
-// copies and dumps that follow, and an object with very many keys costs
-// quadratic time (ordered_json looks every key up linearly), and very many
-// small containers make the parsed value many times the body. Linear in the
-// body; nlohmann's callback parser is not (it rescans a container each time
-// one of its objects ends).
-struct ShapeCheck : nlohmann::json_sax<json> {
-  std::vector<size_t> keys;  // per open container: keys seen (objects)
-  size_t containers = 0;     // arrays and objects opened so far
-  std::string problem;       // set: why the body is refused
-  std::string syntax;        // set: the parser's own error
-
-  bool open() {
-    if (keys.size() >= size_t(kMaxDepth)) {
-      problem = "the request body nests deeper than " + std::to_string(kMaxDepth) + " levels";
-      return false;
-    }
-    if (++containers > kMaxContainers) {
-      problem = "the request body holds more than " + std::to_string(kMaxContainers) +
-                " arrays and objects";
-      return false;
-    }
-    keys.push_back(0);
-    return true;
-  }
-  bool close() {
-    keys.pop_back();
-    return true;
-  }
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override { return open(); }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t) override { return open(); }
-  bool end_array() override { return close(); }
-  bool key(string_t&) override {
-    if (++keys.back() <= kMaxKeys) return true;
-    problem = "an object in the request body has more than " + std::to_string(kMaxKeys) + " keys";
-    return false;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    // Syntax errors, invalid UTF-8, unpaired surrogates, numbers out of range (1e400).
-    syntax = e.what();
-    if (auto at = syntax.find("] "); at != std::string::npos) syntax = syntax.substr(at + 2);
-    return false;
-  }
-};
-
-}  // namespace
-
-bool json_within_limits(const std::string& text) {
-  ShapeCheck check;
-  return json::sax_parse(text, &check);
-}
-
 json parse_body(const std::string& body) {
-  ShapeCheck check;
-  json::sax_parse(body, &check);
-  if (!check.problem.empty()) throw ApiError(400, check.problem, "invalid_request_error", {}, "invalid_json");
-  if (!check.syntax.empty())
-    throw ApiError(400, "the request body is not valid JSON: " + check.syntax, "invalid_request_error", {},
+  const text::JsonShape shape = text::check_json_shape(body);
+  if (!shape.problem.empty()) throw ApiError(400, shape.problem, "invalid_request_error", {}, "invalid_json");
+  if (!shape.syntax.empty())
+    throw ApiError(400, "the request body is not valid JSON: " + shape.syntax, "invalid_request_error", {},
                    "invalid_json");
   json parsed = json::parse(body);
   if (!parsed.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error");

@@ -14,13 +14,10 @@ namespace hearth::server {
 
 using json = nlohmann::ordered_json;
 
-// Parses a request body; malformed JSON (including invalid UTF-8), nesting
-// deeper than 64, an object of more than 4096 keys, more than 262,144 arrays
-// and objects in all, and a body that is not an object are 400s (invalid_json).
+// Parses a request body; malformed JSON (including invalid UTF-8), a body
+// past text::check_json_shape's limits and one that is not an object are
+// 400s (invalid_json).
 json parse_body(const std::string& body);
-// Whether text is JSON within those limits: for JSON that arrives inside a
-// string (a tool call's arguments), which the body's check does not see.
-bool json_within_limits(const std::string& text);
 
 const char* type_name(const json& v);  // "a string", "an array", ...
 [[noreturn]] void wrong_type(const std::string& field, const char* expected, const json& v);

@@ -7,6 +7,7 @@
 #include "server/api_error.h"
 #include "engine/grammar/tool_calls.h"
 #include "text/chat.h"
+#include "text/json_shape.h"
 #include "server/json_fields.h"
 
 namespace hearth::server {
@@ -201,7 +202,7 @@ json arguments_object(const json& arguments) {
   // The body's limits apply inside the string too: it becomes part of the
   // messages, which are copied and rendered recursively.
   const std::string& text = arguments.get_ref<const std::string&>();
-  if (!json_within_limits(text)) return arguments;
+  if (!text::json_within_limits(text)) return arguments;
   json parsed = json::parse(text, nullptr, false);
   return parsed.is_object() ? parsed : arguments;
 }

@@ -2,6 +2,7 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -155,6 +156,11 @@ bool stable(char32_t cp, Form form) {
 
 namespace {
 
+// What utf8proc_map does, but for the canonical ordering: utf8proc sorts a
+// run of combining marks by swapping neighbours, a square of the run's
+// length (2M marks after one letter: hours). Here each character is
+// decomposed alone, each run of marks is sorted stably by combining class
+// (the same order), and utf8proc composes the result.
 std::string normalize_slow(std::string_view s, Form form) {
   int options = UTF8PROC_STABLE;
   switch (form) {
@@ -163,14 +169,41 @@ std::string normalize_slow(std::string_view s, Form form) {
     case Form::NFKC: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
     case Form::NFKD: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
   }
-  utf8proc_uint8_t* out = nullptr;
-  const utf8proc_ssize_t len =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()), &out,
-                   static_cast<utf8proc_option_t>(options));
-  if (len < 0) throw std::runtime_error(std::string("unicode normalization failed: ") + utf8proc_errmsg(len));
-  std::string result(reinterpret_cast<char*>(out), static_cast<size_t>(len));
-  std::free(out);
-  return result;
+  const auto opts = static_cast<utf8proc_option_t>(options);
+  auto fail = [](utf8proc_ssize_t code) {
+    throw std::runtime_error(std::string("unicode normalization failed: ") + utf8proc_errmsg(code));
+  };
+  std::vector<utf8proc_int32_t> cps;
+  cps.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const char32_t cp = next(s, i);
+    utf8proc_int32_t buf[32];  // the longest decomposition is 18 code points
+    int boundclass = UTF8PROC_BOUNDCLASS_START;
+    const utf8proc_ssize_t n = utf8proc_decompose_char(utf8proc_int32_t(cp), buf, 32, opts, &boundclass);
+    if (n < 0 || n > 32) fail(n < 0 ? n : UTF8PROC_ERROR_OVERFLOW);
+    cps.insert(cps.end(), buf, buf + n);
+  }
+  auto ccc = [](utf8proc_int32_t c) { return utf8proc_get_property(c)->combining_class; };
+  for (size_t i = 0; i < cps.size();) {
+    if (ccc(cps[i]) == 0) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < cps.size() && ccc(cps[end]) != 0) ++end;
+    std::stable_sort(cps.begin() + ptrdiff_t(i), cps.begin() + ptrdiff_t(end),
+                     [&](utf8proc_int32_t a, utf8proc_int32_t b) { return ccc(a) < ccc(b); });
+    i = end;
+  }
+  const utf8proc_ssize_t len = utf8proc_normalize_utf32(cps.data(), utf8proc_ssize_t(cps.size()), opts);
+  if (len < 0) fail(len);
+  std::string out;
+  out.reserve(size_t(len));
+  for (utf8proc_ssize_t k = 0; k < len; ++k) {
+    utf8proc_uint8_t bytes[4];
+    out.append(reinterpret_cast<char*>(bytes), size_t(utf8proc_encode_char(cps[size_t(k)], bytes)));
+  }
+  return out;
 }
 
 }  // namespace

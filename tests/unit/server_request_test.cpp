@@ -4,6 +4,7 @@
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "server/openai_request.h"
+#include "text/json_shape.h"
 
 namespace hearth::server {
 namespace {
@@ -228,12 +229,12 @@ TEST(ServerRequest, ToolCallArgumentsPastTheBodyLimitsStayAString) {
   for (int i = 0; i < 5000; ++i) many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
   many += "}";
   for (const std::string& text : {deep, many}) {
-    EXPECT_FALSE(json_within_limits(text));
+    EXPECT_FALSE(text::json_within_limits(text));
     const json kept = arguments_object(json(text));
     ASSERT_TRUE(kept.is_string());
     EXPECT_EQ(kept.get<std::string>(), text);
   }
-  EXPECT_TRUE(json_within_limits("{\"city\": [[1]]}"));
+  EXPECT_TRUE(text::json_within_limits("{\"city\": [[1]]}"));
   EXPECT_EQ(arguments_object(json("{\"city\": \"Paris\"}"))["city"], "Paris");
 }
 

@@ -62,7 +62,11 @@ class PythonReader {
     if (name.empty() || !eat('(')) return false;
     if (name == "print") {  // print(f(..)): the call inside
       skip();
-      if (!call(out)) return false;
+      if (depth_ == kMaxDepth) return false;
+      ++depth_;
+      const bool inner = call(out);
+      --depth_;
+      if (!inner) return false;
       skip();
       return eat(')');
     }
@@ -85,8 +89,15 @@ class PythonReader {
   std::optional<json> value() {
     char c = peek();
     if (c == '"' || c == '\'') return string();
-    if (c == '[' || c == '(') return sequence(c == '[' ? ']' : ')');
-    if (c == '{') return dict();
+    if (c == '[' || c == '(' || c == '{') {
+      // As deep as a request body may nest: the reader recurses, and so do
+      // the dumps of what it builds.
+      if (depth_ == kMaxDepth) return std::nullopt;
+      ++depth_;
+      auto v = c == '{' ? dict() : sequence(c == '[' ? ']' : ')');
+      --depth_;
+      return v;
+    }
     if (c == '-' || c == '+' || c == '.' || std::isdigit(static_cast<unsigned char>(c))) return number();
     std::string word = identifier(false);
     if (word == "True") return json(true);
@@ -159,8 +170,10 @@ class PythonReader {
     return j;
   }
 
+  static constexpr int kMaxDepth = 64;
   std::string_view s_;
   size_t pos_ = 0;
+  int depth_ = 0;  // brackets and print( open
   bool had_newline_ = false;
 };
 

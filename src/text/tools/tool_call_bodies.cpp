@@ -3,6 +3,7 @@
 // mistral, deepseek_v3/v31, qwen3coder) and llama.cpp's common/chat.cpp.
 #include <nlohmann/json.hpp>
 
+#include "text/json_shape.h"
 #include "text/tools/tool_syntax.h"
 
 namespace hearth::text::tools {
@@ -11,7 +12,11 @@ namespace {
 
 using json = nlohmann::ordered_json;  // ordered: arguments keep the model's key order
 
+// The model's JSON is held to the request body's limits: nested deeper, the
+// dumps of its arguments would overflow the stack (logit_bias can make a
+// model write ten thousand '[').
 std::optional<json> parse_json(std::string_view text) {
+  if (!json_within_limits(text)) return std::nullopt;
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return std::nullopt;
   return j;
