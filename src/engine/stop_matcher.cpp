@@ -1,12 +1,36 @@
 #include "engine/stop_matcher.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace hearth {
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
-  std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
+StopMatcher::StopMatcher(std::vector<std::string> stops) {
+  for (std::string& s : stops) {
+    if (s.empty()) continue;
+    // KMP's failure function: border[i] is the length of the longest proper
+    // prefix of s[0..i] that is also its suffix.
+    std::vector<uint32_t> border(s.size(), 0);
+    for (size_t i = 1, k = 0; i < s.size(); ++i) {
+      while (k > 0 && s[i] != s[k]) k = border[k - 1];
+      if (s[i] == s[k]) ++k;
+      border[i] = uint32_t(k);
+    }
+    stops_.push_back({std::move(s), std::move(border)});
+  }
+}
+
+// Runs stop's automaton on from its state over the new text: the end of
+// its first occurrence in the text (npos if none). Each byte is read once,
+// however long the stops: a find over the held text and a suffix check per
+// length were a square of a stop's length per token.
+size_t StopMatcher::advance(Stop& stop, std::string_view text) {
+  const std::string& s = stop.text;
+  size_t& k = stop.matched;
+  for (size_t i = 0; i < text.size(); ++i) {
+    while (k > 0 && text[i] != s[k]) k = stop.border[k - 1];
+    if (text[i] == s[k] && ++k == s.size()) return i + 1;
+  }
+  return std::string::npos;
 }
 
 std::string StopMatcher::push(std::string_view text) {
@@ -14,32 +38,25 @@ std::string StopMatcher::push(std::string_view text) {
   held_.append(text);
   if (stops_.empty()) return std::exchange(held_, {});
 
-  // The earliest stop string in the buffer wins.
-  size_t first = std::string::npos;
-  for (const auto& s : stops_) {
-    size_t at = held_.find(s);
-    if (at < first || (at == first && at != std::string::npos && s.size() > matched_.size())) {
-      first = at;
-      matched_ = s;
+  // The earliest stop string in the buffer wins (the longest, if several
+  // start there); else hold back the longest tail that may begin one.
+  size_t first = std::string::npos, keep = 0;
+  const size_t text_at = held_.size() - text.size();
+  for (Stop& s : stops_) {
+    if (const size_t end = advance(s, text); end != std::string::npos) {
+      const size_t at = text_at + end - s.text.size();  // the held text holds what came before
+      if (at < first || (at == first && s.text.size() > matched_.size())) {
+        first = at;
+        matched_ = s.text;
+      }
     }
+    keep = std::max(keep, s.matched);
   }
   if (first != std::string::npos) {
     stopped_ = true;
     std::string out = held_.substr(0, first);
     held_.clear();
     return out;
-  }
-
-  // Hold back the longest tail that is a proper prefix of some stop string.
-  size_t keep = 0;
-  for (const auto& s : stops_) {
-    size_t longest = std::min(s.size() - 1, held_.size());
-    for (size_t len = longest; len > keep; --len) {
-      if (held_.compare(held_.size() - len, len, s, 0, len) == 0) {
-        keep = len;
-        break;
-      }
-    }
   }
   std::string out = held_.substr(0, held_.size() - keep);
   held_.erase(0, held_.size() - keep);

@@ -4,6 +4,7 @@
 // next piece decides it, so a stop string is never streamed in part.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,7 +27,14 @@ class StopMatcher {
   size_t held() const { return held_.size(); }             // bytes held back now
 
  private:
-  std::vector<std::string> stops_;
+  struct Stop {
+    std::string text;
+    std::vector<uint32_t> border;  // KMP's failure function
+    size_t matched = 0;            // the longest prefix of it the text so far ends with
+  };
+  static size_t advance(Stop& stop, std::string_view text);
+
+  std::vector<Stop> stops_;
   std::string held_;
   std::string matched_;
   bool stopped_ = false;

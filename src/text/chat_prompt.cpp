@@ -1,5 +1,7 @@
 #include "text/chat_prompt.h"
 
+#include <cstring>
+
 namespace hearth::text {
 
 ChatPrompt::ChatPrompt(const ChatTemplate& chat_template, const Tokenizer& tokenizer)
@@ -24,8 +26,11 @@ std::vector<int32_t> ChatPrompt::tokenize(const std::string& rendered, std::span
   size_t at = 0;
   for (const KnownIds& k : known) {
     if (k.text.empty()) continue;
-    const size_t found = rendered.find(k.text, at);
-    if (found == std::string::npos) continue;
+    // glibc's memmem is linear (two-way); std::string::find is not, and both
+    // the text and the prompt come from clients.
+    const void* hit = memmem(rendered.data() + at, rendered.size() - at, k.text.data(), k.text.size());
+    if (!hit) continue;
+    const size_t found = size_t(static_cast<const char*>(hit) - rendered.data());
     const auto gap = tokenizer_.encode(std::string_view(rendered).substr(at, found - at), false);
     ids.insert(ids.end(), gap.begin(), gap.end());
     ids.insert(ids.end(), k.ids.begin(), k.ids.end());
