@@ -270,7 +270,7 @@ TEST(ToolCalls, GemmaToolCode) {
 // the reader or of the dumps after it: past a request body's depth (64) its
 // call is plain content.
 TEST(ToolCalls, CallsNestedPastTheBodyDepthAreContent) {
-  const std::string deep_py = "```tool_code\nf(a=" + std::string(50000, '[') + std::string(50000, ']') + ")\n```";
+  const std::string deep_py = "```tool_code\nf(a=" + std::string(5000, '[') + std::string(5000, ']') + ")\n```";
   EXPECT_EQ(parse(kGemma, deep_py), (Events{"C:" + deep_py}));
   std::string prints = "```tool_code\n";
   for (int i = 0; i < 70; ++i) prints += "print(";
@@ -280,8 +280,8 @@ TEST(ToolCalls, CallsNestedPastTheBodyDepthAreContent) {
   const Events ok = parse(kGemma, ok_py);
   ASSERT_EQ(ok.size(), 1u);
   EXPECT_EQ(ok[0].rfind("T:f ", 0), 0u) << ok[0];
-  const std::string deep_json = "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + std::string(50000, '[') +
-                                std::string(50000, ']') + "}}</tool_call>";
+  const std::string deep_json = "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + std::string(5000, '[') +
+                                std::string(5000, ']') + "}}</tool_call>";
   EXPECT_EQ(parse(kHermes, deep_json), (Events{"C:" + deep_json}));
 }
 

@@ -21,6 +21,7 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const V
   for (size_t a = 0; a < grammar_->rule(root).alternatives.size(); ++a) expand({root, int32_t(a), 0, 0, -1}, start);
   tops_ = std::move(start.tops);
   complete_ = start.complete;
+  top_index_.of = nullptr;  // it indexed `start`
 }
 
 bool Matcher::same_stack(int32_t a, int32_t b) const {
@@ -34,37 +35,45 @@ bool Matcher::same_stack(int32_t a, int32_t b) const {
   return true;
 }
 
-int32_t Matcher::push_frame(Frame f) {
-  uint64_t h = f.parent >= 0 ? frames_[size_t(f.parent)].hash : 0x9E3779B97F4A7C15ull;
-  for (const int32_t v : {f.rule, f.alt, f.pos, f.count}) {
-    h ^= uint64_t(uint32_t(v)) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    h *= 0xBF58476D1CE4E5B9ull;
+uint64_t Matcher::stack_hash(int32_t top) const {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (int32_t f = top; f >= 0; f = frames_[size_t(f)].parent) {
+    const Frame& x = frames_[size_t(f)];
+    for (const int32_t v : {x.rule, x.alt, x.pos, x.count}) {
+      h ^= uint64_t(uint32_t(v)) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+      h *= 0xBF58476D1CE4E5B9ull;
+    }
   }
-  f.hash = h;
-  frames_.push_back(f);
-  return int32_t(frames_.size() - 1);
+  return h;
 }
 
 void Matcher::add_top(Frame f, Stacks& out) {
-  const int32_t top = push_frame(f);
-  const uint64_t hash = frames_[size_t(top)].hash;
-  // A duplicate: another path reached the same stack.
-  constexpr size_t kScanned = 16;  // fewer tops than this are compared in turn
+  frames_.push_back(f);
+  const int32_t top = int32_t(frames_.size() - 1);
+  // A duplicate: another path reached the same stack. The few tops of a
+  // usual grammar are compared in turn (the mask's hot path); many are
+  // looked up by a hash of their frames, down to the root.
+  constexpr size_t kScanned = 16;
   if (out.tops.size() < kScanned) {
     for (int32_t t : out.tops)
-      if (frames_[size_t(t)].hash == hash && same_stack(t, top)) {
+      if (same_stack(t, top)) {
         frames_.pop_back();
         return;
       }
   } else {
-    if (out.by_hash.empty())
-      for (int32_t t : out.tops) out.by_hash.emplace(frames_[size_t(t)].hash, t);
-    for (auto [it, end] = out.by_hash.equal_range(hash); it != end; ++it)
+    auto& index = top_index_.by_hash;
+    if (top_index_.of != &out) {
+      if (!index.empty()) index.clear();  // clear() sweeps every bucket, even when empty
+      for (int32_t t : out.tops) index.emplace(stack_hash(t), t);
+      top_index_.of = &out;
+    }
+    const uint64_t hash = stack_hash(top);
+    for (auto [it, end] = index.equal_range(hash); it != end; ++it)
       if (same_stack(it->second, top)) {
         frames_.pop_back();
         return;
       }
-    out.by_hash.emplace(hash, top);
+    index.emplace(hash, top);
   }
   if (out.tops.size() == kMaxStacks)
     throw GrammarError("the schema is too ambiguous: the output so far can be read in more than " +
@@ -107,7 +116,10 @@ void Matcher::take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool enteri
       next.count = counted(e, next.count + 1);
       expand(next, out);
     } else {
-      if (self < 0) self = push_frame(f);
+      if (self < 0) {
+        frames_.push_back(f);
+        self = int32_t(frames_.size() - 1);
+      }
       for (size_t a = 0; a < grammar_->rule(e.index).alternatives.size(); ++a)
         if (grammar_->first(e.index, int32_t(a)).test(byte)) take({e.index, int32_t(a), 0, 0, self}, -1, byte, out, true);
     }
@@ -116,7 +128,9 @@ void Matcher::take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool enteri
 }
 
 void Matcher::advance(const std::vector<int32_t>& from, uint8_t byte, Stacks& out) {
-  out.clear();
+  out.tops.clear();
+  out.complete = false;
+  top_index_.of = nullptr;
   for (int32_t t : from) take(frames_[size_t(t)], t, byte, out, false);
 }
 

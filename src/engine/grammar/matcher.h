@@ -56,19 +56,23 @@ class Matcher {
  private:
   struct Frame {
     int32_t rule, alt, pos, count, parent;
-    uint64_t hash = 0;  // of the whole stack from here down (set when it joins frames_)
   };
   // A set of stacks (their top frames) and whether the root may end there.
   struct Stacks {
     std::vector<int32_t> tops;
     bool complete = false;
-    // The tops by stack hash, once there are many (a lookup in place of a
-    // comparison with every top).
+  };
+  // The tops of the Stacks being built (`of`) by stack hash, once there
+  // are many: a lookup in place of a comparison with every top. Scratch,
+  // so a copy of the matcher (one per token in tests) starts without it.
+  struct TopIndex {
     std::unordered_multimap<uint64_t, int32_t> by_hash;
-    void clear() {
-      tops.clear();
-      complete = false;
-      by_hash.clear();
+    const Stacks* of = nullptr;
+    TopIndex() = default;
+    TopIndex(const TopIndex&) {}
+    TopIndex& operator=(const TopIndex&) {
+      of = nullptr;
+      return *this;
     }
   };
 
@@ -83,7 +87,7 @@ class Matcher {
   // just entered, so its optional elements may still be skipped.
   void take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool entering);
   void add_top(Frame f, Stacks& out);
-  int32_t push_frame(Frame f);  // into the arena, hashed
+  uint64_t stack_hash(int32_t top) const;  // of its frames' fields, down to the root
   bool same_stack(int32_t a, int32_t b) const;
   // The stacks after reading `byte` from each of `from`.
   void advance(const std::vector<int32_t>& from, uint8_t byte, Stacks& out);
@@ -109,6 +113,7 @@ class Matcher {
   bool complete_ = false;
   size_t compacted_size_ = 0;   // frames_.size() after the last compact()
   Stacks next_;                 // scratch for step()
+  TopIndex top_index_;          // scratch for add_top()
   std::vector<Stacks> levels_;  // scratch for walk(): the stacks at each trie depth
   std::vector<size_t> marks_;   // frames_.size() after each level was made
   std::vector<std::pair<int32_t, std::shared_ptr<const Vocabulary::ClassTokens>>> class_tokens_;  // by rule
