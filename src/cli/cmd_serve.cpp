@@ -74,7 +74,7 @@ beats the built-in defaults. See docs/server-config.md.
                                1073741824; past it 503)
   --max-header-bytes BYTES     largest request line and header fields (default: 65536; past it 431)
   --header-timeout S           seconds a request head may take from its first byte; a slower
-                               connection is closed (default: 10)
+                               one is answered 408 and closed (default: 10)
   --keep-alive-timeout S       seconds an idle connection is kept open (default: 3)
   --max-connections N          connections open at once; past it 503 (default: 8192, or fewer
                                if the open-file limit is lower)
