@@ -17,6 +17,19 @@ int positive(const nlohmann::json& c, const char* key) {
   return c[key].get<int>();
 }
 
+struct DimensionKeys {
+  const char *n_mels, *d_model, *encoder_layers, *encoder_heads, *decoder_layers, *decoder_heads,
+      *audio_ctx, *text_ctx, *vocab_size;
+};
+constexpr DimensionKeys kMlxKeys{"n_mels",       "n_audio_state", "n_audio_layer",
+                                 "n_audio_head", "n_text_layer",  "n_text_head",
+                                 "n_audio_ctx",  "n_text_ctx",    "n_vocab"};
+constexpr DimensionKeys kHfKeys{"num_mel_bins",         "d_model",
+                                "encoder_layers",       "encoder_attention_heads",
+                                "decoder_layers",       "decoder_attention_heads",
+                                "max_source_positions", "max_target_positions",
+                                "vocab_size"};
+
 }  // namespace
 
 bool is_whisper_checkpoint(const std::filesystem::path& dir) {
@@ -31,17 +44,19 @@ WhisperConfig WhisperConfig::load(const std::filesystem::path& dir) {
   const nlohmann::json c = io::read_json_file(dir / "config.json");
   WhisperConfig w;
   w.mlx_layout = c.contains("n_audio_state");
+  // The dimensions both layouts give, by their names in each.
+  const DimensionKeys& keys = w.mlx_layout ? kMlxKeys : kHfKeys;
+  w.n_mels = positive(c, keys.n_mels);
+  w.d_model = positive(c, keys.d_model);
+  w.encoder_layers = positive(c, keys.encoder_layers);
+  w.encoder_heads = positive(c, keys.encoder_heads);
+  w.decoder_layers = positive(c, keys.decoder_layers);
+  w.decoder_heads = positive(c, keys.decoder_heads);
+  w.audio_ctx = positive(c, keys.audio_ctx);
+  w.text_ctx = positive(c, keys.text_ctx);
+  w.vocab_size = positive(c, keys.vocab_size);
   if (w.mlx_layout) {  // openai-whisper's ModelDimensions, as mlx-examples saves them
-    w.n_mels = positive(c, "n_mels");
-    w.d_model = positive(c, "n_audio_state");
-    w.encoder_layers = positive(c, "n_audio_layer");
-    w.encoder_heads = positive(c, "n_audio_head");
-    w.decoder_layers = positive(c, "n_text_layer");
-    w.decoder_heads = positive(c, "n_text_head");
     w.encoder_ffn = w.decoder_ffn = 4 * w.d_model;
-    w.audio_ctx = positive(c, "n_audio_ctx");
-    w.text_ctx = positive(c, "n_text_ctx");
-    w.vocab_size = positive(c, "n_vocab");
     if (positive(c, "n_text_state") != w.d_model)
       throw std::runtime_error("config.json: n_text_state differs from n_audio_state");
     const std::string file = (dir / "config.json").string();
@@ -54,17 +69,8 @@ WhisperConfig WhisperConfig::load(const std::filesystem::path& dir) {
           w.quant_overrides[key] = io::quant_spec(v, file, key);
     }
   } else {
-    w.n_mels = positive(c, "num_mel_bins");
-    w.d_model = positive(c, "d_model");
-    w.encoder_layers = positive(c, "encoder_layers");
-    w.encoder_heads = positive(c, "encoder_attention_heads");
     w.encoder_ffn = positive(c, "encoder_ffn_dim");
-    w.decoder_layers = positive(c, "decoder_layers");
-    w.decoder_heads = positive(c, "decoder_attention_heads");
     w.decoder_ffn = positive(c, "decoder_ffn_dim");
-    w.audio_ctx = positive(c, "max_source_positions");
-    w.text_ctx = positive(c, "max_target_positions");
-    w.vocab_size = positive(c, "vocab_size");
   }
   // Whisper's window is 30 s of log-mel, 3000 frames, 1500 after the
   // encoder's stride. A larger value would size every window (and, in the
