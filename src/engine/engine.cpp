@@ -562,6 +562,9 @@ void Engine::run_batch(std::span<Active* const> batch) {
         advance_embedding(*batch[r], fed, std::span(hidden).subspan(from, n));
       else
         advance(*batch[r], fed, std::span(logits).subspan(from, n));
+    } catch (const grammar::GrammarError& e) {  // its output grammar (too ambiguous): the client's error
+      batch[r]->info.request_fault = true;
+      finish(*batch[r], FinishReason::Stop, e.what());
     } catch (const std::exception& e) {  // this request's state is bad: it alone ends
       finish(*batch[r], FinishReason::Stop, std::string("engine error: ") + e.what());
     }

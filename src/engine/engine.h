@@ -59,6 +59,7 @@ struct TokenEvent {
 struct FinishInfo {
   FinishReason reason = FinishReason::Length;
   std::string error;  // set when the request failed inside the engine
+  bool request_fault = false;  // the error is the request's own (its output grammar), not the engine's
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens taken from the prompt cache, not computed
   std::vector<float> embedding;  // an embedding request's pooled hidden state (not normalized)

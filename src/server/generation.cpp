@@ -33,6 +33,7 @@ void GenerationStream::finish() {
   const FinishInfo& info = handle_->finish();
   prompt_tokens_ = info.prompt_tokens;
   error_ = info.error;
+  request_fault_ = info.request_fault;
   if (stop_.stopped()) finish_reason_ = "stop";
   else if (info.reason == FinishReason::Stop) finish_reason_ = "stop";
   else if (info.reason == FinishReason::Length) finish_reason_ = "length";

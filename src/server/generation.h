@@ -44,6 +44,7 @@ class GenerationStream {
   // "cancelled" (the client left or the server is shutting down).
   const std::string& finish_reason() const { return finish_reason_; }
   const std::string& error() const { return error_; }  // set if the engine failed the request
+  bool request_fault() const { return request_fault_; }  // the error is the request's own
   int64_t prompt_tokens() const { return prompt_tokens_; }
   int64_t completion_tokens() const { return completion_tokens_; }
   // True once the engine has closed the request (info() is valid only then).
@@ -84,6 +85,7 @@ class GenerationStream {
 
   bool done_ = false, finished_ = false;
   std::string finish_reason_, error_;
+  bool request_fault_ = false;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
   std::vector<int32_t> ids_;
   std::string text_;

@@ -106,8 +106,14 @@ ReplyStream Server::Impl::reply_stream(Job& job, const char* id_prefix, bool str
                      id_prefix);
 }
 
+// A request whose own output grammar failed it is the client's error.
+static ApiError generation_failed(const GenerationStream& g) {
+  if (g.request_fault()) return ApiError(400, g.error(), "invalid_request_error", "response_format");
+  return ApiError(500, "generation failed: " + g.error(), "server_error");
+}
+
 void Server::Impl::check_finished(const GenerationStream& g) const {
-  if (!g.error().empty()) throw ApiError(500, "generation failed: " + g.error(), "server_error");
+  if (!g.error().empty()) throw generation_failed(g);
   if (g.finish_reason() == "cancelled") {
     if (draining) throw ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down");
     throw ApiError(500, "the request was cancelled", "server_error", {}, "cancelled");
@@ -118,7 +124,7 @@ std::optional<ApiError> Server::Impl::stream_failure(const GenerationStream& g) 
   if (g.error().empty() && g.finish_reason() != "cancelled") return std::nullopt;
   if (g.error().empty() && !draining) return std::nullopt;  // cancelled because the client left
   return g.error().empty() ? ApiError(503, "the server is shutting down", "server_error", {}, "server_shutting_down")
-                           : ApiError(500, "generation failed: " + g.error(), "server_error");
+                           : generation_failed(g);
 }
 
 void Server::Impl::remember_reply(const Job& job) {

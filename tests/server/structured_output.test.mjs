@@ -158,6 +158,23 @@ describe('structured output', () => {
     assert.equal(r.status, 400, JSON.stringify(r.body));
     expectErrorShape(assert, r.body, r.status);
     assert.match(r.body.error.message, /too ambiguous/);
+    // One that becomes too ambiguous only midway (at the second 'a' of the
+    // five it requires) fails that request as the client's error, not the
+    // server's: a 400, or an error event once the stream has begun.
+    const midway = { type: 'string', pattern: '^(?:' + 'a?'.repeat(4000) + ')*aaaaa$' };
+    r = await ask(midway);
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    expectErrorShape(assert, r.body, r.status);
+    assert.equal(r.body.error.param, 'response_format');
+    assert.match(r.body.error.message, /too ambiguous/);
+    r = await ask(midway, true);
+    assert.equal(r.status, 200);
+    const events = String(r.body).split('\n').filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)));
+    const failure = events.find((e) => e.error);
+    assert.ok(failure, String(r.body));
+    assert.equal(failure.error.type, 'invalid_request_error');
+    assert.match(failure.error.message, /too ambiguous/);
     // And the server still answers.
     const ok = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 3 });
     assert.ok(ok.choices[0].message.content !== undefined);

@@ -70,6 +70,32 @@ TEST(GrammarEngine, ConstrainedRequestsAmongFreeOnesAreValid) {
   expect_kv_returned(engine);
 }
 
+TEST(GrammarEngine, AGrammarTooAmbiguousMidwayFailsItsRequestAsTheClients) {
+  // (?:a?a?...)* keeps a parse stack per way the a's so far can split: fine
+  // at the first byte (the compile-time probe passes), past the cap at the
+  // second 'a'. Five a's are required, so the output reaches it.
+  std::string pattern = "^(?:";
+  for (int i = 0; i < 4000; ++i) pattern += "a?";
+  pattern += ")*aaaaa$";
+  Fixture f;
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_batch = 4});
+  GenerationRequest bad = f.request(1.0f, 3);
+  bad.constraint = grammar::Constraint{grammar::compile_json_schema(ojson{{"type", "string"}, {"pattern", pattern}}),
+                                       f.vocab};
+  auto failing = engine.submit(bad);
+  auto fine = engine.submit(f.request(0.0f, 0));
+  collect(*failing);
+  const FinishInfo& info = failing->finish();
+  EXPECT_TRUE(info.request_fault);
+  EXPECT_NE(info.error.find("too ambiguous"), std::string::npos) << info.error;
+  // The request beside it is not touched.
+  const std::string out = f.text(collect(*fine));
+  EXPECT_TRUE(fine->finish().error.empty());
+  EXPECT_FALSE(fine->finish().request_fault);
+  EXPECT_TRUE(grammar::test::validates(ojson::parse(out), kSchema, kSchema)) << out;
+  expect_kv_returned(engine);
+}
+
 TEST(GrammarEngine, TheGeneratorTakesTheConstraintToo) {
   Fixture f;
   auto model = LlamaModel::load(kModel);
