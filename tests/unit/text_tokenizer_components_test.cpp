@@ -354,7 +354,8 @@ TEST(StreamDecoder, RandomIdsMatchFullDecode) {
   std::mt19937 rng(7);
   for (int round = 0; round < 300; ++round) {
     std::vector<int32_t> ids;
-    const int n = 1 + static_cast<int>(rng() % 40);
+    // Past StreamDecoder::kMaxHeld ids held, the window restarts.
+    const int n = 1 + static_cast<int>(rng() % (round % 3 ? 40 : 300));
     for (int i = 0; i < n; ++i) {
       // Favour byte-fallback tokens (3..258) to stress partial UTF-8.
       ids.push_back(rng() % 3 ? static_cast<int32_t>(3 + rng() % 256) : static_cast<int32_t>(rng() % 520));
@@ -370,6 +371,58 @@ TEST(StreamDecoder, RandomIdsMatchFullDecode) {
       out += sd.flush();
       EXPECT_EQ(out, tok->decode(ids, skip)) << "round " << round;
     }
+  }
+}
+
+// A run that keeps the decoded text's end held (invalid bytes end it in
+// U+FFFD, clean-up holds a trailing space) used to hold it all until the
+// run ended, re-decoding the whole run at every push. It streams now, from
+// a bounded window, and still adds up to the full decode.
+TEST(StreamDecoder, HeldRunsStreamOutFromABoundedWindow) {
+  auto stories = Tokenizer::load(std::string(HEARTH_SOURCE_DIR) + "/models/stories260k/tokenizer.json");
+  const int32_t ff = *stories->token_to_id("<0xFF>");
+  const std::vector<int32_t> zhong = stories->encode("\u00e9\u4e2d", false);  // é中: byte-fallback tokens
+  auto cleanup = Tokenizer::from_json(R"({"added_tokens":[],"normalizer":null,"pre_tokenizer":null,"post_processor":null,
+    "decoder":null,"model":{"type":"BPE","vocab":{"a":0," ":1,".":2},"merges":[]}})",
+                                      R"({"clean_up_tokenization_spaces": true})");
+  struct Case {
+    const Tokenizer* tok;
+    std::vector<int32_t> ids;
+    size_t run_from;  // where the held run starts
+  };
+  std::vector<Case> cases;
+  {
+    std::vector<int32_t> ids = stories->encode("Once", false);
+    const size_t from = ids.size();
+    ids.insert(ids.end(), 2000, ff);
+    ids.insert(ids.end(), zhong.begin(), zhong.end());
+    ids.push_back(ff);
+    ids.insert(ids.end(), zhong.begin(), zhong.end());
+    for (int32_t id : stories->encode(" upon", false)) ids.push_back(id);
+    cases.push_back({stories.get(), ids, from});
+  }
+  {
+    std::vector<int32_t> ids{0};
+    ids.insert(ids.end(), 2000, 1);
+    ids.push_back(2);  // " ." becomes "." under clean-up: the last space was rightly held
+    ids.push_back(0);
+    cases.push_back({cleanup.get(), ids, 1});
+  }
+  for (const Case& c : cases) {
+    StreamDecoder sd(*c.tok);
+    std::string out, before_run;
+    for (size_t i = 0; i < c.ids.size(); ++i) {
+      if (i == c.run_from) before_run = out;
+      out += sd.push(c.ids[i]);
+      if (i == c.run_from + 1500) {
+        // Midway, the run's text has come out as it went, all but a window.
+        const std::string so_far = c.tok->decode(std::span(c.ids).subspan(0, i + 1));
+        EXPECT_GT(out.size() + 3 * StreamDecoder::kMaxHeld + 8, so_far.size());
+        EXPECT_GT(out.size(), before_run.size() + 1000);
+      }
+    }
+    out += sd.flush();
+    EXPECT_EQ(out, c.tok->decode(c.ids));
   }
 }
 

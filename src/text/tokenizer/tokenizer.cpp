@@ -430,11 +430,12 @@ bool safe_cut(const Tokenizer& tok, int32_t id) {
   const std::string t = tok.id_to_token(id);
   if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return true;
   if (!std::isxdigit(static_cast<unsigned char>(t[3])) || !std::isxdigit(static_cast<unsigned char>(t[4]))) return true;
+  // Not before a continuation byte (it may finish a character begun before
+  // the cut), nor before 0xEF (a run's leading byte order mark is dropped).
+  // A lead byte, or one never valid in UTF-8, starts afresh.
   const int b = std::stoi(t.substr(3, 2), nullptr, 16);
-  return b < 0x80 || (b >= 0xC2 && b <= 0xF4 && b != 0xEF);
+  return (b < 0x80 || b >= 0xC0) && b != 0xEF;
 }
-
-bool ends_with_replacement(std::string_view s) { return s.size() >= 3 && s.substr(s.size() - 3) == "\xEF\xBF\xBD"; }
 
 }  // namespace
 
@@ -444,15 +445,21 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool skip_special_token
 std::string StreamDecoder::push(int32_t id) {
   ids_.push_back(id);
   const std::string text = tok_.decode(ids_, skip_special_);
-  if (ends_with_replacement(text)) return {};  // maybe an incomplete character
-  if (text.size() < prefix_.size() || text.compare(0, prefix_.size(), prefix_) != 0) return {};
+  const bool held_long = ids_.size() - prefix_index_ > kMaxHeld;
+  if (text.size() < prefix_.size() || text.compare(0, prefix_.size(), prefix_) != 0) {
+    // The decoder changed text already sent: hold on, up to a bound.
+    if (held_long) keep_tail({});
+    return {};
+  }
+  // Trailing U+FFFDs may be a character still incomplete, and clean-up may
+  // still remove a space before punctuation: both are held.
   size_t end = text.size();
-  if (tok_.impl().clean_up) end -= cleanup_holdback(text);
-  if (end <= emitted_) return {};
-  std::string out = text.substr(emitted_, end - emitted_);
-  emitted_ = end;
-  prefix_ = text.substr(0, end);
-  if (end == text.size()) {
+  while (end >= 3 && text.compare(end - 3, 3, kReplacement) == 0) end -= 3;
+  if (tok_.impl().clean_up) end -= cleanup_holdback(std::string_view(text).substr(0, end));
+  std::string out = end > emitted_ ? text.substr(emitted_, end - emitted_) : std::string();
+  emitted_ = std::max(emitted_, end);
+  prefix_ = text.substr(0, emitted_);
+  if (emitted_ == text.size()) {
     // Everything is out: keep only the ids since the last cut as context. A
     // cut must not split a run of byte-fallback tokens where the reference
     // would decode differently (inside a character, or before a run's BOM),
@@ -469,8 +476,35 @@ std::string StreamDecoder::push(int32_t id) {
     prefix_ = keep_from > 0 ? std::move(context) : tok_.decode(ids_, skip_special_);
     emitted_ = prefix_.size();
     prefix_index_ = ids_.size();
+  } else if (held_long) {
+    // A run that keeps something held (invalid bytes, spaces under
+    // clean-up) would make every push decode a longer window.
+    out += keep_tail(std::string_view(text).substr(emitted_));
   }
   return out;
+}
+
+// Restarts the window at its last few ids, so that each push decodes a
+// bounded window. Of the text not sent yet (`held`), the part those ids
+// still end with stays held; the rest is returned, to be sent now.
+std::string StreamDecoder::keep_tail(std::string_view held) {
+  size_t from = ids_.size() > kTail ? ids_.size() - kTail : 0;
+  while (from > 0 && !safe_cut(tok_, ids_[from])) --from;
+  if (from == 0) return {};  // no cut (a run of continuation bytes): the window stays
+  std::string context = tok_.decode(std::span<const int32_t>(ids_).subspan(from), skip_special_);
+  // The longest end of `held` the context ends with, on a character
+  // boundary, leaving the context something before it.
+  size_t keep = 0;
+  while (keep < held.size() && keep + 1 < context.size() &&
+         held[held.size() - 1 - keep] == context[context.size() - 1 - keep])
+    ++keep;
+  while (keep > 0 && (static_cast<unsigned char>(held[held.size() - keep]) & 0xC0) == 0x80) --keep;
+  ids_.erase(ids_.begin(), ids_.begin() + static_cast<long>(from));
+  context.resize(context.size() - keep);
+  prefix_ = std::move(context);
+  emitted_ = prefix_.size();
+  prefix_index_ = 0;  // the kept ids hold unsent text: none is a cut yet
+  return std::string(held.substr(0, held.size() - keep));
 }
 
 std::string StreamDecoder::flush() {

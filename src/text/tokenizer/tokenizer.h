@@ -77,11 +77,17 @@ class Tokenizer {
 // of push()es and flush() equals decode(all ids).
 class StreamDecoder {
  public:
+  static constexpr size_t kMaxHeld = 32;  // ids after the last cut before the window restarts
+
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false);
   std::string push(int32_t id);
   std::string flush();
 
  private:
+  static constexpr size_t kTail = 4;      // ids a restart keeps: a held character's bytes and one more
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string keep_tail(std::string_view held);
+
   const Tokenizer& tok_;
   bool skip_special_;
   std::vector<int32_t> ids_;  // the window being re-decoded
