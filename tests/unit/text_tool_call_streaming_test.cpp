@@ -105,3 +105,22 @@ TEST(ToolCallStreaming, OffByDefault) {
 }
 
 }  // namespace
+
+// A call with no closing marker (Llama 3's JSON) was found by scanning the
+// whole body at every piece, and a header whose name never ended was read
+// again at every piece: a megabyte written a few bytes at a time is
+// hundreds of billions of steps that way. Both are linear now.
+TEST(ToolCallStreaming, LongCallsWrittenInSmallPiecesStayLinear) {
+  auto pieces = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < text.size(); i += 7) out.push_back(text.substr(i, 7));
+    return out;
+  };
+  const std::string args = "{\"text\": \"" + std::string(1 << 20, 'x') + "\"}";
+  EXPECT_EQ(trace(kLlama3, pieces("{\"name\": \"write\", \"parameters\": " + args + "}")),
+            (std::vector<std::string>{"S:write", "A:" + args, "E:" + args}));
+  // A name of a megabyte: its arguments are not streamed, the call comes whole.
+  const std::string name(1 << 20, 'n');
+  EXPECT_EQ(trace(kHermes, pieces("<tool_call>{\"name\": \"" + name + "\", \"arguments\": {\"a\": 1}}</tool_call>")),
+            (std::vector<std::string>{"T:" + name + " {\"a\":1}"}));
+}

@@ -28,6 +28,7 @@ using tools::Section;
 namespace {
 
 constexpr std::string_view kSpaces = " \t\r\n";
+constexpr size_t kMaxCallHeader = 4096;  // bytes before a streamed call's arguments begin
 
 // Bytes at the end of s that begin a UTF-8 character not yet complete.
 size_t incomplete_utf8_tail(std::string_view s) {
@@ -63,6 +64,7 @@ struct OutputParser::State {
   const Section* section = nullptr;
   std::string section_prefix;    // held whitespace + opener: content again if the section fails
   size_t close_searched = 0;     // where the search for the open section's close resumes (long calls stay linear)
+  tools::BodyEndScan body_end_scan;  // the open section's end where it has no closing marker
   bool stream_arguments = false;
   // The open section's call whose arguments stream (json_call sections).
   struct Streamed {
@@ -164,6 +166,7 @@ struct OutputParser::State {
     }
     section = o.section;
     close_searched = 0;
+    body_end_scan = {};
     size_t opener = section->open_in_body ? 0 : section->open.size();
     section_prefix = std::move(held_space) + buf.substr(o.pos, opener);
     held_space.clear();
@@ -193,9 +196,12 @@ struct OutputParser::State {
     Streamed& st = streamed;
     if (st.given_up || st.scan.complete() || st.scan.failed()) return;
     if (!st.started) {
+      using State = tools::CallHeader::State;
       const tools::CallHeader h = tools::json_call_header(buf);
-      if (h.state == tools::CallHeader::State::NoMatch) st.given_up = true;
-      if (h.state != tools::CallHeader::State::Match) return;
+      // Each push reads the header again: one that never reaches its
+      // arguments (a name of megabytes) is parsed whole at the end instead.
+      if (h.state == State::NoMatch || (h.state == State::Incomplete && buf.size() > kMaxCallHeader)) st.given_up = true;
+      if (h.state != State::Match) return;
       st.started = true;
       st.name = h.name;
       st.arguments = st.sent = h.arguments;
@@ -220,7 +226,7 @@ struct OutputParser::State {
       if (body_end != std::string::npos) end = body_end + section->close.size();
       else close_searched = buf.size() - std::min(buf.size(), section->close.size() - 1);
     } else {
-      body_end = end = tools::json_body_end(buf);
+      body_end = end = body_end_scan.find(buf);
     }
     if (end == std::string::npos && !final) return false;
     if (end == std::string::npos && section->close_optional_at_end) body_end = end = buf.size();

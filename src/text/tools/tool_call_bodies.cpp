@@ -82,27 +82,27 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-size_t json_body_end(std::string_view text) {
-  size_t start = 0;
-  while (start < text.size() && is_space(text[start])) ++start;
-  if (start == text.size()) return std::string_view::npos;
-  if (text[start] != '{' && text[start] != '[') start = text.find('{', start);
-  if (start == std::string_view::npos) return start;
-  int depth = 0;
-  char quote = 0;  // in a string: its quote ('\'' for Python literals; JSON has none outside strings)
-  bool escaped = false;
-  for (size_t i = start; i < text.size(); ++i) {
-    char c = text[i];
-    if (quote) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == quote) quote = 0;
+size_t BodyEndScan::find(std::string_view text) {
+  for (; at_ < text.size(); ++at_) {
+    const char c = text[at_];
+    if (phase_ == Phase::Leading) {
+      if (is_space(c)) continue;
+      phase_ = c == '{' || c == '[' ? Phase::Body : Phase::Seeking;
+    }
+    if (phase_ == Phase::Seeking) {
+      if (c != '{') continue;
+      phase_ = Phase::Body;
+    }
+    if (quote_) {
+      if (escaped_) escaped_ = false;
+      else if (c == '\\') escaped_ = true;
+      else if (c == quote_) quote_ = 0;
     } else if (c == '"' || c == '\'') {
-      quote = c;
+      quote_ = c;
     } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if ((c == '}' || c == ']') && --depth == 0) {
-      return i + 1;
+      ++depth_;
+    } else if ((c == '}' || c == ']') && --depth_ == 0) {
+      return at_ + 1;
     }
   }
   return std::string_view::npos;

@@ -63,8 +63,21 @@ const std::vector<Section>& sections_of(ToolCallFormat format);
 // Where a body with no closing marker ends: after the first complete JSON
 // value (or bracketed Python list), which starts at the first non-space
 // character if that is '{' or '[', else at the first '{' (Mistral's
-// NAME[ARGS]{..}). npos: not complete yet.
-size_t json_body_end(std::string_view text);
+// NAME[ARGS]{..}). As the body streams, each find() scans only the bytes
+// appended since the last (a long call stays linear).
+class BodyEndScan {
+ public:
+  // text: what the previous call was given, with more appended. npos: not
+  // complete yet.
+  size_t find(std::string_view text);
+
+ private:
+  enum class Phase { Leading, Seeking, Body } phase_ = Phase::Leading;
+  size_t at_ = 0;  // the next byte to scan
+  int depth_ = 0;
+  char quote_ = 0;  // in a string: its quote ('\'' for Python literals; JSON has none outside strings)
+  bool escaped_ = false;
+};
 
 // Where a JSON call's arguments object begins in a body that is still
 // streaming (argument_stream.cpp): {"name": "f", "arguments": {  (also
