@@ -117,7 +117,10 @@ void Connection::begin_request() {
   parser_.emplace();
   parser_->header_limit(uint32_t(server_.limits.max_header_bytes +
                                  server_.scratch.size()));  // ours is checked in parse()
-  parser_->body_limit(server_.limits.max_body_bytes);
+  // Beast refuses a Content-Length past this as it reads the head; the
+  // path's own limit applies once the head is complete (check_head).
+  body_limit_ = server_.largest_body_limit();
+  parser_->body_limit(body_limit_);
   phase_ = Phase::Idle;
   head_bytes_ = 0;
   stalled_at_ = 0;
@@ -250,14 +253,17 @@ void Connection::parse() {
                            std::to_string(server_.limits.max_header_bytes) + " bytes");
     }
     if (ec == bhttp::error::body_limit) {
-      return fail(413, "the request body is larger than the limit of " +
-                           std::to_string(server_.limits.max_body_bytes) + " bytes");
+      return body_too_large();
     }
     if (ec) return fail(400, "malformed HTTP request: " + ec.message());
     if (phase_ != Phase::Body && parser_->is_header_done() && !check_head()) return;
     if (!in_head && parser_->chunked() && !hold_body_memory(parser_->get().body().size())) return;
   }
   dispatch();
+}
+
+void Connection::body_too_large() {
+  fail(413, "the request body is larger than the limit of " + std::to_string(body_limit_) + " bytes");
 }
 
 bool Connection::hold_body_memory(size_t bytes) {
@@ -319,8 +325,14 @@ bool Connection::check_head() {
                   std::to_string(server_.limits.max_path_bytes) + " bytes");
     return false;
   }
-  if (const auto length = parser_->content_length(); length && !hold_body_memory(size_t(*length)))
+  body_limit_ = server_.body_limit_for(std::string(target.substr(0, target.find('?'))));
+  const auto length = parser_->content_length();
+  if (length && *length > body_limit_) {
+    body_too_large();
     return false;
+  }
+  parser_->body_limit(body_limit_);  // a chunked body, as it grows
+  if (length && !hold_body_memory(size_t(*length))) return false;
   phase_ = Phase::Body;
   arm(server_.limits.body_timeout);
   const auto expect = h[bhttp::field::expect];

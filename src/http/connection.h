@@ -43,6 +43,8 @@ struct Server::Impl {
 
   // The handler for a request (its matches filled in): a route's, else the fallback.
   const Route* find_route(Request& req) const;
+  size_t body_limit_for(const std::string& path) const;  // Limits::max_body_bytes or a path's own
+  size_t largest_body_limit() const;
   // Runs a handler; an exception becomes a 500 in the application's shape.
   void answer(const Route* route, const Request& req, Response& res) const;
   void error_response(const Request& req, Response& res, int status,
@@ -59,6 +61,7 @@ struct Server::Impl {
   tcp::acceptor acceptor{io};
   asio::thread_pool workers;
   std::vector<Route> routes;
+  std::vector<std::pair<std::regex, size_t>> body_limits;  // by path
   Route fallback;
   ErrorWriter error_writer;
   std::function<void(const Request&, const Response&)> logger;
@@ -107,6 +110,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Holds `bytes` of max_body_memory for the request's body (more as a
   // chunked one grows); past the limit answers 503 and returns false.
   bool hold_body_memory(size_t bytes);
+  void body_too_large();  // 413 with this path's limit
   void release_body_memory();
   void dispatch();
   void deliver(const Request& req, Response res, bool on_worker);  // from the handler's thread
@@ -142,6 +146,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t head_bytes_ = 0;  // of the request being read, parsed so far
   size_t head_fields_ = 0;  // the fields of its head (a trailer's come after them)
   size_t body_held_ = 0;    // of the server's body_memory, for this request
+  size_t body_limit_ = 0;   // for this request's path, once its head is read (the largest before)
   size_t stalled_at_ = 0;  // buffer_'s size when the parser last asked for more
   int requests_ = 0;       // requests begun on this connection
   std::shared_ptr<Request> request_;

@@ -57,6 +57,18 @@ const Server::Impl::Route* Server::Impl::find_route(Request& req) const {
   return &fallback;
 }
 
+size_t Server::Impl::body_limit_for(const std::string& path) const {
+  for (const auto& [pattern, bytes] : body_limits)
+    if (std::regex_match(path, pattern)) return bytes;
+  return limits.max_body_bytes;
+}
+
+size_t Server::Impl::largest_body_limit() const {
+  size_t largest = limits.max_body_bytes;
+  for (const auto& limit : body_limits) largest = std::max(largest, limit.second);
+  return largest;
+}
+
 void Server::Impl::answer(const Route* route, const Request& req, Response& res) const {
   try {
     route->handler(req, res);
@@ -178,6 +190,10 @@ Server::~Server() {
 void Server::route(const std::string& method, const std::string& pattern, Handler handler,
                    bool run_inline) {
   impl_->routes.push_back({method, std::regex(pattern), std::move(handler), run_inline});
+}
+
+void Server::body_limit(const std::string& pattern, size_t bytes) {
+  impl_->body_limits.emplace_back(std::regex(pattern), bytes);
 }
 
 void Server::set_fallback(Handler handler) {

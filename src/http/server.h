@@ -60,6 +60,10 @@ class Server {
   // at once (health checks keep answering while every worker is busy).
   void route(const std::string& method, const std::string& pattern, Handler handler,
              bool run_inline = false);
+  // Requests whose path (std::regex over the whole path) matches may carry
+  // bodies up to `bytes`, more or less than Limits::max_body_bytes; the
+  // first match counts.
+  void body_limit(const std::string& pattern, size_t bytes);
   void set_fallback(Handler handler);  // no route matched
   void set_error_writer(ErrorWriter writer);
   void set_logger(

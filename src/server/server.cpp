@@ -98,10 +98,7 @@ std::string route_label(const std::string& path) {
 http::Limits http_limits(const ServerOptions& opt) {
   http::Limits l;
   l.max_header_bytes = opt.max_header_bytes;
-  // Audio may come as base64 in JSON: a third larger than the file.
-  l.max_body_bytes = opt.whisper_model.empty()
-                         ? opt.max_body_bytes
-                         : std::max(opt.max_body_bytes, opt.max_audio_bytes / 3 * 4 + (64u << 10));
+  l.max_body_bytes = opt.max_body_bytes;  // the audio routes' own: audio_body_limit
   l.max_body_memory = opt.max_body_memory;
   l.header_timeout = opt.header_timeout;
   l.keep_alive_timeout = opt.keep_alive_timeout;
@@ -223,6 +220,10 @@ void Server::Impl::setup() {
     http.route("GET", pattern, std::move(h), run_inline);
   };
   auto post = [this](const char* pattern, http::Server::Handler h) { http.route("POST", pattern, std::move(h)); };
+  // Audio may come as base64 in JSON: a third larger than the file. Only
+  // the audio routes take bodies that large.
+  if (!opt.whisper_model.empty())
+    http.body_limit("/v1/audio/.*", std::max(opt.max_body_bytes, opt.max_audio_bytes / 3 * 4 + (64u << 10)));
 
   get(
       "/",

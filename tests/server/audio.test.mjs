@@ -312,8 +312,14 @@ describe('audio routes', () => {
   });
 
   test('--max-audio-seconds: longer audio is a 413 naming file, shorter is transcribed', async () => {
-    const srv = await startServer(['--whisper-model', whisper, '--max-audio-seconds', '5']);
+    const srv = await startServer(['--whisper-model', whisper, '--max-audio-seconds', '5', '--max-body', '65536']);
     try {
+      // Only the audio routes take bodies past --max-body (the uploads here are larger).
+      const chat = await postRaw(srv.url + '/v1/chat/completions',
+        JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'a'.repeat(100000) }] }));
+      assert.equal(chat.status, 413, JSON.stringify(chat.body));
+      expectErrorShape(assert, chat.body, 413);
+      assert.match(chat.body.error.message, /limit of 65536 bytes/);
       const r = await multipart(srv.url + '/v1/audio/transcriptions', { language: 'en', ...FAST });
       assert.equal(r.status, 413, r.text);
       const body = JSON.parse(r.text);

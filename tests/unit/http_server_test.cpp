@@ -89,6 +89,11 @@ struct TestServer {
     server.route("POST", "/echo", [](const http::Request& req, http::Response& res) {
       res.set_content(req.body, "text/plain");
     });
+    server.route("POST", "/big/echo", [](const http::Request& req, http::Response& res) {
+      res.set_content(std::to_string(req.body.size()), "text/plain");
+    });
+    server.body_limit("/big/.*", 1000);
+    server.body_limit("/small", 10);
     server.route("POST", "/late-field", [](const http::Request& req, http::Response& res) {
       res.set_content("[" + req.header("X-Late") + "]", "text/plain");
     });
@@ -316,6 +321,39 @@ TEST(HttpServer, StopClosesIdleConnectionsAtOnceAndReturnsWhenRequestsEnd) {
   EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
   EXPECT_NE(got.find("\r\n\r\ndone"), std::string::npos) << got;
   s.reset();  // run() has returned: join does not wait
+}
+
+TEST(HttpServer, APathMayHaveItsOwnBodyLimit) {
+  http::Limits limits;
+  limits.max_body_bytes = 100;
+  TestServer s(limits);  // "/big/.*" may take 1000 bytes, "/small" 10
+  auto post = [&](const std::string& path, const std::string& framing, const std::string& body) {
+    Client c(s.port);
+    c.send("POST " + path + " HTTP/1.1\r\n" + framing + "Connection: close\r\n\r\n" + body);
+    return c.read_all();
+  };
+  const std::string body(500, 'x');
+  const std::string length = "Content-Length: 500\r\n";
+  const std::string chunked = "Transfer-Encoding: chunked\r\n";
+  const std::string chunks = "1f4\r\n" + body + "\r\n0\r\n\r\n";
+  // The large path takes it, by length and chunked; a query does not change the path.
+  for (const auto& [framing, payload] : {std::pair{length, body}, std::pair{chunked, chunks}}) {
+    const std::string ok = post("/big/echo?x=1", framing, payload);
+    EXPECT_EQ(ok.rfind("HTTP/1.1 200 ", 0), 0u) << ok;
+    EXPECT_NE(ok.find("\r\n\r\n500"), std::string::npos) << ok;
+    // Every other path keeps the server's limit, and says so.
+    const std::string refused = post("/echo", framing, payload);
+    EXPECT_EQ(refused.rfind("HTTP/1.1 413 ", 0), 0u) << refused;
+    EXPECT_NE(refused.find("limit of 100 bytes"), std::string::npos) << refused;
+  }
+  // A path's limit may be lower than the server's, too.
+  const std::string small = post("/small", "Content-Length: 50\r\n", std::string(50, 'x'));
+  EXPECT_EQ(small.rfind("HTTP/1.1 413 ", 0), 0u) << small;
+  EXPECT_NE(small.find("limit of 10 bytes"), std::string::npos) << small;
+  // Past the largest limit Beast refuses the length as it reads the head.
+  const std::string huge = post("/big/echo", "Content-Length: 5000\r\n", "");
+  EXPECT_EQ(huge.rfind("HTTP/1.1 413 ", 0), 0u) << huge;
+  EXPECT_NE(huge.find("limit of 1000 bytes"), std::string::npos) << huge;
 }
 
 TEST(HttpServer, BodiesHeldAtOnceAreCappedForAllConnectionsTogether) {
