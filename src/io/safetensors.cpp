@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace hearth::io {
 
@@ -202,6 +203,17 @@ const TensorInfo* Safetensors::find(const std::string& name) const {
 const TensorInfo& Safetensors::get(const std::string& name) const {
   if (auto* t = find(name)) return *t;
   throw std::runtime_error("missing tensor " + name + " in the checkpoint");
+}
+
+void Safetensors::release_except(std::span<const void* const> in_use) const {
+  const std::unordered_set<const void*> keep(in_use.begin(), in_use.end());
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  for (const auto& [_, t] : tensors_) {
+    if (keep.count(t.data)) continue;
+    const uintptr_t from = (uintptr_t(t.data) + page - 1) / page * page;
+    const uintptr_t to = (uintptr_t(t.data) + t.nbytes) / page * page;
+    if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+  }
 }
 
 size_t Safetensors::total_bytes() const {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,12 @@ class Safetensors {
   const TensorInfo& get(const std::string& name) const;  // throws if missing
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   size_t total_bytes() const;
+  // Drops this process's pages of every tensor whose data is not in `in_use`
+  // (madvise MADV_DONTNEED, whole pages inside the tensor only): a model
+  // that copied what its kernels read (packed weights, norms) would keep the
+  // mapped originals resident beside the copies. A page read again later
+  // comes from the file again.
+  void release_except(std::span<const void* const> in_use) const;
   // The mapped files, whole (headers included), in the order they were opened.
   const std::vector<std::unique_ptr<MappedFile>>& files() const { return files_; }
 

@@ -155,9 +155,11 @@ void LlamaModel::load_weights() {
   // Rearrange weights once for the int8 / BF16 dot-product kernels where they apply.
   // The embedding keeps only its stored form: lookups read single rows.
   ThreadPool pool(ThreadPool::default_threads());
+  std::vector<const void*> reads_stored;  // tensors an unpacked matrix reads
   auto pack = [&](Matrix& m) {
     m.packed = int8_pack(m, pool);
     m.packed_bf16 = bf16_pack(m, pool);
+    if (!m.packed && !m.packed_bf16) reads_stored.insert(reads_stored.end(), {m.data, m.scales, m.biases});
   };
   // Matrices that read the same input are stacked: one kernel call and one
   // pass over the activations instead of two or three.
@@ -182,6 +184,12 @@ void LlamaModel::load_weights() {
     pack(L.o);
     pack(L.down);
   }
+  // The kernels read the packed copies, and the norms were copied: only
+  // matrices left unpacked still read their whole mapped tensor every step.
+  // The rest of the file's pages, all read once to pack, would stay
+  // resident beside the copies: twice the weights in the process's memory.
+  // (The embedding's rows come back from the file as tokens are looked up.)
+  weights_.release_except(reads_stored);
 }
 
 KvCacheShape kv_shape(const io::ModelConfig& c, DType dtype, int block_tokens) {

@@ -217,9 +217,11 @@ void WhisperModel::load_weights() {
 
   // The same int8 / BF16 rearrangements as the Llama family, where they apply.
   ThreadPool pool(ThreadPool::default_threads());
+  std::vector<const void*> reads_stored;  // tensors an unpacked matrix reads
   auto pack = [&](Matrix& m) {
     m.packed = int8_pack(m, pool);
     m.packed_bf16 = bf16_pack(m, pool);
+    if (!m.packed && !m.packed_bf16) reads_stored.insert(reads_stored.end(), {m.data, m.scales, m.biases});
   };
   auto pack_attention = [&](Attention& a) {
     for (Linear* l : {&a.q, &a.k, &a.v, &a.out}) pack(l->w);
@@ -233,6 +235,9 @@ void WhisperModel::load_weights() {
     pack_attention(L.self_attn), pack_attention(L.cross_attn);
     pack(L.fc1.w), pack(L.fc2.w);
   }
+  // As in LlamaModel: the pages of what was packed would stay resident
+  // beside the copies; whatever else is read comes back from the file.
+  weights_.release_except(reads_stored);
 }
 
 void WhisperModel::linear(ThreadPool& pool, const Linear& l, const float* x, int64_t n, float* y) {

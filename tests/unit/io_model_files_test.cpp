@@ -4,10 +4,13 @@
 // past 2^63 turning into wrong values or undefined behaviour).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -167,6 +170,57 @@ TEST(Safetensors, OverlapsAreFoundPastAnEmptyTensorBetweenThem) {
   EXPECT_THROW(Safetensors::open_file(dir / "b.safetensors"), std::runtime_error);
   write(dir / "c.safetensors", safetensors_bytes({{"a", 0, 48}, {"e", 48, 48}, {"b", 48, 60}}, 60));
   EXPECT_EQ(Safetensors::open_file(dir / "c.safetensors").tensors().size(), 3u);
+}
+
+namespace {
+
+// The resident bytes of the mapping that holds p (/proc/self/smaps).
+size_t resident_bytes_of_mapping(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_it = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t from = 0, to = 0;
+    char dash = 0;
+    if (std::istringstream(line) >> std::hex >> from >> dash >> to && dash == '-') {
+      in_it = uintptr_t(p) >= from && uintptr_t(p) < to;
+    } else if (in_it && line.rfind("Rss:", 0) == 0) {
+      return size_t(std::stoull(line.substr(4))) * 1024;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST(Safetensors, ReleasedTensorsLeaveMemoryAndReadBackFromTheFile) {
+  constexpr size_t kTensor = 256 << 10;
+  std::string bytes = safetensors_bytes({{"a", 0, kTensor}, {"b", kTensor, 2 * kTensor}, {"c", 2 * kTensor, 3 * kTensor}},
+                                        3 * kTensor);
+  const size_t data_at = bytes.size() - 3 * kTensor;
+  for (size_t i = 0; i < 3 * kTensor; ++i) bytes[data_at + i] = char(i * 7 % 251);
+  const fs::path dir = model_dir();
+  write(dir / "model.safetensors", bytes);
+  const Safetensors st = Safetensors::open_file(dir / "model.safetensors");
+  auto checksum = [&](const char* name) {
+    const auto& t = st.get(name);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < t.nbytes; ++i) sum = sum * 31 + t.data[i];
+    return sum;
+  };
+  const uint64_t a = checksum("a"), b = checksum("b"), c = checksum("c");  // every page read once
+  const void* mapping = st.get("a").data;
+  EXPECT_GE(resident_bytes_of_mapping(mapping), 3 * kTensor);
+  const void* keep[] = {st.get("b").data};
+  st.release_except(keep);
+  // b stays; a and c go but for the pages they share with the header or b.
+  const size_t left = resident_bytes_of_mapping(mapping);
+  EXPECT_GE(left, kTensor);
+  EXPECT_LE(left, kTensor + 4 * size_t(::sysconf(_SC_PAGESIZE)));
+  // What was released reads the same from the file again.
+  EXPECT_EQ(checksum("a"), a);
+  EXPECT_EQ(checksum("b"), b);
+  EXPECT_EQ(checksum("c"), c);
 }
 
 TEST(Safetensors, AnIndexNamesShardsBesideItOnly) {
