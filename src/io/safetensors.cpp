@@ -179,6 +179,15 @@ void Safetensors::add_file(const fs::path& path) {
           " bytes but data_offsets span " + std::to_string(end - begin));
     t.data = data + begin;
     t.nbytes = end - begin;
+    // The format has no alignment rule (writers pad the header to 8 and put
+    // the widest dtypes first, but need not): a tensor whose elements are
+    // not aligned is read from an aligned copy, since kernels and
+    // vectorized loops may assume they are.
+    if (uintptr_t(t.data) % dtype_size(t.dtype) != 0) {
+      auto& copy = copies_.emplace_back(new uint64_t[(t.nbytes + 7) / 8]);
+      std::memcpy(copy.get(), t.data, t.nbytes);
+      t.data = reinterpret_cast<const uint8_t*>(copy.get());
+    }
     ranges.push_back({begin, end});
     if (tensors_.count(name)) bad("defined in two files");
     tensors_.emplace(name, std::move(t));
@@ -208,8 +217,12 @@ const TensorInfo& Safetensors::get(const std::string& name) const {
 void Safetensors::release_except(std::span<const void* const> in_use) const {
   const std::unordered_set<const void*> keep(in_use.begin(), in_use.end());
   const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  auto mapped = [&](const uint8_t* p) {
+    return std::any_of(files_.begin(), files_.end(),
+                       [&](const auto& f) { return p >= f->data() && p < f->data() + f->size(); });
+  };
   for (const auto& [_, t] : tensors_) {
-    if (keep.count(t.data)) continue;
+    if (keep.count(t.data) || !mapped(t.data)) continue;  // (an aligned copy is not the file's)
     const uintptr_t from = (uintptr_t(t.data) + page - 1) / page * page;
     const uintptr_t to = (uintptr_t(t.data) + t.nbytes) / page * page;
     if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);

@@ -20,7 +20,7 @@ struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
-  const uint8_t* data = nullptr;  // inside the mapping
+  const uint8_t* data = nullptr;  // inside the mapping (or an aligned copy), aligned to the dtype
   size_t nbytes = 0;
   std::string file;  // which file it came from, for messages
 
@@ -71,6 +71,7 @@ class Safetensors {
   void add_file(const std::filesystem::path& file);
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::map<std::string, TensorInfo> tensors_;
+  std::vector<std::unique_ptr<uint64_t[]>> copies_;  // of tensors not aligned in their file
 };
 
 }  // namespace hearth::io

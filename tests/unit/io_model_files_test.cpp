@@ -146,13 +146,15 @@ TEST(Safetensors, DimensionsPast2To63AreRefused) {
 
 namespace {
 
-// A safetensors file of F32 tensors given as name -> [begin, end) in bytes.
+// A safetensors file of F32 tensors given as name -> [begin, end) in bytes,
+// its header padded with spaces to 8 bytes plus `shift`.
 std::string safetensors_bytes(const std::vector<std::tuple<std::string, size_t, size_t>>& tensors,
-                              size_t data_bytes) {
+                              size_t data_bytes, size_t shift = 0) {
   json header = json::object();
   for (const auto& [name, begin, end] : tensors)
     header[name] = {{"dtype", "F32"}, {"shape", {(end - begin) / 4}}, {"data_offsets", {begin, end}}};
-  const std::string h = header.dump();
+  std::string h = header.dump();
+  h.resize((h.size() + 7) / 8 * 8 + shift, ' ');
   const uint64_t n = h.size();
   std::string bytes(8, '\0');
   std::memcpy(bytes.data(), &n, 8);
@@ -221,6 +223,22 @@ TEST(Safetensors, ReleasedTensorsLeaveMemoryAndReadBackFromTheFile) {
   EXPECT_EQ(checksum("a"), a);
   EXPECT_EQ(checksum("b"), b);
   EXPECT_EQ(checksum("c"), c);
+}
+
+TEST(Safetensors, ATensorNotAlignedInItsFileIsReadFromAnAlignedCopy) {
+  std::string bytes = safetensors_bytes({{"a", 0, 8}, {"b", 8, 16}}, 16, 1);  // data one byte past 8
+  const float values[4] = {1.5f, -2.0f, 3.25f, 1e-3f};
+  std::memcpy(bytes.data() + bytes.size() - 16, values, 16);
+  const fs::path dir = model_dir();
+  write(dir / "model.safetensors", bytes);
+  const Safetensors st = Safetensors::open_file(dir / "model.safetensors");
+  for (const char* name : {"a", "b"}) {
+    const auto& t = st.get(name);
+    EXPECT_EQ(uintptr_t(t.data) % 4, 0u) << name;
+    EXPECT_EQ(std::memcmp(t.data, values + (name[0] == 'b' ? 2 : 0), 8), 0) << name;
+  }
+  st.release_except({});  // never the copies (that would zero them)
+  EXPECT_EQ(std::memcmp(st.get("a").data, values, 8), 0);
 }
 
 TEST(Safetensors, AnIndexNamesShardsBesideItOnly) {
