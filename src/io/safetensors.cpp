@@ -179,6 +179,7 @@ void Safetensors::add_file(const fs::path& path) {
           " bytes but data_offsets span " + std::to_string(end - begin));
     t.data = data + begin;
     t.nbytes = end - begin;
+    t.offset = size_t(t.data - p);
     // The format has no alignment rule (writers pad the header to 8 and put
     // the widest dtypes first, but need not): a tensor whose elements are
     // not aligned is read from an aligned copy, since kernels and

@@ -22,7 +22,8 @@ struct TensorInfo {
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // inside the mapping (or an aligned copy), aligned to the dtype
   size_t nbytes = 0;
-  std::string file;  // which file it came from, for messages
+  size_t offset = 0;  // where its bytes begin in its file
+  std::string file;   // which file it came from, for messages
 
   int64_t numel() const;
   std::string describe() const;  // e.g. "model.norm.weight (F32 [64]) in model.safetensors"
