@@ -460,18 +460,9 @@ std::string StreamDecoder::push(int32_t id) {
   emitted_ = std::max(emitted_, end);
   prefix_ = text.substr(0, emitted_);
   if (emitted_ == text.size()) {
-    // Everything is out: keep only the ids since the last cut as context. A
-    // cut must not split a run of byte-fallback tokens where the reference
-    // would decode differently (inside a character, or before a run's BOM),
-    // nor leave a context that decodes to nothing: a decoder that strips
-    // the text's start (Strip with start 2) would strip what comes next too.
-    size_t keep_from = prefix_index_;
+    // Everything is out: keep only the ids since the last cut as context.
     std::string context;
-    for (; keep_from > 0; --keep_from) {
-      if (!safe_cut(tok_, ids_[keep_from])) continue;
-      context = tok_.decode(std::span<const int32_t>(ids_).subspan(keep_from), skip_special_);
-      if (!context.empty()) break;
-    }
+    const size_t keep_from = last_cut(prefix_index_, context);
     ids_.erase(ids_.begin(), ids_.begin() + static_cast<long>(keep_from));
     prefix_ = keep_from > 0 ? std::move(context) : tok_.decode(ids_, skip_special_);
     emitted_ = prefix_.size();
@@ -484,14 +475,28 @@ std::string StreamDecoder::push(int32_t id) {
   return out;
 }
 
+// The last cut at or before `from` (0: none) where decoding may restart,
+// and what the ids from there decode to. A cut must not split a run of
+// byte-fallback tokens where the reference would decode differently (inside
+// a character, or before a run's BOM), nor leave a context that decodes to
+// nothing: a decoder that strips the text's start (Strip with start 2)
+// would strip what comes next too.
+size_t StreamDecoder::last_cut(size_t from, std::string& context) const {
+  for (; from > 0; --from) {
+    if (!safe_cut(tok_, ids_[from])) continue;
+    context = tok_.decode(std::span<const int32_t>(ids_).subspan(from), skip_special_);
+    if (!context.empty()) return from;
+  }
+  return 0;
+}
+
 // Restarts the window at its last few ids, so that each push decodes a
 // bounded window. Of the text not sent yet (`held`), the part those ids
 // still end with stays held; the rest is returned, to be sent now.
 std::string StreamDecoder::keep_tail(std::string_view held) {
-  size_t from = ids_.size() > kTail ? ids_.size() - kTail : 0;
-  while (from > 0 && !safe_cut(tok_, ids_[from])) --from;
+  std::string context;
+  const size_t from = last_cut(ids_.size() > kTail ? ids_.size() - kTail : 0, context);
   if (from == 0) return {};  // no cut (a run of continuation bytes): the window stays
-  std::string context = tok_.decode(std::span<const int32_t>(ids_).subspan(from), skip_special_);
   // The longest end of `held` the context ends with, on a character
   // boundary, leaving the context something before it.
   size_t keep = 0;
