@@ -424,6 +424,18 @@ TEST(StreamDecoder, HeldRunsStreamOutFromABoundedWindow) {
     out += sd.flush();
     EXPECT_EQ(out, c.tok->decode(c.ids));
   }
+  // A restart must keep a character still incomplete held: here the last
+  // few ids (a skipped special token, then three bytes of a four-byte
+  // character) decode to nothing but the U+FFFD that stands for it.
+  std::vector<int32_t> ids(29, *stories->token_to_id("<0x80>"));
+  ids.push_back(*stories->token_to_id("</s>"));
+  for (const char* b : {"<0xF0>", "<0x9F>", "<0x98>", "<0x80>"}) ids.push_back(*stories->token_to_id(b));
+  StreamDecoder sd(*stories, true);
+  std::string out;
+  for (int32_t id : ids) out += sd.push(id);
+  out += sd.flush();
+  EXPECT_EQ(out, stories->decode(ids, true));
+  EXPECT_TRUE(out.ends_with("\xF0\x9F\x98\x80")) << out;
 }
 
 // tests/fuzz/text_tokenizer_json_fuzz: with a decoder that strips two

@@ -451,10 +451,11 @@ std::string StreamDecoder::push(int32_t id) {
     if (held_long) keep_tail({});
     return {};
   }
-  // Trailing U+FFFDs may be a character still incomplete, and clean-up may
-  // still remove a space before punctuation: both are held.
+  // A trailing U+FFFD may be a character still incomplete (the decoding is
+  // lossy by maximal subparts, so only the last one can change), and
+  // clean-up may still remove a space before punctuation: both are held.
   size_t end = text.size();
-  while (end >= 3 && text.compare(end - 3, 3, kReplacement) == 0) end -= 3;
+  if (end >= 3 && text.compare(end - 3, 3, kReplacement) == 0) end -= 3;
   if (tok_.impl().clean_up) end -= cleanup_holdback(std::string_view(text).substr(0, end));
   std::string out = end > emitted_ ? text.substr(emitted_, end - emitted_) : std::string();
   emitted_ = std::max(emitted_, end);
@@ -470,7 +471,7 @@ std::string StreamDecoder::push(int32_t id) {
   } else if (held_long) {
     // A run that keeps something held (invalid bytes, spaces under
     // clean-up) would make every push decode a longer window.
-    out += keep_tail(std::string_view(text).substr(emitted_));
+    keep_tail(std::string_view(text).substr(emitted_));
   }
   return out;
 }
@@ -490,26 +491,21 @@ size_t StreamDecoder::last_cut(size_t from, std::string& context) const {
   return 0;
 }
 
-// Restarts the window at its last few ids, so that each push decodes a
-// bounded window. Of the text not sent yet (`held`), the part those ids
-// still end with stays held; the rest is returned, to be sent now.
-std::string StreamDecoder::keep_tail(std::string_view held) {
+// Restarts the window at a cut among its last few ids whose decoding ends
+// with `held` (the text not sent yet) after text already sent, so that each
+// push decodes a bounded window. Without such a cut the window stays.
+void StreamDecoder::keep_tail(std::string_view held) {
   std::string context;
-  const size_t from = last_cut(ids_.size() > kTail ? ids_.size() - kTail : 0, context);
-  if (from == 0) return {};  // no cut (a run of continuation bytes): the window stays
-  // The longest end of `held` the context ends with, on a character
-  // boundary, leaving the context something before it.
-  size_t keep = 0;
-  while (keep < held.size() && keep + 1 < context.size() &&
-         held[held.size() - 1 - keep] == context[context.size() - 1 - keep])
-    ++keep;
-  while (keep > 0 && (static_cast<unsigned char>(held[held.size() - keep]) & 0xC0) == 0x80) --keep;
-  ids_.erase(ids_.begin(), ids_.begin() + static_cast<long>(from));
-  context.resize(context.size() - keep);
-  prefix_ = std::move(context);
-  emitted_ = prefix_.size();
-  prefix_index_ = 0;  // the kept ids hold unsent text: none is a cut yet
-  return std::string(held.substr(0, held.size() - keep));
+  size_t from = ids_.size() > kTail ? ids_.size() - kTail : 0;
+  for (int tries = 0; tries < 8 && (from = last_cut(from, context)) > 0; ++tries, --from) {
+    if (context.size() <= held.size() || !context.ends_with(held)) continue;
+    ids_.erase(ids_.begin(), ids_.begin() + static_cast<long>(from));
+    context.resize(context.size() - held.size());
+    prefix_ = std::move(context);
+    emitted_ = prefix_.size();
+    prefix_index_ = 0;  // the kept ids hold unsent text: none is a cut yet
+    return;
+  }
 }
 
 std::string StreamDecoder::flush() {

@@ -87,7 +87,7 @@ class StreamDecoder {
   static constexpr size_t kTail = 4;      // ids a restart keeps: a held character's bytes and one more
   static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
   size_t last_cut(size_t from, std::string& context) const;
-  std::string keep_tail(std::string_view held);
+  void keep_tail(std::string_view held);
 
   const Tokenizer& tok_;
   bool skip_special_;
