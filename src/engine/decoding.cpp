@@ -54,7 +54,7 @@ void Decoding::constrain(std::span<const float> logits, std::span<float> out) {
     out[size_t(id)] = may_stop ? logits[size_t(id)] : kRefused;
     any |= may_stop;
   }
-  if (!any) throw grammar::GrammarError("the output grammar allows no token of this vocabulary here");
+  if (!any) throw std::runtime_error("the output grammar allows no token here");
 }
 
 int32_t Decoding::next(std::span<const float> logits, ThreadPool* pool) {

@@ -106,9 +106,10 @@ ReplyStream Server::Impl::reply_stream(Job& job, const char* id_prefix, bool str
                      id_prefix);
 }
 
-// A request whose own output grammar failed it is the client's error.
+// A request whose own grammar failed it (from response_format, a tool
+// choice's schemas, Ollama's format, text.format) is the client's error.
 static ApiError generation_failed(const GenerationStream& g) {
-  if (g.request_fault()) return ApiError(400, g.error(), "invalid_request_error", "response_format");
+  if (g.request_fault()) return ApiError(400, g.error(), "invalid_request_error");
   return ApiError(500, "generation failed: " + g.error(), "server_error");
 }
 

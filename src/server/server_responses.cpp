@@ -245,7 +245,7 @@ void Server::Impl::responses_create(const http::Request& req, http::Response& re
     const GenerationStream& g = *job->stream;
     if (auto e = stream_failure(g)) {
       ojson failed = response_object(*job, *ctx, "failed");
-      failed["error"] = {{"code", e->code.empty() ? "server_error" : e->code}, {"message", e->what()}};
+      failed["error"] = {{"code", e->code.empty() ? e->type : e->code}, {"message", e->what()}};
       emit("response.failed", {{"response", failed}});
     } else if (!g.error().empty() || g.finish_reason() == "cancelled") {
       return;  // cancelled because the client left
