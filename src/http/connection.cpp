@@ -263,6 +263,12 @@ void Connection::parse() {
 }
 
 void Connection::body_too_large() {
+  // Beast refused a length past every path's limit as the head ended: the
+  // message names this path's.
+  if (phase_ != Phase::Body) {
+    const boost::string_view target = parser_->get().target();
+    body_limit_ = server_.body_limit_for(std::string(target.substr(0, target.find('?'))));
+  }
   fail(413, "the request body is larger than the limit of " + std::to_string(body_limit_) + " bytes");
 }
 
