@@ -23,6 +23,16 @@ namespace {
 [[noreturn]] void fail(const std::string& file, const std::string& what) {
   throw std::runtime_error(file + ": " + what);
 }
+
+// Drops the whole pages of a mapped range from this process (the pages it
+// shares with its neighbours stay).
+void release_pages(const uint8_t* data, size_t nbytes) {
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t from = (uintptr_t(data) + page - 1) / page * page;
+  const uintptr_t to = (uintptr_t(data) + nbytes) / page * page;
+  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
 }  // namespace
 
 int64_t TensorInfo::numel() const {
@@ -187,6 +197,7 @@ void Safetensors::add_file(const fs::path& path) {
     if (uintptr_t(t.data) % dtype_size(t.dtype) != 0) {
       auto& copy = copies_.emplace_back(new uint64_t[(t.nbytes + 7) / 8]);
       std::memcpy(copy.get(), t.data, t.nbytes);
+      release_pages(t.data, t.nbytes);
       t.data = reinterpret_cast<const uint8_t*>(copy.get());
     }
     ranges.push_back({begin, end});
@@ -217,16 +228,12 @@ const TensorInfo& Safetensors::get(const std::string& name) const {
 
 void Safetensors::release_except(std::span<const void* const> in_use) const {
   const std::unordered_set<const void*> keep(in_use.begin(), in_use.end());
-  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
   auto mapped = [&](const uint8_t* p) {
     return std::any_of(files_.begin(), files_.end(),
                        [&](const auto& f) { return p >= f->data() && p < f->data() + f->size(); });
   };
   for (const auto& [_, t] : tensors_) {
-    if (keep.count(t.data) || !mapped(t.data)) continue;  // (an aligned copy is not the file's)
-    const uintptr_t from = (uintptr_t(t.data) + page - 1) / page * page;
-    const uintptr_t to = (uintptr_t(t.data) + t.nbytes) / page * page;
-    if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+    if (!keep.count(t.data) && mapped(t.data)) release_pages(t.data, t.nbytes);  // (never an aligned copy)
   }
 }
 

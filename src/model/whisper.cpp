@@ -236,7 +236,10 @@ void WhisperModel::load_weights() {
     pack(L.fc1.w), pack(L.fc2.w);
   }
   // As in LlamaModel: the pages of what was packed would stay resident
-  // beside the copies; whatever else is read comes back from the file.
+  // beside the copies; whatever else is read comes back from the file. The
+  // convolutions are matrices read whole at every encode, never packed.
+  for (const Linear* conv : {&conv1_, &conv2_})
+    reads_stored.insert(reads_stored.end(), {conv->w.data, conv->w.scales, conv->w.biases});
   weights_.release_except(reads_stored);
 }
 
