@@ -22,8 +22,8 @@ namespace {
 
 Pieces pre(const json& config, const std::string& text, int section = 0) {
   auto p = detail::make_pre_tokenizer(config);
-  Pieces pieces{text};
-  p->pre_tokenize(pieces, section);
+  Pieces pieces;
+  p->split(text, section, [&](std::string_view piece) { pieces.emplace_back(piece); });
   return pieces;
 }
 
@@ -174,9 +174,11 @@ TEST(Regex, OnigurumaTranslation) {
   Regex uesc(translate_oniguruma("\\u00e9"));
   EXPECT_TRUE(uesc.full_match("é"));
   EXPECT_THROW(Regex("("), std::runtime_error);
-  // find_all: JavaScript matchAll semantics for empty matches.
+  // for_each_match: JavaScript matchAll semantics for empty matches.
   Regex empty("x*");
-  EXPECT_EQ(empty.find_all("axb"), (std::vector<std::pair<size_t, size_t>>{{0, 0}, {1, 2}, {2, 2}, {3, 3}}));
+  std::vector<std::pair<size_t, size_t>> matches;
+  empty.for_each_match("axb", [&](size_t s, size_t e) { matches.emplace_back(s, e); });
+  EXPECT_EQ(matches, (std::vector<std::pair<size_t, size_t>>{{0, 0}, {1, 2}, {2, 2}, {3, 3}}));
 }
 
 namespace {

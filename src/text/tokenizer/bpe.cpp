@@ -120,9 +120,29 @@ class BPE final : public Model {
     }
   }
 
-  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
-    const size_t first = ids.size();
-    for (const auto& w : words) encode_word(w, ids);
+  void encode_word(std::string_view word, std::vector<int32_t>& ids) const override {
+    if (word.empty()) return;
+    if (ignore_merges_) {
+      if (const int32_t id = vocab.find(word); id >= 0) {
+        ids.push_back(id);
+        return;
+      }
+    }
+    if (split_meta_ && word.size() > 24) {
+      size_t start = 0;
+      for (size_t p = word.find(kMeta, 1); p != std::string_view::npos; p = word.find(kMeta, p + 3)) {
+        if (p >= 3 && word.compare(p - 3, 3, kMeta) == 0) continue;  // inside a run of ▁
+        if (!spanning_.empty() && spans(word, p)) continue;
+        encode_piece(word.substr(start, p - start), ids);
+        start = p;
+      }
+      encode_piece(word.substr(start), ids);
+      return;
+    }
+    encode_piece(word, ids);
+  }
+
+  void end_section(std::vector<int32_t>& ids, size_t first) const override {
     if (fuse_unk_ && unk_id) fuse_unknowns(ids, first, *unk_id);
   }
 
@@ -145,28 +165,6 @@ class BPE final : public Model {
       }
     }
     return false;
-  }
-
-  void encode_word(std::string_view word, std::vector<int32_t>& ids) const {
-    if (word.empty()) return;
-    if (ignore_merges_) {
-      if (const int32_t id = vocab.find(word); id >= 0) {
-        ids.push_back(id);
-        return;
-      }
-    }
-    if (split_meta_ && word.size() > 24) {
-      size_t start = 0;
-      for (size_t p = word.find(kMeta, 1); p != std::string_view::npos; p = word.find(kMeta, p + 3)) {
-        if (p >= 3 && word.compare(p - 3, 3, kMeta) == 0) continue;  // inside a run of ▁
-        if (!spanning_.empty() && spans(word, p)) continue;
-        encode_piece(word.substr(start, p - start), ids);
-        start = p;
-      }
-      encode_piece(word.substr(start), ids);
-      return;
-    }
-    encode_piece(word, ids);
   }
 
   void encode_piece(std::string_view word, std::vector<int32_t>& ids) const {

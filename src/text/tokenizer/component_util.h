@@ -72,11 +72,11 @@ struct Pattern {
     if (!literal.empty()) return replace_all(text, literal, content);
     std::string out;
     size_t prev = 0;
-    for (auto [s, e] : regex->find_all(text)) {
+    regex->for_each_match(text, [&](size_t s, size_t e) {
       out.append(text.substr(prev, s - prev));
       out.append(content);
       prev = e;
-    }
+    });
     out.append(text.substr(prev));
     return out;
   }

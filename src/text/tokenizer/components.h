@@ -41,22 +41,24 @@ class Normalizer {
 std::unique_ptr<Normalizer> make_normalizer(const json& config);  // null for JSON null
 
 // ------------------------------------------------------------- pre-tokenizers
-// A pre-tokenizer splits each piece of `pieces` into smaller pieces (and may
+// Takes pre-tokens one at a time, in order. The pipeline hands each piece on
+// as it is cut, so a long prompt's pieces never all exist at once.
+using PieceSink = std::function<void(std::string_view)>;
+
+// A pre-tokenizer splits a piece of text into smaller pieces (and may
 // rewrite them, like ByteLevel). `section_index` is the index of the
 // added-token section the text came from (Metaspace's prepend_scheme "first").
 class PreTokenizer {
  public:
   virtual ~PreTokenizer() = default;
-  virtual void split(std::string_view piece, int section_index, std::vector<std::string>& out) const = 0;
-  void pre_tokenize(std::vector<std::string>& pieces, int section_index) const;
+  virtual void split(std::string_view piece, int section_index, const PieceSink& out) const = 0;
 };
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& config);
 
 // Split pattern behaviours (the Rust `SplitDelimiterBehavior`).
 enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 // Splits `text` at the matches of `re` (or, with invert, at the text between them).
-void split_with(const Regex& re, std::string_view text, SplitBehavior behavior, bool invert,
-                std::vector<std::string>& out);
+void split_with(const Regex& re, std::string_view text, SplitBehavior behavior, bool invert, const PieceSink& out);
 
 // The GPT-2 byte ↔ unicode-character table.
 const std::string& byte_to_unicode(uint8_t b);  // UTF-8 of the mapped character
@@ -99,8 +101,13 @@ json parse_tokenizer_json(std::string_view text, ModelData& data);
 class Model {
  public:
   virtual ~Model() = default;
-  // Encodes the pre-tokens of one section, appending ids.
-  virtual void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const = 0;
+  // Encodes one pre-token, appending its ids.
+  virtual void encode_word(std::string_view word, std::vector<int32_t>& ids) const = 0;
+  // Called once a section's words are encoded; its ids start at `first`.
+  virtual void end_section(std::vector<int32_t>& ids, size_t first) const {
+    (void)ids;
+    (void)first;
+  }
   TokenIndex vocab;                   // token → id (the model's own vocabulary)
   std::vector<std::string> id_to_token;
   std::optional<int32_t> unk_id;

@@ -1,6 +1,7 @@
 // Pre-tokenizers of tokenizer.json, and the GPT-2 byte-to-unicode table.
 #include <array>
 #include <cctype>
+#include <optional>
 #include <stdexcept>
 
 #include "text/tokenizer/component_util.h"
@@ -10,77 +11,52 @@ namespace hearth::text::detail {
 
 namespace u = hearth::text::unicode;
 
-void PreTokenizer::pre_tokenize(std::vector<std::string>& pieces, int section_index) const {
-  std::vector<std::string> out;
-  out.reserve(pieces.size() * 2);
-  for (const auto& p : pieces) split(p, section_index, out);
-  pieces = std::move(out);
-}
-
-void split_with(const Regex& re, std::string_view text, SplitBehavior behavior, bool invert,
-                std::vector<std::string>& out) {
+void split_with(const Regex& re, std::string_view text, SplitBehavior behavior, bool invert, const PieceSink& out) {
   struct Piece {
     size_t start, end;
     bool match;
   };
-  std::vector<Piece> pieces;
+  auto emit = [&](const Piece& p) {
+    if (p.end > p.start) out(text.substr(p.start, p.end - p.start));
+  };
+  // The last piece, while the next one may still join it.
+  std::optional<Piece> held;
+  auto take = [&](Piece p) {
+    p.match = p.match != invert;
+    bool join = false;
+    switch (behavior) {
+      case SplitBehavior::Removed:
+        if (!p.match) emit(p);
+        return;
+      case SplitBehavior::Isolated:
+        emit(p);
+        return;
+      case SplitBehavior::MergedWithPrevious:  // a match joins the non-match before it
+        join = held && !held->match && p.match;
+        break;
+      case SplitBehavior::MergedWithNext:  // a match joins the non-match after it
+        join = held && held->match && !p.match;
+        break;
+      case SplitBehavior::Contiguous:  // a run of matches, or of non-matches, is one piece
+        join = held && held->match == p.match;
+        break;
+    }
+    if (join) {
+      held->end = p.end;
+      held->match = p.match;  // a joined pair joins nothing more (Contiguous: unchanged)
+      return;
+    }
+    if (held) emit(*held);
+    held = p;
+  };
   size_t prev = 0;
-  for (auto [s, e] : re.find_all(text)) {
-    if (s > prev) pieces.push_back({prev, s, false});
-    pieces.push_back({s, e, true});
+  re.for_each_match(text, [&](size_t s, size_t e) {
+    if (s > prev) take({prev, s, false});
+    take({s, e, true});
     prev = e;
-  }
-  if (prev < text.size()) pieces.push_back({prev, text.size(), false});
-  if (invert)
-    for (auto& p : pieces) p.match = !p.match;
-
-  std::vector<Piece> merged;
-  switch (behavior) {
-    case SplitBehavior::Removed:
-      for (const auto& p : pieces)
-        if (!p.match) merged.push_back(p);
-      break;
-    case SplitBehavior::Isolated:
-      merged = pieces;
-      break;
-    case SplitBehavior::MergedWithPrevious: {
-      bool previous_match = false;
-      for (const auto& p : pieces) {
-        if (p.match && !previous_match && !merged.empty())
-          merged.back().end = p.end;
-        else
-          merged.push_back(p);
-        previous_match = p.match;
-      }
-      break;
-    }
-    case SplitBehavior::MergedWithNext: {
-      bool previous_match = false;
-      for (size_t k = pieces.size(); k-- > 0;) {
-        const auto& p = pieces[k];
-        if (p.match && !previous_match && !merged.empty())
-          merged.back().start = p.start;
-        else
-          merged.push_back(p);
-        previous_match = p.match;
-      }
-      std::reverse(merged.begin(), merged.end());
-      break;
-    }
-    case SplitBehavior::Contiguous: {
-      bool previous_match = false;
-      for (const auto& p : pieces) {
-        if (p.match == previous_match && !merged.empty())
-          merged.back().end = p.end;
-        else
-          merged.push_back(p);
-        previous_match = p.match;
-      }
-      break;
-    }
-  }
-  for (const auto& p : merged)
-    if (p.end > p.start) out.emplace_back(text.substr(p.start, p.end - p.start));
+  });
+  if (prev < text.size()) take({prev, text.size(), false});
+  if (held) emit(*held);
 }
 
 namespace {
@@ -119,7 +95,7 @@ class ByteLevelPre final : public PreTokenizer {
       : add_prefix_space_(get_or<bool>(j, "add_prefix_space", false)), use_regex_(get_or<bool>(j, "use_regex", true)) {
     if (use_regex_) re_ = std::make_unique<Regex>(translate_oniguruma(kGpt2Pattern));
   }
-  void split(std::string_view piece, int, std::vector<std::string>& out) const override {
+  void split(std::string_view piece, int, const PieceSink& out) const override {
     std::string text;
     if (add_prefix_space_ && (piece.empty() || piece[0] != ' ')) {
       text = " ";
@@ -127,18 +103,19 @@ class ByteLevelPre final : public PreTokenizer {
       piece = text;
     }
     auto& table = byte_table();
+    std::string mapped;
     auto map = [&](std::string_view s) {
-      std::string m;
-      m.reserve(s.size() * 2);
-      for (unsigned char b : s) m += table[b];
-      out.push_back(std::move(m));
+      mapped.clear();
+      for (unsigned char b : s) mapped += table[b];
+      out(mapped);
     };
     if (!use_regex_) {
       if (!piece.empty()) map(piece);
       return;
     }
-    for (auto [s, e] : re_->find_all(piece))
+    re_->for_each_match(piece, [&](size_t s, size_t e) {
       if (e > s) map(piece.substr(s, e - s));
+    });
   }
 
  private:
@@ -152,7 +129,7 @@ class SplitPre final : public PreTokenizer {
       : pattern_(j.at("pattern")),
         behavior_(parse_behavior(j.value("behavior", json()), SplitBehavior::Isolated)),
         invert_(get_or<bool>(j, "invert", false)) {}
-  void split(std::string_view piece, int, std::vector<std::string>& out) const override {
+  void split(std::string_view piece, int, const PieceSink& out) const override {
     split_with(*pattern_.regex, piece, behavior_, invert_, out);
   }
 
@@ -166,7 +143,7 @@ class SplitPre final : public PreTokenizer {
 class RegexSplitPre final : public PreTokenizer {
  public:
   RegexSplitPre(const std::string& pcre, SplitBehavior b, bool invert) : re_(pcre), behavior_(b), invert_(invert) {}
-  void split(std::string_view piece, int, std::vector<std::string>& out) const override {
+  void split(std::string_view piece, int, const PieceSink& out) const override {
     split_with(re_, piece, behavior_, invert_, out);
   }
 
@@ -183,10 +160,9 @@ const std::string kRustNonWordNonSpace = R"([^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{
 class BertPre final : public PreTokenizer {
  public:
   BertPre() : space_(R"(\p{White_Space}+)"), punct_(kPunct) {}
-  void split(std::string_view piece, int, std::vector<std::string>& out) const override {
-    std::vector<std::string> words;
-    split_with(space_, piece, SplitBehavior::Removed, false, words);
-    for (const auto& w : words) split_with(punct_, w, SplitBehavior::Isolated, false, out);
+  void split(std::string_view piece, int, const PieceSink& out) const override {
+    split_with(space_, piece, SplitBehavior::Removed, false,
+               [&](std::string_view word) { split_with(punct_, word, SplitBehavior::Isolated, false, out); });
   }
 
  private:
@@ -210,12 +186,12 @@ class MetaspacePre final : public PreTokenizer {
     else
       bad("unknown Metaspace prepend_scheme \"" + scheme + "\"");
   }
-  void split(std::string_view piece, int section_index, std::vector<std::string>& out) const override {
+  void split(std::string_view piece, int section_index, const PieceSink& out) const override {
     std::string text = replace_all(piece, " ", replacement_);
     const bool starts = text.compare(0, replacement_.size(), replacement_) == 0;
     if (!starts && (scheme_ == 0 || (scheme_ == 1 && section_index == 0))) text = replacement_ + text;
     if (!split_) {
-      if (!text.empty()) out.push_back(std::move(text));
+      if (!text.empty()) out(text);
       return;
     }
     split_with(split_re_, text, SplitBehavior::MergedWithNext, false, out);
@@ -231,8 +207,8 @@ class MetaspacePre final : public PreTokenizer {
 class ReplacePre final : public PreTokenizer {
  public:
   explicit ReplacePre(const json& j) : pattern_(j.at("pattern")), content_(get_or<std::string>(j, "content", "")) {}
-  void split(std::string_view piece, int, std::vector<std::string>& out) const override {
-    out.push_back(pattern_.replace(piece, content_));
+  void split(std::string_view piece, int, const PieceSink& out) const override {
+    out(pattern_.replace(piece, content_));
   }
 
  private:
@@ -243,12 +219,12 @@ class ReplacePre final : public PreTokenizer {
 class FixedLengthPre final : public PreTokenizer {
  public:
   explicit FixedLengthPre(size_t n) : n_(n == 0 ? 5 : n) {}
-  void split(std::string_view piece, int, std::vector<std::string>& out) const override {
+  void split(std::string_view piece, int, const PieceSink& out) const override {
     size_t i = 0;
     while (i < piece.size()) {
       const size_t start = i;
       for (size_t k = 0; k < n_ && i < piece.size(); ++k) u::next(piece, i);
-      out.emplace_back(piece.substr(start, i - start));
+      out(piece.substr(start, i - start));
     }
   }
 
@@ -259,14 +235,22 @@ class FixedLengthPre final : public PreTokenizer {
 class SequencePre final : public PreTokenizer {
  public:
   explicit SequencePre(std::vector<std::unique_ptr<PreTokenizer>> items) : items_(std::move(items)) {}
-  void split(std::string_view piece, int section_index, std::vector<std::string>& out) const override {
-    std::vector<std::string> pieces{std::string(piece)};
-    for (const auto& p : items_)
-      if (p) p->pre_tokenize(pieces, section_index);
-    for (auto& p : pieces) out.push_back(std::move(p));
+  void split(std::string_view piece, int section_index, const PieceSink& out) const override {
+    split_from(0, piece, section_index, out);
   }
 
  private:
+  // Each piece goes through the rest of the sequence before the next is cut.
+  void split_from(size_t k, std::string_view piece, int section_index, const PieceSink& out) const {
+    while (k < items_.size() && !items_[k]) ++k;
+    if (k == items_.size()) {
+      out(piece);
+      return;
+    }
+    items_[k]->split(piece, section_index,
+                     [&](std::string_view p) { split_from(k + 1, p, section_index, out); });
+  }
+
   std::vector<std::unique_ptr<PreTokenizer>> items_;
 };
 

@@ -76,13 +76,12 @@ bool Regex::search(std::string_view text, size_t start, size_t& mstart, size_t& 
   return true;
 }
 
-std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
-  std::vector<std::pair<size_t, size_t>> out;
+void Regex::for_each_match(std::string_view text, const std::function<void(size_t, size_t)>& match) const {
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t s, e;
     if (!search(text, pos, s, e)) break;
-    out.emplace_back(s, e);
+    match(s, e);
     if (e > s) {
       pos = e;
     } else {
@@ -92,7 +91,6 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
       pos = i;
     }
   }
-  return out;
 }
 
 bool Regex::full_match(std::string_view text) const {

@@ -14,8 +14,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 namespace hearth::text {
 
@@ -27,10 +25,11 @@ class Regex {
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
 
-  // Non-overlapping matches, left to right, as JavaScript's matchAll with the
-  // `u` flag finds them (after an empty match the search resumes one code
-  // point later). Returns byte offsets [start, end).
-  std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
+  // Calls `match(start, end)` (byte offsets) for each non-overlapping match,
+  // left to right, as JavaScript's matchAll with the `u` flag finds them
+  // (after an empty match the search resumes one code point later). One at
+  // a time, so a long text's matches are never all held at once.
+  void for_each_match(std::string_view text, const std::function<void(size_t, size_t)>& match) const;
   // True if the whole text matches.
   bool full_match(std::string_view text) const;
 

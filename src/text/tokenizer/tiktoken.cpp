@@ -31,36 +31,34 @@ class Tiktoken final : public Model {
     }
   }
 
-  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
-    for (const auto& w : words) {
-      if (w.empty()) continue;
-      if (const int32_t id = vocab.find(w); id >= 0) {
-        ids.push_back(id);
-        continue;
-      }
-      if (w.size() < 256 && cache_.get(w, ids)) continue;
-      const size_t start = ids.size();
-      // Symbols are byte ranges; a merge's rank is the rank of the merged bytes.
-      std::vector<int32_t> sym;  // index into spans
-      std::vector<std::pair<uint32_t, uint32_t>> spans;
-      spans.reserve(w.size());
-      for (size_t i = 0; i < w.size(); ++i) spans.emplace_back(static_cast<uint32_t>(i), 1u);
-      // Work on span ids: a "symbol id" is the span index; merged spans are appended.
-      for (size_t i = 0; i < w.size(); ++i) sym.push_back(static_cast<int32_t>(i));
-      merge_symbols(sym, [&](int32_t a, int32_t b, int32_t& nid) -> int {
-        const auto sa = spans[static_cast<size_t>(a)], sb = spans[static_cast<size_t>(b)];
-        const int32_t rank = vocab.find(std::string_view(w).substr(sa.first, sa.second + sb.second));
-        if (rank < 0) return -1;
-        nid = static_cast<int32_t>(spans.size());
-        spans.emplace_back(sa.first, sa.second + sb.second);
-        return rank;
-      });
-      for (int32_t s : sym) {
-        const auto sp = spans[static_cast<size_t>(s)];
-        ids.push_back(vocab.find(std::string_view(w).substr(sp.first, sp.second)));
-      }
-      if (w.size() < 256) cache_.put(w, ids.data() + start, ids.size() - start);
+  void encode_word(std::string_view w, std::vector<int32_t>& ids) const override {
+    if (w.empty()) return;
+    if (const int32_t id = vocab.find(w); id >= 0) {
+      ids.push_back(id);
+      return;
     }
+    if (w.size() < 256 && cache_.get(w, ids)) return;
+    const size_t start = ids.size();
+    // Symbols are byte ranges; a merge's rank is the rank of the merged bytes.
+    std::vector<int32_t> sym;  // index into spans
+    std::vector<std::pair<uint32_t, uint32_t>> spans;
+    spans.reserve(w.size());
+    for (size_t i = 0; i < w.size(); ++i) spans.emplace_back(static_cast<uint32_t>(i), 1u);
+    // Work on span ids: a "symbol id" is the span index; merged spans are appended.
+    for (size_t i = 0; i < w.size(); ++i) sym.push_back(static_cast<int32_t>(i));
+    merge_symbols(sym, [&](int32_t a, int32_t b, int32_t& nid) -> int {
+      const auto sa = spans[static_cast<size_t>(a)], sb = spans[static_cast<size_t>(b)];
+      const int32_t rank = vocab.find(w.substr(sa.first, sa.second + sb.second));
+      if (rank < 0) return -1;
+      nid = static_cast<int32_t>(spans.size());
+      spans.emplace_back(sa.first, sa.second + sb.second);
+      return rank;
+    });
+    for (int32_t s : sym) {
+      const auto sp = spans[static_cast<size_t>(s)];
+      ids.push_back(vocab.find(w.substr(sp.first, sp.second)));
+    }
+    if (w.size() < 256) cache_.put(w, ids.data() + start, ids.size() - start);
   }
 
  private:

@@ -150,7 +150,7 @@ struct Tokenizer::Impl {
     std::vector<int32_t> ids;
     std::vector<Section> sections;
     split_added(input, unnormalized, sections);
-    std::vector<std::string> pieces;
+    const detail::PieceSink to_model = [&](std::string_view word) { model->encode_word(word, ids); };
     std::vector<Section> subsections;
     for (size_t si = 0; si < sections.size(); ++si) {
       const Section& sec = sections[si];
@@ -177,10 +177,12 @@ struct Tokenizer::Impl {
           ids.push_back(added[it->second].id);
           continue;
         }
-        pieces.clear();
-        pieces.emplace_back(sub.text);
-        if (pre_tokenizer) pre_tokenizer->pre_tokenize(pieces, static_cast<int>(si));
-        model->encode(pieces, ids);
+        const size_t first = ids.size();
+        if (pre_tokenizer)
+          pre_tokenizer->split(sub.text, static_cast<int>(si), to_model);
+        else
+          model->encode_word(sub.text, ids);
+        model->end_section(ids, first);
       }
     }
     if (post_processor) {

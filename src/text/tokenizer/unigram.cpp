@@ -40,14 +40,11 @@ class Unigram final : public Model {
     byte_fallback_.load(j, vocab);
   }
 
-  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
-    const size_t first = ids.size();
-    for (const auto& w : words) encode_word(w, ids);
+  void end_section(std::vector<int32_t>& ids, size_t first) const override {
     if (unk_id) fuse_unknowns(ids, first, *unk_id);  // the reference fuses consecutive unknowns
   }
 
- private:
-  void encode_word(const std::string& w, std::vector<int32_t>& ids) const {
+  void encode_word(std::string_view w, std::vector<int32_t>& ids) const override {
     if (w.empty()) return;
     // Character boundaries.
     std::vector<size_t> pos;
@@ -113,6 +110,7 @@ class Unigram final : public Model {
     }
   }
 
+ private:
   std::vector<double> scores_;
   double unk_score_ = 0;
   ByteFallback byte_fallback_;

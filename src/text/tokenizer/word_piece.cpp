@@ -21,48 +21,42 @@ class WordPiece final : public Model {
     max_chars_ = get_or<size_t>(j, "max_input_chars_per_word", 100);
   }
 
-  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
-    std::vector<size_t> bounds;
-    std::string sub;
-    for (const auto& w : words) {
-      bounds.clear();
-      for (size_t i = 0; i < w.size();) {
-        bounds.push_back(i);
-        u::next(w, i);
-      }
-      bounds.push_back(w.size());
-      const size_t nchars = bounds.size() - 1;
-      if (nchars > max_chars_) {
-        if (unk_id) ids.push_back(*unk_id);
-        continue;
-      }
-      const size_t mark = ids.size();
-      bool unknown = false;
-      size_t start = 0;
-      while (start < nchars) {
-        size_t end = nchars;
-        int32_t found = -1;
-        while (start < end) {
-          sub.clear();
-          if (start > 0) sub = prefix_;
-          sub.append(w, bounds[start], bounds[end] - bounds[start]);
-          if (const int32_t id = vocab.find(sub); id >= 0) {
-            found = id;
-            break;
-          }
-          --end;
-        }
-        if (found < 0) {
-          unknown = true;
+  void encode_word(std::string_view w, std::vector<int32_t>& ids) const override {
+    thread_local std::vector<size_t> bounds;
+    thread_local std::string sub;
+    bounds.clear();
+    for (size_t i = 0; i < w.size();) {
+      bounds.push_back(i);
+      u::next(w, i);
+    }
+    bounds.push_back(w.size());
+    const size_t nchars = bounds.size() - 1;
+    if (nchars > max_chars_) {
+      if (unk_id) ids.push_back(*unk_id);
+      return;
+    }
+    const size_t mark = ids.size();
+    size_t start = 0;
+    while (start < nchars) {
+      size_t end = nchars;
+      int32_t found = -1;
+      while (start < end) {
+        sub.clear();
+        if (start > 0) sub = prefix_;
+        sub.append(w, bounds[start], bounds[end] - bounds[start]);
+        if (const int32_t id = vocab.find(sub); id >= 0) {
+          found = id;
           break;
         }
-        ids.push_back(found);
-        start = end;
+        --end;
       }
-      if (unknown) {
+      if (found < 0) {
         ids.resize(mark);
         if (unk_id) ids.push_back(*unk_id);
+        return;
       }
+      ids.push_back(found);
+      start = end;
     }
   }
 
@@ -78,13 +72,11 @@ class WordLevel final : public Model {
     if (auto it = j.find("unk_token"); it != j.end() && it->is_string())
       if (const int32_t id = vocab.find(it->get<std::string>()); id >= 0) unk_id = id;
   }
-  void encode(const std::vector<std::string>& words, std::vector<int32_t>& ids) const override {
-    for (const auto& w : words) {
-      if (const int32_t id = vocab.find(w); id >= 0)
-        ids.push_back(id);
-      else if (unk_id)
-        ids.push_back(*unk_id);
-    }
+  void encode_word(std::string_view w, std::vector<int32_t>& ids) const override {
+    if (const int32_t id = vocab.find(w); id >= 0)
+      ids.push_back(id);
+    else if (unk_id)
+      ids.push_back(*unk_id);
   }
 };
 
