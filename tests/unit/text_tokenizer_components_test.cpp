@@ -359,8 +359,11 @@ TEST(StreamDecoder, RandomIdsMatchFullDecode) {
     // Past StreamDecoder::kMaxHeld ids held, the window restarts.
     const int n = 1 + static_cast<int>(rng() % (round % 3 ? 40 : 300));
     for (int i = 0; i < n; ++i) {
-      // Favour byte-fallback tokens (3..258) to stress partial UTF-8.
-      ids.push_back(rng() % 3 ? static_cast<int32_t>(3 + rng() % 256) : static_cast<int32_t>(rng() % 520));
+      // Favour byte-fallback tokens (3..258) to stress partial UTF-8; every
+      // fourth round mostly continuation bytes (0x80..0xBF), where a cut
+      // must not take one from the character it finishes.
+      const int32_t byte = round % 4 == 3 && rng() % 5 ? 0x80 + static_cast<int32_t>(rng() % 64) : static_cast<int32_t>(rng() % 256);
+      ids.push_back(rng() % 3 ? 3 + byte : static_cast<int32_t>(rng() % 520));
     }
     for (bool skip : {false, true}) {
       StreamDecoder sd(*tok, skip);
@@ -402,6 +405,12 @@ TEST(StreamDecoder, HeldRunsStreamOutFromABoundedWindow) {
     ids.insert(ids.end(), zhong.begin(), zhong.end());
     for (int32_t id : stories->encode(" upon", false)) ids.push_back(id);
     cases.push_back({stories.get(), ids, from});
+    // Continuation bytes: a cut may come before one once three ids hold no
+    // lead byte, as no character begun before it can take it.
+    ids.assign(2000, *stories->token_to_id("<0x80>"));
+    ids.insert(ids.begin(), *stories->token_to_id("<0xE4>"));
+    ids.insert(ids.end(), zhong.begin(), zhong.end());
+    cases.push_back({stories.get(), ids, 1});
   }
   {
     std::vector<int32_t> ids{0};
@@ -413,9 +422,11 @@ TEST(StreamDecoder, HeldRunsStreamOutFromABoundedWindow) {
   for (const Case& c : cases) {
     StreamDecoder sd(*c.tok);
     std::string out, before_run;
+    size_t widest = 0;
     for (size_t i = 0; i < c.ids.size(); ++i) {
       if (i == c.run_from) before_run = out;
       out += sd.push(c.ids[i]);
+      widest = std::max(widest, sd.window());
       if (i == c.run_from + 1500) {
         // Midway, the run's text has come out as it went, all but a window.
         const std::string so_far = c.tok->decode(std::span(c.ids).subspan(0, i + 1));
@@ -425,6 +436,7 @@ TEST(StreamDecoder, HeldRunsStreamOutFromABoundedWindow) {
     }
     out += sd.flush();
     EXPECT_EQ(out, c.tok->decode(c.ids));
+    EXPECT_LE(widest, 2 * StreamDecoder::kMaxHeld);
   }
   // A restart must keep a character still incomplete held: here the last
   // few ids (a skipped special token, then three bytes of a four-byte

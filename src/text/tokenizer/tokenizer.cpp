@@ -427,16 +427,28 @@ size_t cleanup_holdback(std::string_view text) {
   return 0;
 }
 
-// Whether decoding may restart at token `id` without changing the text.
-bool safe_cut(const Tokenizer& tok, int32_t id) {
+// The byte of a "<0xNN>" byte-fallback token, or -1 for any other token.
+int fallback_byte(const Tokenizer& tok, int32_t id) {
   const std::string t = tok.id_to_token(id);
-  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return true;
-  if (!std::isxdigit(static_cast<unsigned char>(t[3])) || !std::isxdigit(static_cast<unsigned char>(t[4]))) return true;
-  // Not before a continuation byte (it may finish a character begun before
-  // the cut), nor before 0xEF (a run's leading byte order mark is dropped).
-  // A lead byte, or one never valid in UTF-8, starts afresh.
-  const int b = std::stoi(t.substr(3, 2), nullptr, 16);
-  return (b < 0x80 || b >= 0xC0) && b != 0xEF;
+  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
+  if (!std::isxdigit(static_cast<unsigned char>(t[3])) || !std::isxdigit(static_cast<unsigned char>(t[4]))) return -1;
+  return std::stoi(t.substr(3, 2), nullptr, 16);
+}
+
+// Whether decoding may restart at ids[at] without changing the text. Not
+// before 0xEF (a run's leading byte order mark is dropped), nor before a
+// continuation byte that may finish a character begun before the cut: one
+// of the three ids before it (the window's start ends a character) may be
+// a lead byte, or a token that hides one (a skipped special token). A lead
+// byte, or one never valid in UTF-8, starts afresh.
+bool safe_cut(const Tokenizer& tok, std::span<const int32_t> ids, size_t at) {
+  const int b = fallback_byte(tok, ids[at]);
+  if (b < 0x80 || b >= 0xC0) return b != 0xEF;
+  for (size_t k = at; k-- > 0 && at - k <= 3;) {
+    const int before = fallback_byte(tok, ids[k]);
+    if (before < 0 || before >= 0xC0) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -486,7 +498,7 @@ std::string StreamDecoder::push(int32_t id) {
 // would strip what comes next too.
 size_t StreamDecoder::last_cut(size_t from, std::string& context) const {
   for (; from > 0; --from) {
-    if (!safe_cut(tok_, ids_[from])) continue;
+    if (!safe_cut(tok_, ids_, from)) continue;
     context = tok_.decode(std::span<const int32_t>(ids_).subspan(from), skip_special_);
     if (!context.empty()) return from;
   }

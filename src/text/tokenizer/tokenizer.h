@@ -82,6 +82,8 @@ class StreamDecoder {
   explicit StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false);
   std::string push(int32_t id);
   std::string flush();
+  // The ids each push decodes again: what a held run costs per id.
+  size_t window() const { return ids_.size(); }
 
  private:
   static constexpr size_t kTail = 4;      // ids a restart keeps: a held character's bytes and one more
