@@ -24,6 +24,12 @@ constexpr int kTileRows = 4;
 constexpr int kTileTokens = 4;
 }  // namespace
 
+bool pack_for_matmul(ThreadPool& pool, Matrix& w) {
+  w.packed = int8_pack(w, pool);
+  if (!w.packed) w.packed_bf16 = bf16_pack(w, pool);
+  return w.packed || w.packed_bf16;
+}
+
 void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y) {
   // A packed copy, when there is one, is what to use (a stacked matrix has nothing else).
   if (w.packed) return int8_matmul(pool, *w.packed, x, n_tokens, y);

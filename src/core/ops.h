@@ -16,6 +16,11 @@ namespace hearth {
 // y is [n_tokens, rows], both row-major.
 void matmul(ThreadPool& pool, const Matrix& w, const float* x, int64_t n_tokens, float* y);
 
+// Gives W the copy matmul prefers where this CPU has a kernel for W's format
+// (int8 for MLX-quantized weights, BF16/F16 rearranged). False when W is
+// still read in its stored form.
+bool pack_for_matmul(ThreadPool& pool, Matrix& w);
+
 // Row `row` of W as floats (embedding lookup; works on quantized tables too).
 void matrix_row(const Matrix& w, int64_t row, float* out);
 

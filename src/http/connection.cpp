@@ -19,6 +19,12 @@ constexpr size_t kReadAhead = 1 << 20;
 // accept any number of them before the final response (RFC 9110, 15.2).
 constexpr std::string_view kInterim = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// A request target's path: what comes before its query.
+std::string_view path_of(boost::string_view target) {
+  const boost::string_view path = target.substr(0, target.find('?'));
+  return {path.data(), path.size()};
+}
+
 std::string hex(size_t n) {
   char buf[20];
   std::snprintf(buf, sizeof buf, "%zx", n);
@@ -265,10 +271,7 @@ void Connection::parse() {
 void Connection::body_too_large() {
   // Beast refused a length past every path's limit as the head ended: the
   // message names this path's.
-  if (phase_ != Phase::Body) {
-    const boost::string_view target = parser_->get().target();
-    body_limit_ = server_.body_limit_for(std::string(target.substr(0, target.find('?'))));
-  }
+  if (phase_ != Phase::Body) body_limit_ = server_.body_limit_for(path_of(parser_->get().target()));
   fail(413, "the request body is larger than the limit of " + std::to_string(body_limit_) + " bytes");
 }
 
@@ -325,13 +328,13 @@ bool Connection::check_head() {
       return false;
     }
   }
-  const boost::string_view target = h.target();
-  if (target.substr(0, target.find('?')).size() > server_.limits.max_path_bytes) {
+  const std::string_view path = path_of(h.target());
+  if (path.size() > server_.limits.max_path_bytes) {
     fail(414, "the request path is longer than the limit of " +
                   std::to_string(server_.limits.max_path_bytes) + " bytes");
     return false;
   }
-  body_limit_ = server_.body_limit_for(std::string(target.substr(0, target.find('?'))));
+  body_limit_ = server_.body_limit_for(path);
   const auto length = parser_->content_length();
   if (length && *length > body_limit_) {
     body_too_large();
@@ -502,8 +505,7 @@ void Connection::fail(int status, const std::string& message) {
   Request req;
   if (parser_ && parser_->is_header_done()) {
     req.method = std::string(parser_->get().method_string());
-    req.path = std::string(parser_->get().target());
-    req.path = req.path.substr(0, std::min(req.path.find('?'), server_.limits.max_path_bytes));
+    req.path = path_of(parser_->get().target()).substr(0, server_.limits.max_path_bytes);
   }
   req.remote_addr = client_;
   request_ = std::make_shared<Request>(std::move(req));

@@ -43,7 +43,7 @@ struct Server::Impl {
 
   // The handler for a request (its matches filled in): a route's, else the fallback.
   const Route* find_route(Request& req) const;
-  size_t body_limit_for(const std::string& path) const;  // Limits::max_body_bytes or a path's own
+  size_t body_limit_for(std::string_view path) const;  // Limits::max_body_bytes or a path's own
   size_t largest_body_limit() const;
   // Runs a handler; an exception becomes a 500 in the application's shape.
   void answer(const Route* route, const Request& req, Response& res) const;

@@ -57,9 +57,9 @@ const Server::Impl::Route* Server::Impl::find_route(Request& req) const {
   return &fallback;
 }
 
-size_t Server::Impl::body_limit_for(const std::string& path) const {
+size_t Server::Impl::body_limit_for(std::string_view path) const {
   for (const auto& [pattern, bytes] : body_limits)
-    if (std::regex_match(path, pattern)) return bytes;
+    if (std::regex_match(path.begin(), path.end(), pattern)) return bytes;
   return limits.max_body_bytes;
 }
 

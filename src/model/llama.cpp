@@ -157,9 +157,7 @@ void LlamaModel::load_weights() {
   ThreadPool pool(ThreadPool::default_threads());
   std::vector<const void*> reads_stored;  // tensors an unpacked matrix reads
   auto pack = [&](Matrix& m) {
-    m.packed = int8_pack(m, pool);
-    m.packed_bf16 = bf16_pack(m, pool);
-    if (!m.packed && !m.packed_bf16) reads_stored.insert(reads_stored.end(), {m.data, m.scales, m.biases});
+    if (!pack_for_matmul(pool, m)) reads_stored.insert(reads_stored.end(), {m.data, m.scales, m.biases});
   };
   // Matrices that read the same input are stacked: one kernel call and one
   // pass over the activations instead of two or three.

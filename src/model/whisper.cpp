@@ -6,8 +6,6 @@
 #include <functional>
 #include <stdexcept>
 
-#include "core/bf16_matmul.h"
-#include "core/int8_matmul.h"
 #include "core/ops.h"
 
 namespace hearth {
@@ -219,9 +217,7 @@ void WhisperModel::load_weights() {
   ThreadPool pool(ThreadPool::default_threads());
   std::vector<const void*> reads_stored;  // tensors an unpacked matrix reads
   auto pack = [&](Matrix& m) {
-    m.packed = int8_pack(m, pool);
-    m.packed_bf16 = bf16_pack(m, pool);
-    if (!m.packed && !m.packed_bf16) reads_stored.insert(reads_stored.end(), {m.data, m.scales, m.biases});
+    if (!pack_for_matmul(pool, m)) reads_stored.insert(reads_stored.end(), {m.data, m.scales, m.biases});
   };
   auto pack_attention = [&](Attention& a) {
     for (Linear* l : {&a.q, &a.k, &a.v, &a.out}) pack(l->w);
