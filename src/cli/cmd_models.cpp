@@ -62,7 +62,7 @@ Listed describe(const fs::path& dir) {
       m.kind = "speech";
       m.architecture = "whisper";
       const WhisperConfig c = WhisperConfig::load(dir);
-      const io::Safetensors w = io::Safetensors::open_dir(dir);
+      const io::Safetensors w = io::Safetensors::open_dir(dir, io::Safetensors::Use::Metadata);
       m.weight_bytes = w.total_bytes();
       m.format = format_of(w, c.quantization, !c.quant_overrides.empty());
       m.context = c.text_ctx;
@@ -73,7 +73,7 @@ Listed describe(const fs::path& dir) {
     if (auto a = raw.find("architectures"); a != raw.end() && a->is_array() && !a->empty() && (*a)[0].is_string())
       m.architecture = (*a)[0].get<std::string>();
     const io::ModelConfig c = io::ModelConfig::load(dir);
-    const io::Safetensors w = io::Safetensors::open_dir(dir);
+    const io::Safetensors w = io::Safetensors::open_dir(dir, io::Safetensors::Use::Metadata);
     m.weight_bytes = w.total_bytes();
     m.context = c.max_position_embeddings;
     m.format = format_of(w, c.quantization, !c.quant_overrides.empty());

@@ -73,14 +73,16 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-Safetensors Safetensors::open_file(const fs::path& file) {
+Safetensors Safetensors::open_file(const fs::path& file, Use use) {
   Safetensors st;
+  st.use_ = use;
   st.add_file(file);
   return st;
 }
 
-Safetensors Safetensors::open_dir(const fs::path& dir) {
+Safetensors Safetensors::open_dir(const fs::path& dir, Use use) {
   Safetensors st;
+  st.use_ = use;
   if (!fs::is_directory(dir)) throw std::runtime_error(dir.string() + ": not a model directory");
   fs::path index = dir / "model.safetensors.index.json";
   if (fs::exists(index)) {
@@ -194,7 +196,7 @@ void Safetensors::add_file(const fs::path& path) {
     // the widest dtypes first, but need not): a tensor whose elements are
     // not aligned is read from an aligned copy, since kernels and
     // vectorized loops may assume they are.
-    if (uintptr_t(t.data) % dtype_size(t.dtype) != 0) {
+    if (use_ == Use::Read && uintptr_t(t.data) % dtype_size(t.dtype) != 0) {
       auto& copy = copies_.emplace_back(new uint64_t[(t.nbytes + 7) / 8]);
       std::memcpy(copy.get(), t.data, t.nbytes);
       release_pages(t.data, t.nbytes);

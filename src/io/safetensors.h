@@ -21,6 +21,7 @@ struct TensorInfo {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // inside the mapping (or an aligned copy), aligned to the dtype
+                                  // (not in a Safetensors::Use::Metadata open)
   size_t nbytes = 0;
   size_t offset = 0;  // where its bytes begin in its file
   std::string file;   // which file it came from, for messages
@@ -50,10 +51,15 @@ class MappedFile {
 
 class Safetensors {
  public:
+  // What an open is for: reading tensors, or only their names, dtypes,
+  // shapes and sizes (`hearth models`, `fit`, a load's memory plan), which
+  // copies nothing: a tensor not aligned in its file keeps a misaligned
+  // `data` that must not be read.
+  enum class Use { Read, Metadata };
   // model_dir/model.safetensors.index.json if present, else model_dir/model.safetensors,
   // else every *.safetensors file in model_dir.
-  static Safetensors open_dir(const std::filesystem::path& model_dir);
-  static Safetensors open_file(const std::filesystem::path& file);
+  static Safetensors open_dir(const std::filesystem::path& model_dir, Use use = Use::Read);
+  static Safetensors open_file(const std::filesystem::path& file, Use use = Use::Read);
 
   const TensorInfo* find(const std::string& name) const;
   const TensorInfo& get(const std::string& name) const;  // throws if missing
@@ -73,6 +79,7 @@ class Safetensors {
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::map<std::string, TensorInfo> tensors_;
   std::vector<std::unique_ptr<uint64_t[]>> copies_;  // of tensors not aligned in their file
+  Use use_ = Use::Read;
 };
 
 }  // namespace hearth::io

@@ -48,7 +48,7 @@ DType native_kv_type_of(const io::Safetensors& w) {
 CheckpointFootprint LlamaModel::footprint(const std::filesystem::path& dir) {
   CheckpointFootprint f;
   f.config = io::ModelConfig::load(dir);
-  const io::Safetensors weights = io::Safetensors::open_dir(dir);
+  const io::Safetensors weights = io::Safetensors::open_dir(dir, io::Safetensors::Use::Metadata);
   f.weight_bytes = weights.total_bytes();
   f.native_kv_type = native_kv_type_of(weights);
   return f;

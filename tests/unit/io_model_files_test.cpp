@@ -239,6 +239,13 @@ TEST(Safetensors, ATensorNotAlignedInItsFileIsReadFromAnAlignedCopy) {
   }
   st.release_except({});  // never the copies (that would zero them)
   EXPECT_EQ(std::memcmp(st.get("a").data, values, 8), 0);
+  // An open for names, dtypes and shapes copies nothing: `data` stays where
+  // the file has it.
+  const Safetensors meta = Safetensors::open_file(dir / "model.safetensors", Safetensors::Use::Metadata);
+  const auto& a = meta.get("a");
+  EXPECT_EQ(a.data, meta.files()[0]->data() + a.offset);
+  EXPECT_NE(uintptr_t(a.data) % 4, 0u);
+  EXPECT_EQ(a.nbytes, 8u);
 }
 
 TEST(Safetensors, AnIndexNamesShardsBesideItOnly) {
