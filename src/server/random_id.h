@@ -1,5 +1,5 @@
 // Ids for the objects the server hands out (completions, messages,
-// responses, tool calls): a prefix and 24 random hex digits.
+// responses, tool calls): a prefix and 32 hex digits of 128 random bits.
 #pragma once
 
 #include <string>

@@ -31,7 +31,7 @@ struct ReplyEvent {
 class ReplyStream {
  public:
   // `parser` splits the text (see text/tools); tool calls get ids of
-  // `id_prefix` and 24 random hex digits.
+  // `id_prefix` and 32 random hex digits.
   ReplyStream(GenerationStream& generation, text::OutputParser parser, std::string id_prefix);
 
   // Blocks for the next events (appended to `out`). Returns false once the

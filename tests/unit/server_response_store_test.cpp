@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "server/random_id.h"
+
 namespace hearth::server {
 namespace {
 
@@ -66,6 +70,24 @@ TEST(ResponseStore, ATooLargeResponseIsNotKept) {
   store.put("a", response("far more than sixteen bytes"));
   EXPECT_FALSE(store.get("a"));
   EXPECT_EQ(store.stats().bytes, 0);
+}
+
+// A stored response's id is all that grants access to it: 128 random bits.
+TEST(ResponseIds, AreOneHundredTwentyEightRandomBits) {
+  std::set<std::string> seen;
+  std::set<char> digits;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = random_id("resp_");
+    ASSERT_EQ(id.size(), 5u + 32u) << id;
+    EXPECT_EQ(id.rfind("resp_", 0), 0u);
+    for (char c : id.substr(5)) {
+      EXPECT_TRUE(std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(static_cast<unsigned char>(c))) << id;
+      digits.insert(c);
+    }
+    seen.insert(id);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+  EXPECT_EQ(digits.size(), 16u);
 }
 
 }  // namespace
