@@ -197,14 +197,17 @@ void SamplingOverrides::apply_to(SamplingParams& p) const {
   if (!logit_bias.empty()) p.logit_bias = logit_bias;
 }
 
-json arguments_object(const json& arguments) {
+json arguments_object(const json& arguments, size_t& containers_left) {
   if (!arguments.is_string()) return arguments;
   // The body's limits apply inside the string too: it becomes part of the
   // messages, which are copied and rendered recursively.
   const std::string& text = arguments.get_ref<const std::string&>();
-  if (!text::json_within_limits(text)) return arguments;
+  const text::JsonShape shape = text::check_json_shape(text, containers_left);
+  if (!shape.problem.empty() || !shape.syntax.empty()) return arguments;
   json parsed = json::parse(text, nullptr, false);
-  return parsed.is_object() ? parsed : arguments;
+  if (!parsed.is_object()) return arguments;
+  containers_left -= shape.containers;
+  return parsed;
 }
 
 void check_function_tools(const json& tools, const std::string& where) {
@@ -306,6 +309,7 @@ ApiRequest parse_chat_request(const json& body) {
   if (!messages->is_array()) wrong_type("messages", "an array", *messages);
   if (messages->empty()) throw bad_request("messages", "'messages' must not be empty");
   static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+  size_t arguments_containers = text::kMaxJsonContainers;
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& m = (*messages)[i];
     const std::string at = "messages[" + std::to_string(i) + "]";
@@ -332,7 +336,7 @@ ApiRequest parse_chat_request(const json& body) {
         const json* fn = call.is_object() ? field(call, "function") : nullptr;
         if (!fn || !fn->is_object() || !field(*fn, "name") || !(*fn)["name"].is_string())
           throw bad_request(cat, "'" + cat + "' must be {\"type\": \"function\", \"function\": {\"name\": ..., \"arguments\": ...}}");
-        if (const json* a = field(*fn, "arguments")) out["tool_calls"][c]["function"]["arguments"] = arguments_object(*a);
+        if (const json* a = field(*fn, "arguments")) out["tool_calls"][c]["function"]["arguments"] = arguments_object(*a, arguments_containers);
       }
     }
     r.messages.push_back(std::move(out));

@@ -16,6 +16,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "engine/sampler.h"
+#include "text/json_shape.h"
 #include "text/tools/output_parser.h"
 
 namespace hearth::server {
@@ -84,8 +85,16 @@ ApiRequest parse_chat_request(const nlohmann::ordered_json& body);
 // The parts every protocol shares: stop strings, sessions, streaming, sampling.
 void parse_common(const nlohmann::ordered_json& body, ApiRequest& r);
 // A tool call's arguments as templates want them: a JSON string that holds
-// an object becomes that object; anything else stays as sent.
-nlohmann::ordered_json arguments_object(const nlohmann::ordered_json& arguments);
+// an object becomes that object; anything else stays as sent. The strings
+// of one request share `containers_left`, the arrays and objects they may
+// still add (each string alone within a body's limit, ten of them would
+// parse into ten bodies' worth); past it a string stays a string.
+nlohmann::ordered_json arguments_object(const nlohmann::ordered_json& arguments, size_t& containers_left);
+// The model's own calls, bounded by what it generated.
+inline nlohmann::ordered_json arguments_object(const nlohmann::ordered_json& arguments) {
+  size_t containers_left = text::kMaxJsonContainers;
+  return arguments_object(arguments, containers_left);
+}
 // OpenAI function tools: [{"type": "function", "function": {"name", "parameters"?}}].
 void check_function_tools(const nlohmann::ordered_json& tools, const std::string& where);
 // Tools written flat, {type?, name, description?, <schema_key>} (Anthropic,

@@ -39,6 +39,7 @@ void convert_input(const json& input, json& messages) {
   }
   if (!input.is_array()) wrong_type("input", "a string or an array of input items", input);
   std::string reasoning;  // a reasoning item belongs to the assistant turn after it
+  size_t arguments_containers = text::kMaxJsonContainers;
   for (size_t i = 0; i < input.size(); ++i) {
     const std::string w = indexed("input", i);
     const json& item = input[i];
@@ -61,7 +62,7 @@ void convert_input(const json& input, json& messages) {
       turn["tool_calls"].push_back(
           {{"id", required_string(item, "call_id", w)},
            {"type", "function"},
-           {"function", {{"name", required_string(item, "name", w)}, {"arguments", arguments_object(json(required_string(item, "arguments", w)))}}}});
+           {"function", {{"name", required_string(item, "name", w)}, {"arguments", arguments_object(json(required_string(item, "arguments", w)), arguments_containers)}}}});
     } else if (type == "function_call_output") {
       const json* output = field(item, "output");
       if (!output) throw bad_request(w + ".output", "'" + w + ".output' is required");

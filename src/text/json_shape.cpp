@@ -10,9 +10,6 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxKeys = 4096;
-// An empty array is 3 bytes of body and about 80 of parsed value (a node and
-// its vector); a body of them would be 25 times its size once parsed.
-constexpr size_t kMaxContainers = size_t(1) << 18;
 
 // A first pass over the body's events that checks its shape before any
 // value is built: deep nesting would overflow the stack in the recursive
@@ -22,6 +19,8 @@ constexpr size_t kMaxContainers = size_t(1) << 18;
 // body; nlohmann's callback parser is not (it rescans a container each time
 // one of its objects ends).
 struct ShapeCheck : nlohmann::json_sax<nlohmann::ordered_json> {
+  explicit ShapeCheck(size_t max_containers) : max_containers(max_containers) {}
+  size_t max_containers;
   std::vector<size_t> keys;  // per open container: keys seen (objects)
   size_t containers = 0;     // arrays and objects opened so far
   std::string problem;       // set: why the body is refused
@@ -32,8 +31,8 @@ struct ShapeCheck : nlohmann::json_sax<nlohmann::ordered_json> {
       problem = "the request body nests deeper than " + std::to_string(kMaxDepth) + " levels";
       return false;
     }
-    if (++containers > kMaxContainers) {
-      problem = "the request body holds more than " + std::to_string(kMaxContainers) +
+    if (++containers > max_containers) {
+      problem = "the request body holds more than " + std::to_string(max_containers) +
                 " arrays and objects";
       return false;
     }
@@ -70,10 +69,10 @@ struct ShapeCheck : nlohmann::json_sax<nlohmann::ordered_json> {
 
 }  // namespace
 
-JsonShape check_json_shape(std::string_view text) {
-  ShapeCheck check;
+JsonShape check_json_shape(std::string_view text, size_t max_containers) {
+  ShapeCheck check(max_containers);
   nlohmann::ordered_json::sax_parse(text, &check);
-  return {std::move(check.problem), std::move(check.syntax)};
+  return {std::move(check.problem), std::move(check.syntax), check.containers};
 }
 
 bool json_within_limits(std::string_view text) {

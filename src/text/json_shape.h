@@ -4,17 +4,23 @@
 // would overflow the stack, and lookups in ordered objects turn quadratic.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace hearth::text {
 
+// An empty array is 3 bytes of body and about 80 of parsed value (a node and
+// its vector); a body of them would be 25 times its size once parsed.
+constexpr size_t kMaxJsonContainers = size_t(1) << 18;
+
 struct JsonShape {
   std::string problem;  // past a limit: nesting deeper than 64, an object of more than
-                        // 4096 keys, more than 262,144 arrays and objects in all
+                        // 4096 keys, more than `max_containers` arrays and objects in all
   std::string syntax;   // not JSON (invalid UTF-8 included): the parser's message
+  size_t containers = 0;  // arrays and objects (up to the first problem)
 };
-JsonShape check_json_shape(std::string_view text);
+JsonShape check_json_shape(std::string_view text, size_t max_containers = kMaxJsonContainers);
 // Valid JSON within the limits.
 bool json_within_limits(std::string_view text);
 

@@ -238,6 +238,27 @@ TEST(ServerRequest, ToolCallArgumentsPastTheBodyLimitsStayAString) {
   EXPECT_EQ(arguments_object(json("{\"city\": \"Paris\"}"))["city"], "Paris");
 }
 
+// Each arguments string alone is within a body's limit of 262,144 arrays and
+// objects; together a request's strings may not pass it either, or ten of
+// them would parse into ten bodies' worth of containers.
+TEST(ServerRequest, ToolCallArgumentsShareOneContainerBudget) {
+  std::string empties = "{\"a\":[";
+  for (int i = 0; i < 100000; ++i) empties += i ? ",[]" : "[]";
+  empties += "]}";
+  json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
+  for (int c = 0; c < 3; ++c)
+    messages.push_back({{"role", "assistant"},
+                        {"content", nullptr},
+                        {"tool_calls", json::array({{{"type", "function"},
+                                                     {"function", {{"name", "f"}, {"arguments", empties}}}}})}});
+  const ApiRequest r = parse_chat_request(chat({{"messages", messages}}));
+  auto arguments = [&](int turn) { return r.messages[size_t(1 + turn)]["tool_calls"][0]["function"]["arguments"]; };
+  EXPECT_TRUE(arguments(0).is_object());
+  EXPECT_TRUE(arguments(1).is_object());
+  ASSERT_TRUE(arguments(2).is_string());  // 300,006 containers in all: the third stays as sent
+  EXPECT_EQ(arguments(2).get<std::string>(), empties);
+}
+
 TEST(ServerRequest, ErrorShape) {
   ApiError e(429, "full", "resource_admission", "", "queue_full");
   auto b = e.body();
