@@ -2,6 +2,22 @@
 
 namespace hearth::server {
 
+namespace {
+
+// Arrays and objects in j. Each is a node and a vector in memory, about 80
+// bytes, where its text may be 2: a response echoing `[[],[],...]` holds
+// 25 times its dump.
+int64_t containers(const nlohmann::ordered_json& j) {
+  if (!j.is_structured()) return 0;
+  int64_t n = 1;
+  for (const auto& v : j) n += containers(v);
+  return n;
+}
+
+int64_t held_bytes(const nlohmann::ordered_json& j) { return int64_t(j.dump().size()) + 80 * containers(j); }
+
+}  // namespace
+
 ResponseStore::ResponseStore(int64_t max_bytes, std::chrono::milliseconds ttl, std::function<Clock::time_point()> now)
     : max_bytes_(max_bytes), ttl_(ttl), now_(std::move(now)) {}
 
@@ -22,7 +38,7 @@ void ResponseStore::expire(Clock::time_point now) {
 }
 
 void ResponseStore::put(const std::string& id, StoredResponse r) {
-  const int64_t bytes = int64_t(id.size() + r.response.dump().size() + r.conversation.dump().size());
+  const int64_t bytes = int64_t(id.size()) + held_bytes(r.response) + held_bytes(r.conversation);
   std::lock_guard lock(mutex_);
   if (auto it = index_.find(id); it != index_.end()) drop(it->second);
   if (bytes > max_bytes_) return;

@@ -1,5 +1,7 @@
 #include "server/responses_request.h"
 
+#include <algorithm>
+
 #include "server/api_error.h"
 #include "server/json_fields.h"
 
@@ -110,6 +112,22 @@ ResponseFormat parse_text_format(const json& f) {
   return r;
 }
 
+// OpenAI's limits on `metadata`, which a stored response repeats: at most 16
+// pairs, keys of up to 64 characters, string values of up to 512.
+void check_metadata(const json& metadata) {
+  if (!metadata.is_object()) wrong_type("metadata", "an object", metadata);
+  if (metadata.size() > 16) throw bad_request("metadata", "'metadata' holds at most 16 pairs");
+  auto characters = [](const std::string& s) {
+    return std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+  };
+  for (const auto& [key, value] : metadata.items()) {
+    if (characters(key) > 64) throw bad_request("metadata", "a 'metadata' key has at most 64 characters");
+    if (!value.is_string()) wrong_type("metadata." + key, "a string", value);
+    if (characters(value.get_ref<const std::string&>()) > 512)
+      throw bad_request("metadata." + key, "a 'metadata' value has at most 512 characters");
+  }
+}
+
 }  // namespace
 
 ResponsesRequest parse_responses_request(const json& body) {
@@ -124,7 +142,8 @@ ResponsesRequest parse_responses_request(const json& body) {
   r.store = boolean(body, "store").value_or(true);
   if (boolean(body, "background").value_or(false))
     throw bad_request("background", "background responses are not supported");
-  if (const json* v = field(body, "metadata"); v && !v->is_object()) wrong_type("metadata", "an object", *v);
+  if (const json* v = field(body, "metadata")) check_metadata(*v);
+  if (const json* v = field(body, "user"); v && !v->is_string()) wrong_type("user", "a string", *v);
 
   const json* input = field(body, "input");
   if (!input) throw bad_request("input", "'input' is required");

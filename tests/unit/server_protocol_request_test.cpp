@@ -113,6 +113,29 @@ TEST(ResponsesRequest, InputItemsBecomeTemplateMessages) {
   EXPECT_EQ(r.echo["instructions"], "Be brief.");
 }
 
+// A stored response repeats `metadata` and `user`: OpenAI's limits keep an
+// echo from being a way to fill the store.
+TEST(ResponsesRequest, MetadataAndUserAreHeldToOpenAIsLimits) {
+  auto with = [](json extra) {
+    json body = {{"input", "hi"}};
+    for (auto& [k, v] : extra.items()) body[k] = v;
+    return rejected_param([&] { parse_responses_request(body); });
+  };
+  json sixteen = json::object();
+  for (int i = 0; i < 16; ++i) sixteen["k" + std::to_string(i)] = std::string(512, 'v');
+  sixteen[std::string(64, 'k')] = "\u00e9";
+  sixteen.erase("k0");
+  EXPECT_NO_THROW(parse_responses_request({{"input", "hi"}, {"metadata", sixteen}, {"user", "u-1"}}));
+  json seventeen = sixteen;
+  seventeen["k0"] = "v";
+  EXPECT_EQ(with({{"metadata", seventeen}}), "metadata");
+  EXPECT_EQ(with({{"metadata", {{std::string(65, 'k'), "v"}}}}), "metadata");
+  EXPECT_EQ(with({{"metadata", {{"k", std::string(513, 'v')}}}}), "metadata.k");
+  EXPECT_EQ(with({{"metadata", {{"k", json::array({json::array()})}}}}), "metadata.k");
+  EXPECT_EQ(with({{"metadata", "m"}}), "metadata");
+  EXPECT_EQ(with({{"user", json::array({json::array()})}}), "user");
+}
+
 TEST(ResponsesRequest, AStringInputIsOneUserMessage) {
   const ResponsesRequest r = parse_responses_request(json::parse(R"({"input": "hi"})"));
   EXPECT_EQ(r.api.messages, json::parse(R"([{"role": "user", "content": "hi"}])"));

@@ -37,7 +37,11 @@ TEST(ResponseStore, KeepsUntilTheTimeToLive) {
 
 TEST(ResponseStore, EvictsLeastRecentlyUsedPastTheCap) {
   FakeClock clock;
-  const int64_t one = int64_t(1 + response("x").response.dump().size() + response("x").conversation.dump().size());
+  const int64_t one = [&] {
+    ResponseStore sizing(1 << 20, 1h, clock.fn());
+    sizing.put("a", response("x"));
+    return sizing.stats().bytes;
+  }();
   ResponseStore store(3 * one, 1h, clock.fn());
   store.put("a", response("x"));
   store.put("b", response("x"));
@@ -70,6 +74,19 @@ TEST(ResponseStore, ATooLargeResponseIsNotKept) {
   store.put("a", response("far more than sixteen bytes"));
   EXPECT_FALSE(store.get("a"));
   EXPECT_EQ(store.stats().bytes, 0);
+}
+
+// What an entry counts is what it holds in memory, not its text: 10,000
+// empty arrays are 30 KB of JSON and near a megabyte of nodes and vectors.
+TEST(ResponseStore, CountsEachArrayAndObjectItHolds) {
+  FakeClock clock;
+  ResponseStore store(int64_t(1) << 30, 1h, clock.fn());
+  StoredResponse r = response("x");
+  r.response["user"] = nlohmann::ordered_json::array();
+  for (int i = 0; i < 10000; ++i) r.response["user"].push_back(nlohmann::ordered_json::array());
+  const int64_t text = int64_t(r.response.dump().size() + r.conversation.dump().size());
+  store.put("a", std::move(r));
+  EXPECT_GE(store.stats().bytes, text + 80 * 10000);
 }
 
 // A stored response's id is all that grants access to it: 128 random bits.
