@@ -1,5 +1,6 @@
 #include "engine/embedding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <stdexcept>
@@ -48,7 +49,12 @@ EmbeddingBatch embed(Engine& engine, std::span<const std::vector<int32_t>> input
   EmbeddingBatch out;
   out.vectors.resize(inputs.size());
   InFlight flight;
+  // At most one batch of a request's inputs at a time: a request of
+  // thousands would otherwise fill the queue and turn every other client
+  // away with 429s until it is done.
+  const size_t most_in_flight = size_t(std::max(1, engine.options().max_batch));
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (flight.handles.size() >= most_in_flight) collect(flight, out, dimensions);
     GenerationRequest request;
     request.prompt = inputs[i];
     request.embed = pooling;

@@ -26,8 +26,8 @@ struct EmbeddingBatch {
 };
 
 // Submits every input, oldest first, waiting for its own earlier inputs to
-// finish whenever the engine's queue is full, and returns their embeddings in
-// order. on_submit sees each handle as it is queued (a server cancels them
+// finish whenever max_batch of them are in flight or the engine's queue is
+// full, and returns their embeddings in order. on_submit sees each handle as it is queued (a server cancels them
 // when its client leaves). Throws what Engine::submit throws (QueueFull only
 // when none of its own inputs is in flight to wait for), and
 // std::runtime_error when an input fails or is cancelled; what it queued is

@@ -135,5 +135,21 @@ TEST(Embedding, CancelledInputsFailTheBatchAndReturnTheirKv) {
   expect_kv_returned(engine);
 }
 
+// A request of many inputs keeps at most one batch of them in the engine, so
+// the queue has room for other clients while it runs.
+TEST(Embedding, ARequestKeepsAtMostOneBatchInFlight) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .max_queue = 64, .max_batch = 4});
+  std::vector<std::vector<int32_t>> inputs(40, std::vector<int32_t>{1, 403, 407, 261});
+  int64_t most = 0;
+  const EmbeddingBatch batch = embed(engine, inputs, io::Pooling::Mean, 0, [&](const std::shared_ptr<RequestHandle>&) {
+    const EngineStats s = engine.stats();
+    most = std::max(most, s.queued + s.running);
+  });
+  EXPECT_EQ(batch.vectors.size(), inputs.size());
+  EXPECT_LE(most, 4);
+  EXPECT_GE(most, 2);  // more than one at a time, all the same
+  expect_kv_returned(engine);
+}
+
 }  // namespace
 }  // namespace hearth
