@@ -118,7 +118,8 @@ ApiRequest parse_messages_request(const json& body, bool count_tokens) {
   r.endpoint = Endpoint::Messages;
   parse_common(body, r);  // sampling (temperature, top_p, top_k, ...), max_tokens, stream, sessions
   if (!count_tokens && !r.max_tokens) throw bad_request("max_tokens", "'max_tokens' is required");
-  if (auto t = number(body, "temperature", 0, 1)) r.sampling.temperature = float(*t);
+  // Anthropic's range; parse_common has applied the value (or top_p 0's greedy).
+  number(body, "temperature", 0, 1);
 
   if (const json* v = field(body, "stop_sequences")) {
     if (!v->is_array()) wrong_type("stop_sequences", "an array of strings", *v);

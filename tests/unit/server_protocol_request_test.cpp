@@ -65,6 +65,14 @@ std::string rejected_param(const std::function<void()>& parse) {
   return "";
 }
 
+TEST(AnthropicRequest, TopPZeroIsGreedyWhateverTheTemperature) {
+  const json body = json::parse(R"({"max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+                                    "top_p": 0, "temperature": 0.7})");
+  EXPECT_EQ(*parse_messages_request(body).sampling.temperature, 0.0f);
+  const json warm = json::parse(R"({"max_tokens": 5, "messages": [{"role": "user", "content": "hi"}], "temperature": 0.7})");
+  EXPECT_EQ(*parse_messages_request(warm).sampling.temperature, 0.7f);
+}
+
 TEST(AnthropicRequest, Rejections) {
   auto bad = [](const char* body) { return rejected_param([&] { parse_messages_request(json::parse(body)); }); };
   EXPECT_EQ(bad(R"({"messages": [{"role": "user", "content": "x"}]})"), "max_tokens");
@@ -122,7 +130,7 @@ TEST(ResponsesRequest, MetadataAndUserAreHeldToOpenAIsLimits) {
     return rejected_param([&] { parse_responses_request(body); });
   };
   json sixteen = json::object();
-  for (int i = 0; i < 16; ++i) sixteen["k" + std::to_string(i)] = std::string(512, 'v');
+  for (int i = 0; i < 16; ++i) sixteen[std::string(1, 'k') += std::to_string(i)] = std::string(512, 'v');
   sixteen[std::string(64, 'k')] = "\u00e9";
   sixteen.erase("k0");
   EXPECT_NO_THROW(parse_responses_request({{"input", "hi"}, {"metadata", sixteen}, {"user", "u-1"}}));
