@@ -20,6 +20,12 @@ json openai_body(const json& body) {
         {"presence_penalty", "presence_penalty"}, {"frequency_penalty", "frequency_penalty"}};
     for (const auto& [from, to] : kNames)
       if (const json* v = field(*options, from)) out[to] = *v;
+    // repeat_last_n 0 turns the penalty off, -1 looks back over the whole context.
+    if (const json* v = field(*options, "repeat_last_n"); v && v->is_number_integer() && v->get<int64_t>() <= 0) {
+      if (v->get<int64_t>() == 0) out.erase("repetition_penalty");
+      if (v->get<int64_t>() == 0 || v->get<int64_t>() == -1) out.erase("repetition_context_size");
+      if (v->get<int64_t>() == -1 && out.contains("repetition_penalty")) out["repetition_context_size"] = 1 << 20;
+    }
     // num_predict -1 (or -2, "until the context fills") is no limit.
     if (const json* v = field(*options, "num_predict"); v && !(v->is_number() && v->get<double>() < 0))
       out["max_tokens"] = *v;
@@ -35,8 +41,7 @@ json openai_body(const json& body) {
     else if (v->is_string()) out["reasoning_effort"] = *v;
     else wrong_type("think", "a boolean or \"low\", \"medium\", \"high\"", *v);
   }
-  for (const char* key : {"logprobs", "top_logprobs", "tools"})
-    if (const json* v = field(body, key)) out[key] = *v;
+  if (const json* v = field(body, "tools")) out["tools"] = *v;
   return out;
 }
 

@@ -429,6 +429,8 @@ ApiRequest parse_completion_request(const json& body) {
     wrong_type("prompt", "a string, an array of token ids, or an array holding one of those", *prompt);
   }
   if (auto v = integer(body, "logprobs", 0, kMaxTopLogprobs)) r.logprobs = int(*v);
+  // Not OpenAI's completions field; vLLM's and llama.cpp's servers take it, and Ollama's raw `format` is it.
+  if (const json* v = field(body, "response_format")) r.response_format = parse_response_format(*v);
   if (boolean(body, "echo").value_or(false)) throw bad_request("echo", "'echo' is not supported");
   if (const json* v = field(body, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
     throw bad_request("suffix", "'suffix' is not supported");

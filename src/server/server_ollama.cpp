@@ -58,6 +58,23 @@ ojson Server::Impl::ollama_model() const {
 
 void Server::Impl::ollama_generate(const http::Request& req, http::Response& res, bool chat) {
   const ojson body = parse_body(req.body);
+  // A model and no prompt (generate) or no messages (chat) is how Ollama's
+  // clients load or unload (keep_alive 0) a model. The model here is always
+  // loaded: the answer is Ollama's, with nothing generated.
+  const ojson* asked = field(body, chat ? "messages" : "prompt");
+  if (field(body, "model") && (!asked || *asked == (chat ? ojson::array() : ojson("")))) {
+    const ojson* keep_alive = field(body, "keep_alive");
+    const bool unload = keep_alive && ((keep_alive->is_number() && keep_alive->get<double>() == 0) ||
+                                       (keep_alive->is_string() && (*keep_alive == "0" || *keep_alive == "0s")));
+    ojson o = {{"model", model.id}, {"created_at", ollama_time()}};
+    if (chat) o["message"] = {{"role", "assistant"}, {"content", ""}};
+    else o["response"] = "";
+    o["done"] = true;
+    o["done_reason"] = unload ? "unload" : "load";
+    const bool stream = boolean(body, "stream").value_or(true);
+    res.set_content(dump(o) + (stream ? "\n" : ""), stream ? "application/x-ndjson" : "application/json");
+    return;
+  }
   ApiRequest api = chat ? parse_ollama_chat(body) : parse_ollama_generate(body);
   ++(chat ? metrics.chat_requests : metrics.completion_requests);
   auto job = start(req, std::move(api));

@@ -61,6 +61,39 @@ describe('Ollama API', () => {
     assert.equal((await seeded(7)).response, (await seeded(7)).response);
   });
 
+  test('a model and no prompt or messages loads it (or unloads, keep_alive 0): nothing is generated', async () => {
+    const before = (await (await fetch(srv.url + '/stats')).json()).generation;
+    const g = await ollama.generate({ model: MODEL, prompt: '', stream: false });
+    assert.equal(g.done, true);
+    assert.equal(g.done_reason, 'load');
+    assert.equal(g.response, '');
+    const c = await ollama.chat({ model: MODEL, messages: [], stream: false });
+    assert.equal(c.done_reason, 'load');
+    assert.deepEqual(c.message, { role: 'assistant', content: '' });
+    const unload = await postRaw(srv.url + '/api/generate', JSON.stringify({ model: MODEL, keep_alive: 0 }));
+    assert.equal(unload.status, 200);
+    assert.equal(unload.body.done_reason, 'unload');
+    const after = (await (await fetch(srv.url + '/stats')).json()).generation;
+    assert.equal(after.requests_total, before.requests_total);
+    assert.equal(after.generated_tokens_total, before.generated_tokens_total);
+  });
+
+  test('raw generate takes format as a grammar; repeat_last_n 0 and -1 are Ollama\'s off and whole context', async () => {
+    const r = await ollama.generate({ model: MODEL, prompt: 'Once upon a time', raw: true, format: 'json', stream: false, options: { temperature: 0, num_predict: 24 } });
+    assert.match(r.response.trimStart(), /^[{]/);
+    const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+    const s = await ollama.generate({ model: MODEL, prompt: 'Once', raw: true, format: schema, stream: false, options: { temperature: 0, num_predict: 40 } });
+    if (s.done_reason === 'stop') assert.equal(typeof JSON.parse(s.response).n, 'number');
+    else assert.match(s.response, /^[{]/);
+    for (const repeat_last_n of [0, -1]) {
+      const p = await ollama.generate({ model: MODEL, prompt: 'Tom', raw: true, stream: false, options: { temperature: 0, num_predict: 8, repeat_penalty: 1.3, repeat_last_n } });
+      assert.equal(p.done, true, String(repeat_last_n));
+    }
+    const off = await ollama.generate({ model: MODEL, prompt: 'Tom', raw: true, stream: false, options: { temperature: 0, num_predict: 24, repeat_penalty: 1.5, repeat_last_n: 0 } });
+    const plain = await ollama.generate({ model: MODEL, prompt: 'Tom', raw: true, stream: false, options: { temperature: 0, num_predict: 24 } });
+    assert.equal(off.response, plain.response);
+  });
+
   test('list, ps, show, version', async () => {
     const tags = await ollama.list();
     assert.equal(tags.models.length, 1);
