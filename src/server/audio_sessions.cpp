@@ -11,7 +11,12 @@ namespace hearth::server {
 void AudioSessions::forget_idle() const {
   const auto now = Clock::now();
   const auto idle = std::chrono::duration<double>(limits_.idle_seconds);
-  std::erase_if(sessions_, [&](const auto& kv) { return now - kv.second.last_used > idle; });
+  std::erase_if(sessions_, [&](const auto& kv) {
+    const AudioSession& s = *kv.second.session;
+    if (s.users > 0) return false;
+    const Clock::time_point released{Clock::duration(s.released.load())};
+    return now - std::max(kv.second.last_used, released) > idle;
+  });
 }
 
 int AudioSessions::open_locked() const {
@@ -58,7 +63,12 @@ std::shared_ptr<AudioSession> AudioSessions::find(const std::string& id) {
     throw ApiError(404, "no audio session '" + id + "' (unknown, deleted, or idle too long)",
                    "invalid_request_error", {}, "session_not_found");
   it->second.last_used = Clock::now();
-  return it->second.session;
+  std::shared_ptr<AudioSession> session = it->second.session;
+  ++session->users;
+  return std::shared_ptr<AudioSession>(session.get(), [session](AudioSession* s) {
+    s->released = Clock::now().time_since_epoch().count();
+    --s->users;
+  });
 }
 
 bool AudioSessions::remove(const std::string& id) {

@@ -27,6 +27,10 @@ struct AudioSessionLimits {
 
 struct AudioSession {
   std::mutex lock;  // held for a part's or the finish's whole work
+  // Requests holding it (AudioSessions::find), and when the last let go: a
+  // session is idle from then, never while a request works or waits on it.
+  std::atomic<int> users{0};
+  std::atomic<std::chrono::steady_clock::rep> released{0};
   std::string id;
   AudioRequest request;                          // options and response_format
   std::optional<audio::TranscriptStream> stream;  // emptied when finished
@@ -41,7 +45,8 @@ class AudioSessions {
   const AudioSessionLimits& limits() const { return limits_; }
   // Throws ApiError 429 when max_open are open.
   std::shared_ptr<AudioSession> add(AudioRequest request, audio::TranscriptStream stream);
-  std::shared_ptr<AudioSession> find(const std::string& id);  // ApiError 404 if unknown
+  // ApiError 404 if unknown. The session is in use while the handle lives.
+  std::shared_ptr<AudioSession> find(const std::string& id);
   bool remove(const std::string& id);
   int open() const;  // unfinished
 

@@ -2,6 +2,7 @@
 // /v1/audio/sessions/{id}/audio adds audio (each complete 30 s window is
 // transcribed before the answer), POST .../finish answers what
 // /v1/audio/transcriptions answers for all of it, DELETE forgets it.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -30,10 +31,19 @@ ApiError session_full(const AudioSessionLimits& limits) {
                   "invalid_request_error", "audio", "request_too_large");
 }
 
+ApiError part_too_long(double max_part_seconds) {
+  return ApiError(413,
+                  "one part holds at most " + std::to_string(max_part_seconds) +
+                      " s of audio (--max-audio-seconds); send it in shorter parts",
+                  "invalid_request_error", "audio", "request_too_large");
+}
+
 // A part of the audio: raw float32 (audio/pcm;rate=16000) or any container,
-// decoded no further than max_seconds (past it, session_full).
-std::vector<float> session_audio(const http::Request& req, double max_seconds,
+// decoded no further than the session's room (past it, session_full) or
+// --max-audio-seconds, which holds for a part as for a whole upload.
+std::vector<float> session_audio(const http::Request& req, double room_seconds, double max_part_seconds,
                                  const AudioSessionLimits& limits) {
+  auto too_long = [&] { return room_seconds < max_part_seconds ? session_full(limits) : part_too_long(max_part_seconds); };
   const std::string content_type = req.header("Content-Type");
   const std::string type = http::media_type(content_type);
   if (type == "audio/pcm") {
@@ -52,6 +62,7 @@ std::vector<float> session_audio(const http::Request& req, double max_seconds,
     if (!samples.empty()) std::memcpy(samples.data(), req.body.data(), req.body.size());
     if constexpr (std::endian::native == std::endian::big)
       for (float& f : samples) f = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(f)));
+    if (double(samples.size()) / audio::kSampleRate > max_part_seconds) throw part_too_long(max_part_seconds);
     for (float f : samples)
       if (!std::isfinite(f)) throw bad_request("audio", "the samples must be finite numbers");
     audio::clip_to_full_scale(samples);
@@ -65,9 +76,9 @@ std::vector<float> session_audio(const http::Request& req, double max_seconds,
                    "invalid_request_error", {}, "unsupported_media_type");
   if (req.body.empty()) return {};  // nothing new: the answer says where the session is
   try {
-    return audio::decode_audio(as_bytes(req.body), max_seconds);
+    return audio::decode_audio(as_bytes(req.body), std::min(room_seconds, max_part_seconds));
   } catch (const audio::AudioTooLong&) {
-    throw session_full(limits);
+    throw too_long();
   } catch (const audio::AudioError& e) {
     throw bad_request("audio", std::string("the audio could not be decoded: ") + e.what(),
                       "invalid_audio");
@@ -143,7 +154,7 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
     room = audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate;
   }
   std::vector<float> samples =
-      session_audio(req, std::max(0.0, room) + 1.0, audio_sessions.limits());
+      session_audio(req, std::max(0.0, room) + 1.0, opt.max_audio_seconds, audio_sessions.limits());
   std::lock_guard lock(session->lock);
   unfinished();
   audio::TranscriptStream& stream = *session->stream;

@@ -288,6 +288,34 @@ describe('audio session limits', () => {
   });
 });
 
+describe('audio session parts and --max-audio-seconds', () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--whisper-model', whisper, '--max-audio-seconds', '1', '--audio-session-max-seconds', '100']);
+  });
+  after(async () => { await srv.stop(); });
+
+  test('a part holds no more audio than one upload may (413), however much room the session has', async () => {
+    const s = await postRaw(srv.url + '/v1/audio/sessions', '', {});
+    assert.equal(s.status, 200);
+    const pcm = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, Buffer.alloc(4 * 24000), PCM);
+    assert.equal(pcm.status, 413);
+    expectErrorShape(assert, pcm.body, 413);
+    assert.match(pcm.body.error.message, /--max-audio-seconds/);
+    const wav = fs.readFileSync(path.join(shared, 'jfk.wav'));
+    const head = wav.indexOf('data') + 8;
+    const long = Buffer.from(wav.subarray(0, head + 3 * 32000));
+    long.writeUInt32LE(3 * 32000, head - 4);
+    long.writeUInt32LE(long.length - 8, 4);
+    const decoded = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, long, { 'Content-Type': 'audio/wav' });
+    assert.equal(decoded.status, 413, JSON.stringify(decoded.body));
+    assert.match(decoded.body.error.message, /--max-audio-seconds/);
+    const ok = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, Buffer.alloc(4 * 8000), PCM);
+    assert.equal(ok.status, 200);
+    assert.equal(ok.body.samples, 8000);
+  });
+});
+
 describe('audio sessions without a Whisper model', () => {
   let srv;
   before(async () => { srv = await startServer(); });
