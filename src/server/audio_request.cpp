@@ -122,6 +122,14 @@ void add_terms(const std::string& value, Fields& f) {
   }
 }
 
+// A form part or query-string field; the list fields may repeat, with or
+// without the [] of form arrays.
+void add_form_field(const std::string& name, const std::string& value, Fields& f) {
+  if (name == "timestamp_granularities[]" || name == "timestamp_granularities") add_granularity(value, f);
+  else if (name == "vocabulary[]" || name == "vocabulary") add_terms(value, f);
+  else f.values[name] = value;
+}
+
 bool parse_bool(const std::string& v, const std::string& field) {
   const std::string l = http::ascii_lower(v);
   if (l == "true" || l == "1") return true;
@@ -174,12 +182,8 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
       if (p.name == "file") {
         r.audio.assign(p.data);
         have_file = true;
-      } else if (p.name == "timestamp_granularities[]" || p.name == "timestamp_granularities") {
-        add_granularity(std::string(p.data), f);
-      } else if (p.name == "vocabulary[]" || p.name == "vocabulary") {
-        add_terms(std::string(p.data), f);
       } else {
-        f.values[p.name] = std::string(p.data);
+        add_form_field(p.name, std::string(p.data), f);
       }
     }
     if (!have_file) throw bad_request("file", "'file' is required: the audio to transcribe");
@@ -208,8 +212,7 @@ AudioRequest parse_audio_request(const http::Request& req, bool translate) {
       size_t end = std::min(req.query.find('&', at), req.query.size());
       const std::string pair = req.query.substr(at, end - at);
       const size_t eq = pair.find('=');
-      if (eq != std::string::npos)
-        f.values[percent_decode(pair.substr(0, eq))] = percent_decode(pair.substr(eq + 1));
+      if (eq != std::string::npos) add_form_field(percent_decode(pair.substr(0, eq)), percent_decode(pair.substr(eq + 1)), f);
       at = end + 1;
     }
   } else {
@@ -255,9 +258,7 @@ AudioRequest parse_audio_session_request(const http::Request& req) {
 
 namespace {
 
-void apply_fields(const Fields& given, AudioRequest& r, bool translate) {
-  Fields f = given;
-  if (auto v = f.get("vocabulary")) add_terms(*v, f);  // from a query string
+void apply_fields(const Fields& f, AudioRequest& r, bool translate) {
   r.model = f.get("model").value_or("");
   r.response_format = f.get("response_format").value_or("json");
   static const char* kFormats[] = {"json", "text", "srt", "verbose_json", "vtt"};

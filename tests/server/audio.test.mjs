@@ -131,6 +131,14 @@ describe('audio routes with a Whisper model', () => {
     const raw = await postRaw(url + '?language=en&temperature=0.2', jfkWav, { 'Content-Type': 'audio/wav' });
     assert.equal(raw.status, 200);
     assert.equal(raw.body.text, plain.body.text);
+    // The list fields repeat in a query string as in a form.
+    const words = await postRaw(url + '?language=en&response_format=verbose_json&timestamp_granularities%5B%5D=word&timestamp_granularities[]=segment',
+      jfkWav, { 'Content-Type': 'audio/wav' });
+    assert.equal(words.status, 200, JSON.stringify(words.body));
+    assert.ok(Array.isArray(words.body.words) && words.body.words.length > 0, 'words from the query string');
+    const bad = await postRaw(url + '?timestamp_granularities[]=minute', jfkWav, { 'Content-Type': 'audio/wav' });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.param, 'timestamp_granularities[]');
   });
 
   test('stream: a delta per segment, progress, then the whole body and [DONE]', async () => {
