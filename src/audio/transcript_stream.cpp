@@ -42,10 +42,11 @@ void TranscriptStream::append(std::span<const float> samples) {
   audio_.insert(audio_.end(), samples.begin(), samples.end());
   // The length only matters for reflection at the end, which final frames never reach.
   add_frames(final_frames(audio_.size()), int64_t(audio_.size()) + kChunkSamples);
-  if (options_.vad && !heard_speech_) {
+  // The VAD runs on every part, so that speech() keeps up with the audio.
+  if (options_.vad) {
     const int64_t before = vad_.windows_done;
     options_.vad->extend(audio_, vad_, false);
-    if (vad_.windows_done > before)
+    if (!heard_speech_ && vad_.windows_done > before)
       heard_speech_ = !speech_spans(vad_.probs, vad_.windows_done * kVadWindow,
                                     options_.vad_options)
                            .empty();

@@ -265,6 +265,25 @@ describe('voice activity detection', () => {
     for (const s of body.segments) assert.ok(s.start >= 3.5, `a segment starts at ${s.start}, inside the trimmed silence`);
   });
 
+  test("a session's speech spans keep up with the audio, part after part", async () => {
+    const s = await postRaw(srv.url + '/v1/audio/sessions', JSON.stringify({ vad: true, language: 'en', ...FAST }));
+    assert.equal(s.status, 200, JSON.stringify(s.body));
+    // 16-bit mono 16 kHz, then silence to 18 s: the VAD runs in blocks of
+    // 8.2 s while the audio arrives, so it sees the clip in two.
+    const pcm = Buffer.concat([jfkWav.subarray(44), Buffer.alloc(32000 * 7)]);
+    const part = 32000 * 3;
+    const ends = [];
+    for (let at = 0; at < pcm.length; at += part) {
+      const r = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, wavOf(pcm.subarray(at, at + part)), { 'Content-Type': 'audio/wav' });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      ends.push(r.body.speech.length ? r.body.speech.at(-1).end : 0);
+    }
+    const first = ends.findIndex((e) => e > 0);
+    assert.ok(first >= 0 && first < ends.length - 2, `speech is heard early: ${ends}`);
+    assert.ok(ends.at(-1) > ends[first] + 2, `the spans grow with the audio after speech was first heard: ${ends}`);
+    await fetch(`${srv.url}/v1/audio/sessions/${s.body.id}`, { method: 'DELETE' });
+  });
+
   test('vad fields are checked', async () => {
     const url = srv.url + '/v1/audio/transcriptions';
     const bad = await multipart(url, { vad: 'true', vad_threshold: '2' });
