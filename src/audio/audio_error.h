@@ -13,6 +13,12 @@ struct AudioError : std::runtime_error {
   explicit AudioError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// A WAV file whose samples are compressed (mu-law, A-law, ADPCM...): not
+// for the exact PCM reader, but FFmpeg decodes them.
+struct CompressedWav : AudioError {
+  using AudioError::AudioError;
+};
+
 // Well-formed audio, but longer than the caller's limit: a server answers it
 // as too large (413), not as malformed.
 struct AudioTooLong : AudioError {

@@ -255,10 +255,16 @@ std::vector<float> decode_audio(std::span<const uint8_t> bytes, double max_secon
   if (bytes.empty()) throw AudioError("the audio is empty");
   const size_t max_samples = size_t(std::clamp(max_seconds, 0.0, 1e9) * kSampleRate);
   std::vector<float> out;
-  if (looks_like_wav(bytes))
-    decode_wav(bytes, out, max_samples);
-  else
-    decode_ffmpeg(bytes, out, max_samples);
+  bool pcm_wav = looks_like_wav(bytes);
+  if (pcm_wav) {
+    try {
+      decode_wav(bytes, out, max_samples);
+    } catch (const CompressedWav&) {
+      pcm_wav = false;
+    }
+  }
+  if (!pcm_wav) decode_ffmpeg(bytes, out, max_samples);
+  out.shrink_to_fit();  // it grew by doubling: what waits for a transcription holds only its samples
   if (out.empty()) throw AudioError("the audio holds no samples");
   // Float codecs can carry NaN or infinity, which would poison the whole log-mel.
   if (!std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }))

@@ -54,8 +54,7 @@ Format parse_fmt(const uint8_t* p, uint32_t size) {
   if (f.tag != kFormatPcm && f.tag != kFormatFloat) {
     char tag[8];
     std::snprintf(tag, sizeof tag, "0x%04X", unsigned(f.tag));
-    throw AudioError(std::string("unsupported WAV encoding (format tag ") + tag +
-                     "); send PCM or float WAV, FLAC, MP3, Ogg, M4A or WebM");
+    throw CompressedWav(std::string("compressed WAV samples (format tag ") + tag + ")");
   }
   if (f.channels == 0) fail("zero channels");
   if (rate == 0 || rate > 0x7FFFFFFF) fail("sample rate " + std::to_string(rate));

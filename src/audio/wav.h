@@ -4,7 +4,9 @@
 // speech clients send, so it gets its own bit-exact path rather than going
 // through FFmpeg: 16-bit samples come out as exactly s / 32768, as Whisper's
 // reference code reads them. Every length in the file is checked against the
-// bytes actually there; malformed input throws AudioError.
+// bytes actually there; malformed input throws AudioError, and compressed
+// samples (mu-law, A-law, ADPCM) CompressedWav, for decode_audio to hand to
+// FFmpeg.
 #pragma once
 
 #include <cstdint>

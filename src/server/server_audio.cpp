@@ -102,7 +102,7 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
     throw bad_request("file", std::string("the audio could not be decoded: ") + e.what(),
                       "invalid_audio");
   }
-  r.audio.clear();
+  std::string().swap(r.audio);  // its memory too, while the transcription waits
   if (samples.size() < kMinSamples)
     throw bad_request("file", "the audio is shorter than 0.1 s", "audio_too_short");
   const double decode_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

@@ -170,6 +170,33 @@ TEST(Decode, LimitsDuration) {
   EXPECT_THROW(decode_audio(wav16(16000, 1, s), 2.0), AudioError);
 }
 
+// G.711 mu-law, as telephony systems write WAVs: the exact reader leaves
+// compressed samples to FFmpeg, which expands each byte by the standard's
+// table (an independent copy of it here).
+TEST(Decode, MuLawWavGoesThroughFfmpeg) {
+  Bytes codes;
+  for (int i = 0; i < 16000; ++i) codes.push_back(uint8_t(i * 7 + (i >> 3)));
+  Bytes b = {'R', 'I', 'F', 'F'};
+  const auto put = [&](uint32_t v, int n) {
+    for (int i = 0; i < n; ++i) b.push_back(uint8_t(v >> (8 * i)));
+  };
+  const auto tag = [&](const char* t) { b.insert(b.end(), t, t + 4); };
+  put(uint32_t(36 + codes.size()), 4);
+  tag("WAVE"), tag("fmt ");
+  put(16, 4), put(7, 2), put(1, 2), put(16000, 4), put(16000, 4), put(1, 2), put(8, 2);  // tag 7: mu-law
+  tag("data");
+  put(uint32_t(codes.size()), 4);
+  b.insert(b.end(), codes.begin(), codes.end());
+  const std::vector<float> got = decode_audio(b);
+  ASSERT_EQ(got.size(), codes.size());
+  for (size_t i = 0; i < codes.size(); ++i) {
+    const int u = ~codes[i] & 0xFF;
+    int linear = (((u & 0x0F) << 3) + 0x84) << ((u >> 4) & 7);
+    linear = (u & 0x80) ? 0x84 - linear : linear - 0x84;
+    ASSERT_EQ(got[i], float(linear) / 32768.0f) << "code " << int(codes[i]);
+  }
+}
+
 TEST(Decode, NotAudioThrows) {
   EXPECT_THROW(decode_audio({}), AudioError);
   std::mt19937 rng(1);
