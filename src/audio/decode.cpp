@@ -218,9 +218,12 @@ void decode_ffmpeg(std::span<const uint8_t> bytes, std::vector<float>& out, size
   std::unique_ptr<AVPacket, FreePacket> packet(check_alloc(av_packet_alloc()));
   std::unique_ptr<AVFrame, FreeFrame> frame(check_alloc(av_frame_alloc()));
   std::optional<Resampler> resampler;
-  // Sends one packet (nullptr: end of stream) and resamples every frame it gives.
+  // Sends one packet (nullptr: end of stream) and resamples every frame it
+  // gives. A damaged packet loses its own frames, as with the ffmpeg command
+  // line: a file with nothing left decodes to no samples, an error.
   const auto decode = [&](const AVPacket* p) {
     int e = avcodec_send_packet(ctx.get(), p);
+    if (e == AVERROR_INVALIDDATA) return;
     if (e < 0) fail(av_error(e));
     while ((e = avcodec_receive_frame(ctx.get(), frame.get())) >= 0) {
       const int channels = frame->ch_layout.nb_channels;
@@ -233,7 +236,7 @@ void decode_ffmpeg(std::span<const uint8_t> bytes, std::vector<float>& out, size
       resampler->push(frame->extended_data, frame->nb_samples);
       av_frame_unref(frame.get());
     }
-    if (e != AVERROR(EAGAIN) && e != AVERROR_EOF) fail(av_error(e));
+    if (e != AVERROR(EAGAIN) && e != AVERROR_EOF && e != AVERROR_INVALIDDATA) fail(av_error(e));
   };
   while ((err = av_read_frame(fmt.get(), packet.get())) >= 0) {
     if (packet->stream_index == stream->index) decode(packet.get());
