@@ -1,5 +1,6 @@
 #include "server/transcription.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace hearth::server {
@@ -52,11 +53,19 @@ audio::Transcript Transcription::transcribe(std::span<const float> samples,
                                             const audio::TranscribeHooks& hooks) {
   count_request();
   // The VAD first, outside the lock (it shares nothing): audio without
-  // speech never waits for or loads Whisper.
+  // speech never waits for or loads Whisper. It runs over a minute of audio
+  // at a time, so that a client that leaves stops it.
   audio::TranscribeOptions options = o;
   std::vector<audio::SpeechSpan> speech;
   if (o.vad) {
-    speech = o.vad->speech(samples, o.vad_options);
+    constexpr size_t kStep = size_t(1) << 20;  // 65 s
+    audio::VadState state;
+    for (size_t end = 0; end < samples.size();) {
+      if (hooks.cancelled && hooks.cancelled()) throw audio::Cancelled();
+      end = std::min(samples.size(), end + kStep);
+      o.vad->extend(samples.first(end), state, end == samples.size());
+    }
+    speech = audio::speech_spans(state.probs, int64_t(samples.size()), o.vad_options);
     if (speech.empty()) return audio::no_speech(samples, o);
     options.speech = &speech;
   }
