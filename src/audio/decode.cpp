@@ -130,10 +130,17 @@ class Resampler {
   size_t max_samples_;
 };
 
+// Room for about `seconds` of output (one more block when it is known
+// exactly), so the samples do not grow by doubling past twice their size.
+void reserve_for(double seconds, std::vector<float>& out, size_t max_samples) {
+  if (seconds > 0) out.reserve(size_t(std::min(seconds * kSampleRate * 1.01 + 4096, double(max_samples) + 4096)));
+}
+
 void decode_wav(std::span<const uint8_t> bytes, std::vector<float>& out, size_t max_samples) {
   const Pcm pcm = parse_wav(bytes);
   Resampler r(pcm.channels, AV_SAMPLE_FMT_FLT, pcm.sample_rate, out, max_samples);
   const size_t frames = pcm.samples.size() / size_t(pcm.channels);
+  reserve_for(double(frames) / pcm.sample_rate, out, max_samples);
   constexpr size_t kBlock = size_t(1) << 16;  // frames per call: swr counts in int
   for (size_t f = 0; f < frames; f += kBlock) {
     const uint8_t* plane =
@@ -215,6 +222,7 @@ void decode_ffmpeg(std::span<const uint8_t> bytes, std::vector<float>& out, size
   ctx->pkt_timebase = stream->time_base;
   if ((err = avcodec_open2(ctx.get(), codec, nullptr)) < 0) fail(av_error(err));
 
+  if (fmt->duration > 0) reserve_for(double(fmt->duration) / AV_TIME_BASE, out, max_samples);
   std::unique_ptr<AVPacket, FreePacket> packet(check_alloc(av_packet_alloc()));
   std::unique_ptr<AVFrame, FreeFrame> frame(check_alloc(av_frame_alloc()));
   std::optional<Resampler> resampler;
@@ -267,7 +275,9 @@ std::vector<float> decode_audio(std::span<const uint8_t> bytes, double max_secon
     }
   }
   if (!pcm_wav) decode_ffmpeg(bytes, out, max_samples);
-  out.shrink_to_fit();  // it grew by doubling: what waits for a transcription holds only its samples
+  // What waits for a transcription holds only its samples (a copy: only
+  // when a duration the file did not say left much room).
+  if (out.capacity() - out.size() > out.size() / 8) out.shrink_to_fit();
   if (out.empty()) throw AudioError("the audio holds no samples");
   // Float codecs can carry NaN or infinity, which would poison the whole log-mel.
   if (!std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); }))

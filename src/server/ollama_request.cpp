@@ -16,15 +16,21 @@ json openai_body(const json& body) {
     if (!options->is_object()) wrong_type("options", "an object", *options);
     static const std::pair<const char*, const char*> kNames[] = {
         {"temperature", "temperature"}, {"top_p", "top_p"}, {"top_k", "top_k"}, {"min_p", "min_p"}, {"seed", "seed"},
-        {"stop", "stop"}, {"repeat_penalty", "repetition_penalty"}, {"repeat_last_n", "repetition_context_size"},
-        {"presence_penalty", "presence_penalty"}, {"frequency_penalty", "frequency_penalty"}};
+        {"stop", "stop"}, {"repeat_penalty", "repetition_penalty"}, {"presence_penalty", "presence_penalty"},
+        {"frequency_penalty", "frequency_penalty"}};
     for (const auto& [from, to] : kNames)
       if (const json* v = field(*options, from)) out[to] = *v;
-    // repeat_last_n 0 turns the penalty off, -1 looks back over the whole context.
-    if (const json* v = field(*options, "repeat_last_n"); v && v->is_number_integer() && v->get<int64_t>() <= 0) {
-      if (v->get<int64_t>() == 0) out.erase("repetition_penalty");
-      if (v->get<int64_t>() == 0 || v->get<int64_t>() == -1) out.erase("repetition_context_size");
-      if (v->get<int64_t>() == -1 && out.contains("repetition_penalty")) out["repetition_context_size"] = 1 << 20;
+    // One window for the three penalties, as in llama.cpp's sampler: 0 turns
+    // them off, -1 is the whole context.
+    if (const json* v = field(*options, "repeat_last_n")) {
+      if (!v->is_number_integer() || v->get<int64_t>() < -1)
+        throw bad_request("repeat_last_n", "'options.repeat_last_n' must be an integer, -1 or more");
+      const int64_t n = v->get<int64_t>();
+      for (const char* penalty : {"repetition", "presence", "frequency"}) {
+        const std::string key = std::string(penalty) + "_penalty";
+        if (n == 0) out.erase(key);
+        else if (out.contains(key)) out[std::string(penalty) + "_context_size"] = n < 0 ? int64_t(1) << 20 : n;
+      }
     }
     // num_predict -1 (or -2, "until the context fills") is no limit.
     if (const json* v = field(*options, "num_predict"); v && !(v->is_number() && v->get<double>() < 0))

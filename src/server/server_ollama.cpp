@@ -27,6 +27,19 @@ std::string ollama_time() {
 
 int64_t nanoseconds(double seconds) { return int64_t(seconds * 1e9); }
 
+// Ollama's keep_alive of zero: 0, or a Go duration of zero ("0", "0s", "0.0m").
+bool zero_duration(const ojson& v) {
+  if (v.is_number()) return v.get<double>() == 0;
+  if (!v.is_string()) return false;
+  const std::string& s = v.get_ref<const std::string&>();
+  const size_t digits = s.find_first_not_of("0.");
+  if (digits == 0 || s.find_first_not_of('.') == std::string::npos) return false;
+  const std::string unit = digits == std::string::npos ? "" : s.substr(digits);
+  for (const char* u : {"", "ns", "us", "\u00b5s", "ms", "s", "m", "h"})
+    if (unit == u) return true;
+  return false;
+}
+
 // Ollama's family names are the config's model_type.
 const char* family(io::Arch arch) {
   switch (arch) {
@@ -64,8 +77,7 @@ void Server::Impl::ollama_generate(const http::Request& req, http::Response& res
   const ojson* asked = field(body, chat ? "messages" : "prompt");
   if (field(body, "model") && (!asked || *asked == (chat ? ojson::array() : ojson("")))) {
     const ojson* keep_alive = field(body, "keep_alive");
-    const bool unload = keep_alive && ((keep_alive->is_number() && keep_alive->get<double>() == 0) ||
-                                       (keep_alive->is_string() && (*keep_alive == "0" || *keep_alive == "0s")));
+    const bool unload = keep_alive && zero_duration(*keep_alive);
     ojson o = {{"model", model.id}, {"created_at", ollama_time()}};
     if (chat) o["message"] = {{"role", "assistant"}, {"content", ""}};
     else o["response"] = "";

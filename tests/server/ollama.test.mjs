@@ -70,15 +70,19 @@ describe('Ollama API', () => {
     const c = await ollama.chat({ model: MODEL, messages: [], stream: false });
     assert.equal(c.done_reason, 'load');
     assert.deepEqual(c.message, { role: 'assistant', content: '' });
-    const unload = await postRaw(srv.url + '/api/generate', JSON.stringify({ model: MODEL, keep_alive: 0 }));
-    assert.equal(unload.status, 200);
-    assert.equal(unload.body.done_reason, 'unload');
+    for (const keep_alive of [0, '0', '0m', '0.0s']) {
+      const unload = await postRaw(srv.url + '/api/generate', JSON.stringify({ model: MODEL, keep_alive }));
+      assert.equal(unload.status, 200);
+      assert.equal(unload.body.done_reason, 'unload', String(keep_alive));
+    }
+    const load = await postRaw(srv.url + '/api/chat', JSON.stringify({ model: MODEL, messages: [], keep_alive: '5m', stream: false }));
+    assert.equal(load.body.done_reason, 'load');
     const after = (await (await fetch(srv.url + '/stats')).json()).generation;
     assert.equal(after.requests_total, before.requests_total);
     assert.equal(after.generated_tokens_total, before.generated_tokens_total);
   });
 
-  test('raw generate takes format as a grammar; repeat_last_n 0 and -1 are Ollama\'s off and whole context', async () => {
+  test('raw generate takes format as a grammar; repeat_last_n 0 and -1 are Ollama\'s off and whole context, for all three penalties', async () => {
     const r = await ollama.generate({ model: MODEL, prompt: 'Once upon a time', raw: true, format: 'json', stream: false, options: { temperature: 0, num_predict: 24 } });
     assert.match(r.response.trimStart(), /^[{]/);
     const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
@@ -89,7 +93,8 @@ describe('Ollama API', () => {
       const p = await ollama.generate({ model: MODEL, prompt: 'Tom', raw: true, stream: false, options: { temperature: 0, num_predict: 8, repeat_penalty: 1.3, repeat_last_n } });
       assert.equal(p.done, true, String(repeat_last_n));
     }
-    const off = await ollama.generate({ model: MODEL, prompt: 'Tom', raw: true, stream: false, options: { temperature: 0, num_predict: 24, repeat_penalty: 1.5, repeat_last_n: 0 } });
+    // 0 turns all three penalties off, as llama.cpp's sampler does.
+    const off = await ollama.generate({ model: MODEL, prompt: 'Tom', raw: true, stream: false, options: { temperature: 0, num_predict: 24, repeat_penalty: 1.5, presence_penalty: 1.5, frequency_penalty: 1, repeat_last_n: 0 } });
     const plain = await ollama.generate({ model: MODEL, prompt: 'Tom', raw: true, stream: false, options: { temperature: 0, num_predict: 24 } });
     assert.equal(off.response, plain.response);
   });
@@ -113,7 +118,8 @@ describe('Ollama API', () => {
 
   test('errors are {"error": "..."} with the status', async () => {
     for (const [path, body] of [['/api/chat', {}], ['/api/chat', { messages: 'x' }], ['/api/chat', { messages: [{ role: 'user', content: 'x', images: ['abc'] }] }],
-      ['/api/generate', { prompt: 'x', format: 5 }], ['/api/chat', { messages: [{ role: 'user', content: 'x' }], options: { temperature: 'hot' } }]]) {
+      ['/api/generate', { prompt: 'x', format: 5 }], ['/api/chat', { messages: [{ role: 'user', content: 'x' }], options: { temperature: 'hot' } }],
+      ['/api/chat', { messages: [{ role: 'user', content: 'x' }], options: { repeat_last_n: -5 } }]]) {
       const r = await postRaw(srv.url + path, JSON.stringify(body));
       assert.equal(r.status, 400, JSON.stringify(body));
       assert.deepEqual(Object.keys(r.body), ['error']);

@@ -26,15 +26,15 @@ class WordPiece final : public Model {
     thread_local std::string sub;
     bounds.clear();
     for (size_t i = 0; i < w.size();) {
+      if (bounds.size() == max_chars_) {  // longer than a word may be: known before its bounds are kept
+        if (unk_id) ids.push_back(*unk_id);
+        return;
+      }
       bounds.push_back(i);
       u::next(w, i);
     }
     bounds.push_back(w.size());
     const size_t nchars = bounds.size() - 1;
-    if (nchars > max_chars_) {
-      if (unk_id) ids.push_back(*unk_id);
-      return;
-    }
     const size_t mark = ids.size();
     size_t start = 0;
     while (start < nchars) {
