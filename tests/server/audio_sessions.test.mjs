@@ -43,6 +43,16 @@ function floatWav(samples) {
 
 const bytes = (f32) => Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength);
 
+// The first `seconds` of jfk.wav (16-bit mono 16 kHz) as a WAV of its own.
+function jfkWavHead(seconds) {
+  const wav = fs.readFileSync(path.join(shared, 'jfk.wav'));
+  const head = wav.indexOf('data') + 8;
+  const out = Buffer.from(wav.subarray(0, head + seconds * 32000));
+  out.writeUInt32LE(seconds * 32000, head - 4);
+  out.writeUInt32LE(out.length - 8, 4);
+  return out;
+}
+
 before(async () => {
   await run(HEARTH, ['mkmodel', '--arch', 'whisper', '--preset', 'tiny', '--out', whisper,
     '--tokenizer', path.join(shared, 'multilingual.tiktoken')]);
@@ -269,11 +279,7 @@ describe('audio session limits', () => {
     assert.match(big.body.error.message, /--max-audio-bytes/);
     // A WAV of 3 s where the session has room for 1: decoding stops a second
     // past the room, and that is the same 413 as whole samples past it.
-    const wav = fs.readFileSync(path.join(shared, 'jfk.wav'));
-    const head = wav.indexOf('data') + 8;
-    const long = Buffer.from(wav.subarray(0, head + 3 * 32000));
-    long.writeUInt32LE(3 * 32000, head - 4);
-    long.writeUInt32LE(long.length - 8, 4);
+    const long = jfkWavHead(3);
     const tooLong = await postRaw(`${srv.url}/v1/audio/sessions/${b.body.id}/audio`, long, { 'Content-Type': 'audio/wav' });
     assert.equal(tooLong.status, 413, JSON.stringify(tooLong.body));
     assert.equal(tooLong.body.error.code, 'request_too_large');
@@ -302,11 +308,7 @@ describe('audio session parts and --max-audio-seconds', () => {
     assert.equal(pcm.status, 413);
     expectErrorShape(assert, pcm.body, 413);
     assert.match(pcm.body.error.message, /--max-audio-seconds/);
-    const wav = fs.readFileSync(path.join(shared, 'jfk.wav'));
-    const head = wav.indexOf('data') + 8;
-    const long = Buffer.from(wav.subarray(0, head + 3 * 32000));
-    long.writeUInt32LE(3 * 32000, head - 4);
-    long.writeUInt32LE(long.length - 8, 4);
+    const long = jfkWavHead(3);
     const decoded = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, long, { 'Content-Type': 'audio/wav' });
     assert.equal(decoded.status, 413, JSON.stringify(decoded.body));
     assert.match(decoded.body.error.message, /--max-audio-seconds/);
