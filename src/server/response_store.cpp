@@ -1,12 +1,14 @@
 #include "server/response_store.h"
 
+#include "text/json_shape.h"
+
 namespace hearth::server {
 
 namespace {
 
-// Arrays and objects in j. Each is a node and a vector in memory, about 80
-// bytes, where its text may be 2: a response echoing `[[],[],...]` holds
-// 25 times its dump.
+// Arrays and objects in j. Each holds a node and a vector in memory, where
+// its text may be 2 bytes: a response echoing `[[],[],...]` holds 25 times
+// its dump.
 int64_t containers(const nlohmann::ordered_json& j) {
   if (!j.is_structured()) return 0;
   int64_t n = 1;
@@ -14,7 +16,9 @@ int64_t containers(const nlohmann::ordered_json& j) {
   return n;
 }
 
-int64_t held_bytes(const nlohmann::ordered_json& j) { return int64_t(j.dump().size()) + 80 * containers(j); }
+int64_t held_bytes(const nlohmann::ordered_json& j) {
+  return int64_t(j.dump().size()) + int64_t(text::kJsonContainerBytes) * containers(j);
+}
 
 }  // namespace
 

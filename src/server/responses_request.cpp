@@ -1,9 +1,8 @@
 #include "server/responses_request.h"
 
-#include <algorithm>
-
 #include "server/api_error.h"
 #include "server/json_fields.h"
+#include "text/unicode.h"
 
 namespace hearth::server {
 
@@ -117,13 +116,11 @@ ResponseFormat parse_text_format(const json& f) {
 void check_metadata(const json& metadata) {
   if (!metadata.is_object()) wrong_type("metadata", "an object", metadata);
   if (metadata.size() > 16) throw bad_request("metadata", "'metadata' holds at most 16 pairs");
-  auto characters = [](const std::string& s) {
-    return std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
-  };
+  using text::unicode::count_code_points;
   for (const auto& [key, value] : metadata.items()) {
-    if (characters(key) > 64) throw bad_request("metadata", "a 'metadata' key has at most 64 characters");
+    if (count_code_points(key) > 64) throw bad_request("metadata", "a 'metadata' key has at most 64 characters");
     if (!value.is_string()) wrong_type("metadata." + key, "a string", value);
-    if (characters(value.get_ref<const std::string&>()) > 512)
+    if (count_code_points(value.get_ref<const std::string&>()) > 512)
       throw bad_request("metadata." + key, "a 'metadata' value has at most 512 characters");
   }
 }

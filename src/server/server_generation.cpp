@@ -4,16 +4,11 @@
 
 #include "server/reply.h"
 #include "server/server_impl.h"
+#include "text/unicode.h"
 
 namespace hearth::server {
 
 namespace {
-
-size_t utf8_length(const std::string& s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
 
 ojson token_bytes(const std::string& s) {
   ojson b = ojson::array();
@@ -171,7 +166,7 @@ ojson Server::Impl::completion_logprobs(Job& job, const std::vector<TokenLogprob
     for (const auto& [id, lp] : t.top) top[token_text(id)] = lp;
     tops.push_back(top);
     offsets.push_back(job.text_offset);
-    job.text_offset += utf8_length(t.text);
+    job.text_offset += text::unicode::count_code_points(t.text);
   }
   return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }

@@ -13,6 +13,7 @@ namespace hearth::text {
 // An empty array is 3 bytes of body and about 80 of parsed value (a node and
 // its vector); a body of them would be 25 times its size once parsed.
 constexpr size_t kMaxJsonContainers = size_t(1) << 18;
+constexpr size_t kJsonContainerBytes = 80;  // what each array or object holds in memory, about
 
 struct JsonShape {
   std::string problem;  // past a limit: nesting deeper than 64, an object of more than
