@@ -113,8 +113,9 @@ double ExpHistogram(const float* x, int64_t n, float top, double* mass) {
   return s;
 }
 
-BucketScan ScanBucket(const float* x, int64_t n, float top, int bucket, float* out) {
+BucketScan ScanBucket(const float* x, int64_t n, float top, int bucket, int32_t* ids) {
   const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
   const int64_t N = hn::Lanes(df);
   const auto vtop = hn::Set(df, top), vper = hn::Set(df, float(kBucketsPerNat));
   const auto vb = hn::Set(df, float(bucket)), vnext = hn::Set(df, float(bucket + 1));
@@ -123,17 +124,17 @@ BucketScan ScanBucket(const float* x, int64_t n, float top, int bucket, float* o
   // anything not before it (NaN too).
   int64_t before = 0, k = 0, i = 0;
   for (; i + N <= n; i += N) {
-    const auto v = hn::LoadU(df, x + i);
-    const auto d = hn::Mul(hn::Sub(vtop, v), vper);
+    const auto d = hn::Mul(hn::Sub(vtop, hn::LoadU(df, x + i)), vper);
     const auto ahead = hn::Lt(d, vb);
     before += int64_t(hn::CountTrue(df, ahead));
     const auto in = bucket == kLastBucket ? hn::Not(ahead) : hn::AndNot(ahead, hn::Lt(d, vnext));
-    if (!hn::AllFalse(df, in)) k += int64_t(hn::CompressBlendedStore(v, in, df, out + k));
+    if (!hn::AllFalse(df, in))
+      k += int64_t(hn::CompressBlendedStore(hn::Iota(di, int32_t(i)), hn::RebindMask(di, in), di, ids + k));
   }
   for (; i < n; ++i) {
     const int b = bucket_of(x[i], top);
     before += b < bucket;
-    if (b == bucket) out[k++] = x[i];
+    if (b == bucket) ids[k++] = int32_t(i);
   }
   return {before, k};
 }
@@ -201,8 +202,8 @@ double exp_sum(const float* x, int64_t n, double shift, double scale, double* ou
 double exp_histogram(const float* x, int64_t n, float top, double* mass) {
   return HWY_DYNAMIC_DISPATCH(ExpHistogram)(x, n, top, mass);
 }
-BucketScan scan_bucket(const float* x, int64_t n, float top, int bucket, float* out) {
-  return HWY_DYNAMIC_DISPATCH(ScanBucket)(x, n, top, bucket, out);
+BucketScan scan_bucket(const float* x, int64_t n, float top, int bucket, int32_t* ids) {
+  return HWY_DYNAMIC_DISPATCH(ScanBucket)(x, n, top, bucket, ids);
 }
 int64_t ids_at_least(const float* x, int64_t n, float at_least, int32_t* ids) {
   return HWY_DYNAMIC_DISPATCH(IdsAtLeast)(x, n, at_least, ids);

@@ -28,12 +28,12 @@ inline int bucket_of(float x, float top) {
 // b, for each of the kBuckets; returns the sum of all. top is max(x).
 double exp_histogram(const float* x, int64_t n, float top, double* mass);
 
-// The x[i] in one bucket, written to out in order (room for n floats), and
-// how many lie in the buckets before it.
+// The indices i of the x[i] in one bucket, written to ids in order (room
+// for n), and how many x[i] lie in the buckets before it.
 struct BucketScan {
   int64_t before, in;
 };
-BucketScan scan_bucket(const float* x, int64_t n, float top, int bucket, float* out);
+BucketScan scan_bucket(const float* x, int64_t n, float top, int bucket, int32_t* ids);
 
 // Writes the indices i with x[i] >= at_least to ids, in order; returns how
 // many. ids has room for n.

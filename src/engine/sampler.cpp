@@ -127,6 +127,7 @@ int32_t Sampler::choose(std::span<const float> logits, ThreadPool* pool) {
     collect(logits, kth, k - above);
     return draw_listed(logits, int64_t(order_.size()));
   }
+  if (edge_bucket_ >= 0) return draw_by_bucket(logits, top, at_least, pool);
   // Some survivors are drawn from a list; most of the vocabulary in place.
   if (keep * 4 < n) {
     collect(logits, at_least, n);
@@ -139,6 +140,7 @@ float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t
                                ThreadPool* pool) {
   const int64_t n = int64_t(logits.size());
   float at_least = -std::numeric_limits<float>::infinity();
+  edge_bucket_ = -1;
   if (params_.min_p > 0.0f) {
     // p >= min_p * p_max, i.e. logit >= top + log(min_p): as a float, the
     // least one at or above that.
@@ -170,16 +172,20 @@ float Sampler::min_p_top_p_cut(std::span<const float> logits, float top, int64_t
     const double target = double(params_.top_p) * total;
     double mass = 0;
     int edge = 0;
-    for (; edge < simd::kLastBucket; ++edge) {
-      double in_bucket = 0;
+    bucket_total_.resize(size_t(kBuckets));
+    for (;; ++edge) {
+      double& in_bucket = bucket_total_[size_t(edge)] = 0;
       for (int64_t c = 0; c < chunks; ++c) in_bucket += bucket_mass_[size_t(c * kBuckets + edge)];
-      if (mass + in_bucket >= target) break;
+      if (edge == simd::kLastBucket || mass + in_bucket >= target) break;
       mass += in_bucket;
     }
     // The edge bucket's logits, and how many tokens the buckets above it hold.
-    edge_.resize(size_t(n));
-    const auto [k, in_edge] = simd::scan_bucket(logits.data(), n, top, edge, edge_.data());
-    std::sort(edge_.begin(), edge_.begin() + in_edge, std::greater<>());
+    bucket_ids_.resize(size_t(n));
+    const auto [k, in_edge] = simd::scan_bucket(logits.data(), n, top, edge, bucket_ids_.data());
+    edge_.resize(size_t(in_edge));
+    for (int64_t i = 0; i < in_edge; ++i) edge_[size_t(i)] = logits[size_t(bucket_ids_[size_t(i)])];
+    std::sort(edge_.begin(), edge_.end(), std::greater<>());
+    edge_bucket_ = edge;
     int64_t m = 0;
     while (m < in_edge && mass < target) mass += std::exp(double(edge_[size_t(m++)]) - top);
     // m = 0 only when the edge is the empty far bucket: all above it stay.
@@ -302,6 +308,72 @@ int32_t Sampler::draw_above(std::span<const float> logits, float top, float at_l
     last = i;
   }
   return int32_t(first + last);
+}
+
+// With top_p the histogram holds M_b, each bucket's untempered mass
+// sum exp(x - top). A survivor's tempered weight exp((x - top) / T) is
+// exp(x - top) exp(-a d), with d = top - x and a = 1/T - 1, and exp(-a d)
+// has a bound h_b over a bucket: so U_b = M_b h_b bounds W_b, the tempered
+// mass of the bucket's survivors. Rejection sampling then draws with no
+// exp per token of the row: pick a bucket in proportion to U_b, weigh its
+// survivors exactly (one scan of the row), accept with probability
+// W_b / U_b and draw among them by the inverse CDF in id order, all with
+// one uniform number. Exact: a bucket comes out in proportion to
+// U_b W_b / U_b = W_b. After kRounds rejections (only at a tiny
+// temperature) the in-place draw, exact too, takes over.
+int32_t Sampler::draw_by_bucket(std::span<const float> logits, float top, float at_least,
+                                ThreadPool* pool) {
+  const int last = simd::bucket_of(at_least, top);  // the survivors lie in buckets [0, last]
+  if (last == simd::kLastBucket) return draw_above(logits, top, at_least, pool);
+  const int64_t n = int64_t(logits.size());
+  const double inv_t = 1.0 / params_.temperature, a = inv_t - 1.0;
+
+  // The survivors in bucket b (all its tokens but in the last) to bucket_ids_,
+  // gathered_ their logits; returns how many.
+  auto survivors_in = [&](int b) {
+    const int64_t k = simd::scan_bucket(logits.data(), n, top, b, bucket_ids_.data()).in;
+    gathered_.resize(size_t(k));
+    int64_t m = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      const int32_t id = bucket_ids_[size_t(i)];
+      if (logits[size_t(id)] < at_least) continue;
+      bucket_ids_[size_t(m)] = id;
+      gathered_[size_t(m++)] = logits[size_t(id)];
+    }
+    return m;
+  };
+  // The last bucket's untempered mass counts its survivors only (top_p's
+  // edge bucket is sorted already), so the cut costs no rejections.
+  double last_mass = 0;
+  if (last == edge_bucket_) {
+    for (size_t i = 0; i < edge_.size() && edge_[i] >= at_least; ++i) last_mass += std::exp(double(edge_[i]) - top);
+  } else {
+    const int64_t m = survivors_in(last);
+    last_mass = simd::exp_sum(gathered_.data(), m, top, 1.0);
+  }
+  // h_b = exp(-a d) at the bucket's near end (a >= 0) or far end, with
+  // slack for a float bucket that misses d's range (4e-6 nats at most, see
+  // simd::exp_histogram); kMargin covers the rounding of M_b and W_b.
+  constexpr double kSlack = 1e-5, kMargin = 1 + 1e-9, kWidth = 1.0 / simd::kBucketsPerNat;
+  const double ratio = std::exp(-a * kWidth);
+  double h = std::exp(a >= 0 ? a * kSlack : -a * (kWidth + kSlack)) * kMargin, total = 0;
+  envelope_.resize(size_t(last + 1));
+  for (int b = 0; b <= last; ++b, h *= ratio)
+    total += envelope_[size_t(b)] = (b == last ? last_mass : bucket_total_[size_t(b)]) * h;
+
+  constexpr int kRounds = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_) * total;
+    int b = 0;
+    while (b < last && u >= envelope_[size_t(b)]) u -= envelope_[size_t(b++)];
+    const int64_t m = survivors_in(b);
+    weights_.resize(size_t(m));
+    if (u >= simd::exp_sum(gathered_.data(), m, top, inv_t, weights_.data())) continue;
+    for (int64_t i = 0; i < m; ++i)
+      if ((u -= weights_[size_t(i)]) < 0) return bucket_ids_[size_t(i)];
+    return bucket_ids_[size_t(m - 1)];
+  }
+  return draw_above(logits, top, at_least, pool);
 }
 
 }  // namespace hearth

@@ -81,6 +81,9 @@ class Sampler {
   // above at_least (the best being `top`).
   int32_t draw_listed(std::span<const float> logits, int64_t keep);
   int32_t draw_above(std::span<const float> logits, float top, float at_least, ThreadPool* pool);
+  // The same draw among every token at or above at_least, by rejection
+  // from top_p's histogram (edge_bucket_ >= 0).
+  int32_t draw_by_bucket(std::span<const float> logits, float top, float at_least, ThreadPool* pool);
   // order_[0, sorted_) are the best candidates in order; with partitioned_
   // > 0, order_[0, partitioned_) are the partitioned_ best, and sorting
   // stays inside them.
@@ -95,9 +98,13 @@ class Sampler {
   std::vector<int32_t> window_;  // scratch: distinct tokens of a penalty window
   std::vector<uint8_t> member_;  // scratch: the survivors as a mask over the vocabulary
   std::vector<float> gathered_;  // scratch: the survivors' logits
-  std::vector<float> edge_;      // scratch: the logits of top_p's edge bucket
+  std::vector<float> edge_;      // scratch: the logits of top_p's edge bucket, best first
+  int edge_bucket_ = -1;         // that bucket, or -1 where top_p made no histogram
+  std::vector<int32_t> bucket_ids_;  // scratch: the tokens of one bucket
   std::vector<double> weights_, block_sums_;  // scratch: draw weights
   std::vector<double> bucket_mass_, chunk_mass_;  // scratch: top_p histogram, per chunk of the row
+  std::vector<double> bucket_total_;  // top_p histogram of the whole row, buckets up to the edge
+  std::vector<double> envelope_;      // scratch: draw_by_bucket's bounds U_b
 };
 
 }  // namespace hearth
