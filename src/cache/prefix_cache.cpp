@@ -67,38 +67,59 @@ void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
   // Held while reading, so that making room for one block never evicts
   // another of this match.
   for (int32_t b : m.blocks) kv_.retain(b);
-  // One eviction for all of them: each eviction scans the whole index.
-  if (const int64_t short_by = int64_t(on_disk) - kv_.blocks_free(); short_by > 0) evict_locked(short_by);
-  std::vector<int32_t> blocks;
-  for (size_t i = 0; i < on_disk; ++i) {
-    std::optional<int32_t> block = kv_.allocate();
-    if (!block) break;
-    blocks.push_back(*block);
-  }
-  // The reads run on every core: a restore is bound by copying into fresh
-  // memory (the kernel zeroes each new page first) as much as by the disk.
-  auto parent_of = [&](size_t i) { return i > 0 ? m.chain[i - 1] : root_; };
-  std::vector<char> ok(blocks.size(), 0);
-  auto read = [&](int t, int) {
-    const size_t i = from + size_t(t);
-    const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
-    ok[size_t(t)] = ssd_->read(m.chain[i], parent_of(i), ids, kv_.block_data(blocks[size_t(t)]));
-  };
-  try {
-    if (pool_) pool_->run(int(blocks.size()), read);
-    else for (int t = 0; t < int(blocks.size()); ++t) read(t, 0);
-  } catch (...) {  // (allocation only: a failed read is a miss) the blocks go back
+  std::vector<int32_t> blocks, run;  // read into; the run found, each with a reference of ours
+  auto give_back = [&] {
     for (int32_t b : m.blocks) kv_.unref(b);
     for (int32_t b : blocks) kv_.unref(b);
+    for (int32_t b : run) kv_.unref(b);
+  };
+  try {
+    // One eviction for all of them: each eviction scans the whole index.
+    if (const int64_t short_by = int64_t(on_disk) - kv_.blocks_free(); short_by > 0) evict_locked(short_by);
+    for (size_t i = 0; i < on_disk; ++i) {
+      std::optional<int32_t> block = kv_.allocate();
+      if (!block) break;
+      blocks.push_back(*block);
+    }
+    // The reads run on every core: a restore is bound by copying into fresh
+    // memory (the kernel zeroes each new page first) as much as by the disk.
+    auto parent_of = [&](size_t i) { return i > 0 ? m.chain[i - 1] : root_; };
+    std::vector<char> ok(blocks.size(), 0);
+    auto read = [&](int t, int) {
+      const size_t i = from + size_t(t);
+      const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
+      ok[size_t(t)] = ssd_->read(m.chain[i], parent_of(i), ids, kv_.block_data(blocks[size_t(t)]));
+    };
+    if (pool_) pool_->run(int(blocks.size()), read);
+    else for (int t = 0; t < int(blocks.size()); ++t) read(t, 0);
+    // The run that read back whole from the start is indexed; a corrupt
+    // block (counted and removed by the store) ends it. A block RAM has
+    // already (a child kept while its parent was evicted) continues it with
+    // the copy in RAM, now counted as the restored parent's child.
+    for (size_t t = 0; t < blocks.size() && ok[t]; ++t) {
+      const BlockHash& hash = m.chain[from + t];
+      if (!index(hash, parent_of(from + t), blocks[t])) {
+        Entry& e = entries_.at(hash);
+        if (!e.counted)
+          if (auto p = entries_.find(e.parent); p != entries_.end()) ++p->second.children, e.counted = true;
+        e.used = clock_, e.used_at = Clock::now();
+        kv_.unref(blocks[t]);  // the copy read is not needed
+        blocks[t] = e.block;
+        kv_.retain(e.block);
+      }
+      run.push_back(blocks[t]);
+      blocks[t] = -1;
+    }
+  } catch (...) {  // (allocation only: a failed read is a miss)
+    std::erase(blocks, -1);
+    give_back();
     throw;
   }
-  // The run that read back whole from the start is indexed; a corrupt block
-  // (counted and removed by the store) ends it, and the rest are freed.
-  size_t n = 0;
-  while (n < blocks.size() && ok[n] && index(m.chain[from + n], parent_of(from + n), blocks[n])) ++n;
-  for (size_t t = 0; t < n; ++t) m.blocks.push_back(blocks[t]);
-  for (int32_t b : m.blocks) kv_.unref(b);  // the cache's own references remain
-  for (size_t t = n; t < blocks.size(); ++t) kv_.unref(blocks[t]);
+  const size_t n = run.size();
+  m.blocks.insert(m.blocks.end(), run.begin(), run.end());
+  std::erase(blocks, -1);
+  run.clear();
+  give_back();  // the cache's own references remain
   if (n > 0) {
     stats_.restored_blocks += int64_t(n);
     stats_.restore_ms_last = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -106,15 +127,14 @@ void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
 }
 
 bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, int32_t block) {
-  if (entries_.contains(hash)) return false;
-  int64_t depth = 1;
   const auto p = entries_.find(parent);
-  if (p != entries_.end()) {
-    depth = p->second.depth + 1;
-    ++p->second.children;
-  }
+  const bool counted = p != entries_.end();
+  const int64_t depth = counted ? p->second.depth + 1 : 1;
+  // Inserted first: a failed allocation leaves no reference or count behind.
+  if (!entries_.try_emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0, counted}).second)
+    return false;
+  if (counted) ++entries_.at(parent).children;  // (the insertion may have moved it)
   kv_.retain(block);
-  entries_.emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0, p != entries_.end()});
   return true;
 }
 
@@ -136,16 +156,37 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
   // Also when nothing new filled: a request served from the cache still
   // moves its session to what it reused.
   if (!session.empty() && cursor.blocks > 0) {
-    Session& s = sessions_[session];
-    if (s.blocks != cursor.blocks || !(s.tip == cursor.parent)) s = Session{cursor.parent, cursor.blocks};
+    const auto [it, added] = sessions_.try_emplace(session);
+    it->second = Session{cursor.parent, cursor.blocks, clock_};
+    if (added && sessions_.size() > opt_.max_sessions) forget_oldest_sessions();
   }
   enforce_cap();
 }
 
+// Many sessions can share one chain (a fresh id on each request with the
+// same system prompt), and a chain in use never leaves RAM: so ids are
+// also forgotten by age, the oldest eighth at a time.
+void PrefixCache::forget_oldest_sessions() {
+  std::vector<std::pair<uint64_t, std::string>> by_age;
+  by_age.reserve(sessions_.size());
+  for (const auto& [id, s] : sessions_) by_age.emplace_back(s.set, id);
+  const size_t drop = std::max<size_t>(1, by_age.size() / 8);
+  std::nth_element(by_age.begin(), by_age.begin() + ptrdiff_t(drop - 1), by_age.end());
+  for (size_t i = 0; i < drop; ++i) sessions_.erase(by_age[i].second);
+}
+
+// publish() runs at every step of every request and a pass walks the whole
+// index, so passes are spaced: one frees down to 1/64 below the cap, and
+// one that cannot reach the cap (running requests hold the blocks) waits
+// for the index to grow by as much before the next.
 void PrefixCache::enforce_cap() {
-  const size_t block_bytes = kv_.block_bytes();
-  const int64_t over = int64_t(entries_.size()) - int64_t(opt_.max_bytes / block_bytes);
-  if (over > 0) evict_locked(over);
+  const int64_t cap = int64_t(opt_.max_bytes / kv_.block_bytes()), size = int64_t(entries_.size());
+  if (size <= cap || size < next_cap_pass_) return;
+  const int64_t slack = cap / 64;
+  evict_locked(size - cap + slack);
+  ++stats_.cap_passes;
+  const int64_t left = int64_t(entries_.size());
+  next_cap_pass_ = left > cap ? left + std::max<int64_t>(slack, 1) : 0;
 }
 
 int64_t PrefixCache::evict(int64_t n) {

@@ -43,6 +43,7 @@ std::optional<Retention> parse_retention(std::string_view name);  // "lru" | "co
 struct PrefixCacheOptions {
   size_t max_bytes = 0;  // cap on the bytes of indexed blocks
   Retention retention = Retention::Lru;
+  size_t max_sessions = 65536;  // past it, the sessions set longest ago are forgotten
 };
 
 struct PrefixCacheStats {
@@ -51,6 +52,7 @@ struct PrefixCacheStats {
   int64_t hits = 0, misses = 0, hit_tokens = 0;  // lookups that found >= 1 block / none
   int64_t session_hits = 0, session_misses = 0, sessions = 0;
   int64_t prefix_scans = 0, evictions = 0;
+  int64_t cap_passes = 0;  // evictions run because the index was over max_bytes
   int64_t restored_blocks = 0, demotions = 0;  // the SSD tier: blocks read back, idle blocks dropped from RAM
   double restore_ms_last = 0;                  // the last lookup that read from SSD: all its reads
 };
@@ -126,12 +128,14 @@ class PrefixCache {
   struct Session {
     BlockHash tip;
     int64_t blocks = 0;
+    uint64_t set = 0;  // clock tick of the last publish under this id
   };
   bool index(const BlockHash& hash, const BlockHash& parent, int32_t block);  // mutex held
   void restore(std::span<const int32_t> tokens, PrefixMatch& m);            // mutex held
   // Frees up to n leaves that only the cache holds and that `may_go` accepts.
   int64_t evict_locked(int64_t n, const std::function<bool(const BlockHash&, const Entry&)>& may_go = {});
   void enforce_cap();
+  void forget_oldest_sessions();
 
   KvCache& kv_;
   const BlockHash root_;
@@ -143,6 +147,7 @@ class PrefixCache {
   std::unordered_map<BlockHash, Entry, BlockHashHasher> entries_;
   std::unordered_map<std::string, Session> sessions_;
   uint64_t clock_ = 0;
+  int64_t next_cap_pass_ = 0;  // enforce_cap() waits for the index to reach this size
   PrefixCacheStats stats_;
 };
 

@@ -322,5 +322,94 @@ TEST(PrefixCache, ARequestServedFromTheCacheStillSetsItsSession) {
   f.kv.release(s2);
 }
 
+// A fresh id on every request over the same chain: the chain is in use, so
+// it never leaves RAM, and the ids are forgotten by age instead.
+TEST(PrefixCache, SessionsPastTheCapAreForgottenOldestFirst) {
+  Fixture f;
+  PrefixCacheOptions options{cap(16)};
+  options.max_sessions = 8;
+  PrefixCache c(f.kv, f.root, options);
+  auto tokens = iota(4);
+  const int seq = f.compute(tokens);
+  for (int i = 0; i < 100; ++i) f.publish(c, seq, tokens, "id-" + std::to_string(i));
+  EXPECT_LE(c.stats().sessions, 8);
+  EXPECT_GE(c.stats().sessions, 7);
+  EXPECT_TRUE(c.close_session("id-99"));
+  EXPECT_TRUE(c.close_session("id-95"));
+  EXPECT_FALSE(c.close_session("id-0"));
+  f.kv.release(seq);
+}
+
+// Blocks running requests hold can keep the index over its cap; the pass
+// that finds nothing to free is not run again at every publish.
+TEST(PrefixCache, TheCapIsEnforcedInSpacedPasses) {
+  const KvCacheShape shape{1, 1, 4, kBlock, DType::F32};
+  KvCache kv(shape, 400);
+  const BlockHash root = root_hash("test model");
+  PrefixCache c(kv, root, {128 * KvCache::block_bytes(shape)});  // 1/64 of it: 2 blocks
+  auto publish = [&](int seq, std::span<const int32_t> tokens) {
+    ChainCursor cur{root, 0};
+    c.publish(cur, tokens, int64_t(tokens.size()), kv.blocks(seq));
+  };
+  auto held = iota(200 * kBlock);
+  const int seq = kv.create_sequence();
+  ASSERT_TRUE(kv.reserve(seq, int64_t(held.size())));
+  kv.set_length(seq, int64_t(held.size()));
+  publish(seq, held);
+  EXPECT_EQ(c.stats().cap_passes, 1);
+  EXPECT_EQ(c.stats().entries, 200);
+  for (int i = 0; i < 50; ++i) publish(seq, held);  // nothing new, nothing to free
+  EXPECT_EQ(c.stats().cap_passes, 1);
+  kv.release(seq);
+  auto one = iota(kBlock, 5000);
+  const int s1 = kv.create_sequence();
+  ASSERT_TRUE(kv.reserve(s1, kBlock));
+  kv.set_length(s1, kBlock);
+  publish(s1, one);  // 201 blocks: not yet
+  EXPECT_EQ(c.stats().cap_passes, 1);
+  auto two = iota(kBlock, 6000);
+  const int s2 = kv.create_sequence();
+  ASSERT_TRUE(kv.reserve(s2, kBlock));
+  kv.set_length(s2, kBlock);
+  publish(s2, two);  // 202: a pass, down to 2 below the cap
+  EXPECT_EQ(c.stats().cap_passes, 2);
+  EXPECT_EQ(c.stats().entries, 126);
+  kv.release(s1);
+  kv.release(s2);
+}
+
+// A child kept in RAM while its parent left for the SSD tier: restoring
+// the parent continues the match with the child in RAM, and counts it, so
+// the parent is not evicted before it.
+TEST(PrefixCache, ARestoreContinuesWithABlockStillInRam) {
+  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  {
+    Fixture f;
+    SsdStore ssd({dir, 0, 1 << 20, root_hash("ns"), f.kv.block_bytes(), kBlock});
+    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+    auto tokens = iota(2 * kBlock);
+    const auto first = std::span(tokens).first(kBlock);
+    const int both = f.compute(tokens);
+    ChainCursor after_first{chain_hash(c.root(), first), 1};  // the child alone
+    c.publish(after_first, tokens, 2 * kBlock, f.kv.blocks(both), {});
+    f.kv.release(f.publish_new(c, first));  // the parent, from another sequence
+    ssd.flush();
+    EXPECT_EQ(c.evict(1), 1);  // the parent: the child is held
+    EXPECT_EQ(c.stats().entries, 1);
+    const int free_before = int(f.kv.blocks_free());
+    PrefixMatch m = c.lookup(tokens);
+    EXPECT_EQ(m.tokens, 2 * kBlock);
+    EXPECT_EQ(c.stats().restored_blocks, 2);
+    EXPECT_EQ(int(f.kv.blocks_free()), free_before - 1);  // the child's copy read is freed
+    f.kv.release(both);
+    EXPECT_EQ(c.evict(1), 1);  // the child first: the parent counts it now
+    EXPECT_EQ(c.lookup(first).tokens, kBlock);
+    EXPECT_EQ(c.evict(16), 1);
+    EXPECT_EQ(f.kv.blocks_free(), f.kv.blocks_total());
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hearth::cache
