@@ -193,6 +193,14 @@ void SsdStore::scan_records() {
                                             : a.mtime.tv_nsec < b.mtime.tv_nsec;
   });
   for (const Found& f : found) add_entry(f.hash, f.parent, f.bytes);
+  // A record older than its parent (the parent written again later) counts
+  // as its child too, so that the parent is not evicted before it.
+  for (auto& [hash, e] : index_) {
+    auto p = index_.find(e.parent);
+    if (e.counted || p == index_.end()) continue;
+    e.counted = true;
+    if (p->second.children++ == 0) leaves_.erase(p->second.used);
+  }
   others_ = other_namespaces_records();
   std::ranges::sort(others_, {}, &OtherRecord::mtime);
   for (const OtherRecord& r : others_) stats_.other_bytes += r.bytes;
@@ -231,18 +239,40 @@ std::deque<SsdStore::OtherRecord> SsdStore::other_namespaces_records() const {
 }
 
 void SsdStore::add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes) {
-  lru_.push_back(hash);
-  index_[hash] = Entry{parent, bytes, std::prev(lru_.end())};
+  if (index_.contains(hash)) return;
+  const bool counted = index_.contains(parent);
+  const uint64_t tick = ++clock_;
+  index_.emplace(hash, Entry{parent, bytes, tick, 0, counted});
+  leaves_.emplace(tick, hash);
+  if (counted) {
+    Entry& p = index_.at(parent);
+    if (p.children++ == 0) leaves_.erase(p.used);
+  }
   stats_.bytes += bytes;
+}
+
+void SsdStore::mark_used(const BlockHash& hash, Entry& e) {
+  const uint64_t tick = ++clock_;
+  if (e.children == 0) {
+    leaves_.erase(e.used);
+    leaves_.emplace(tick, hash);
+  }
+  e.used = tick;
 }
 
 void SsdStore::remove_entry(const BlockHash& hash) {
   auto it = index_.find(hash);
   if (it == index_.end()) return;
   ::unlinkat(dir_fd_, (hash.hex() + kRecordSuffix).c_str(), 0);
-  stats_.bytes -= it->second.bytes;
-  lru_.erase(it->second.lru);
+  const Entry e = it->second;
+  stats_.bytes -= e.bytes;
+  if (e.children == 0) leaves_.erase(e.used);
   index_.erase(it);
+  // (A parent removed before its children, as a corrupt one is, comes back
+  // with none counted: children > 0 guards its count.)
+  if (auto p = index_.find(e.parent); e.counted && p != index_.end() && p->second.children > 0 &&
+                                      --p->second.children == 0)
+    leaves_.emplace(p->second.used, e.parent);
 }
 
 // Other namespaces' records go first, the oldest first: a model updated in
@@ -258,8 +288,8 @@ void SsdStore::evict_over_cap() {
       std::filesystem::remove(r.path.parent_path(), ec);  // once it is empty
       continue;
     }
-    if (lru_.empty()) break;
-    remove_entry(lru_.front());
+    if (leaves_.empty()) break;
+    remove_entry(leaves_.begin()->second);
     ++stats_.evicted;
   }
 }
@@ -274,7 +304,7 @@ void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<con
   auto already_have = [&] {
     auto it = index_.find(hash);
     if (it != index_.end()) {
-      lru_.splice(lru_.end(), lru_, it->second.lru);
+      mark_used(hash, it->second);
       return true;
     }
     return pending_.count(hash) > 0;
@@ -308,7 +338,7 @@ void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<con
 void SsdStore::touch(std::span<const BlockHash> hashes) {
   std::lock_guard lk(mu_);
   for (const BlockHash& h : hashes)
-    if (auto it = index_.find(h); it != index_.end()) lru_.splice(lru_.end(), lru_, it->second.lru);
+    if (auto it = index_.find(h); it != index_.end()) mark_used(h, it->second);
 }
 
 bool SsdStore::contains(const BlockHash& hash) const {
@@ -373,7 +403,7 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
     }
     return false;
   }
-  if (it != index_.end()) lru_.splice(lru_.end(), lru_, it->second.lru);
+  if (it != index_.end()) mark_used(hash, it->second);
   ++stats_.restores;
   stats_.restore_ms_last = ms_since(t0);
   return true;
@@ -420,62 +450,76 @@ uint64_t SsdStore::oldest_unfinished_seq() const {
 }
 
 void SsdStore::writer_loop() {
+  struct Written {
+    BlockHash hash, parent;
+  };
+  std::vector<Written> batch;
+  batch.reserve(kBatchRecords);  // so that a push_back never allocates
+  BlockHash writing;             // the record being written
   std::unique_lock lk(mu_);
   for (;;) {
     auto may_write = [&] { return !queue_.empty() && (!paused_ || stopping_ || flush_target_); };
     work_cv_.wait(lk, [&] { return may_write() || (stopping_ && queue_.empty()); });
     if (!may_write()) return;  // stopping, and everything queued is written
+    try {
+      // Write records one by one, then make their renames durable with one
+      // directory fsync before contains() may report them.
+      uint64_t batch_bytes = 0, last_seq = 0;
+      writing_from_seq_ = queue_.front().seq;
+      while (may_write() && batch.size() < kBatchRecords && batch_bytes < kBatchBytes) {
+        Job job = std::move(queue_.front());
+        queue_.pop_front();
+        writing = job.hash;
+        queued_bytes_ -= job.bytes();
+        writing_bytes_ += job.bytes();
+        ++writing_count_;
+        lk.unlock();
+        std::string error;
+        const bool ok = write_record(job, error);
+        lk.lock();
+        last_seq = job.seq;
+        writing_bytes_ -= job.bytes();  // its copy is released with `job`
+        --writing_count_;
+        if (ok) {
+          batch.push_back({job.hash, job.parent});
+          batch_bytes += record_bytes_;
+        } else {
+          ++stats_.failed_spills;
+          stats_.last_error = error;
+          pending_.erase(job.hash);
+        }
+        if (flush_target_ && last_seq >= flush_target_) break;  // a flush() is waiting for this one
+      }
 
-    // Write records one by one, then make their renames durable with one
-    // directory fsync before contains() may report them.
-    struct Written {
-      BlockHash hash, parent;
-    };
-    std::vector<Written> batch;
-    uint64_t batch_bytes = 0, last_seq = 0;
-    writing_from_seq_ = queue_.front().seq;
-    while (may_write() && batch.size() < kBatchRecords && batch_bytes < kBatchBytes) {
-      Job job = std::move(queue_.front());
-      queue_.pop_front();
-      queued_bytes_ -= job.bytes();
-      writing_bytes_ += job.bytes();
-      ++writing_count_;
       lk.unlock();
-      std::string error;
-      const bool ok = write_record(job, error);
+      const bool synced = batch.empty() || ::fsync(dir_fd_) == 0;
+      const int err = errno;
       lk.lock();
-      last_seq = job.seq;
-      writing_bytes_ -= job.bytes();  // its copy is released with `job`
-      --writing_count_;
-      if (ok) {
-        batch.push_back({job.hash, job.parent});
-        batch_bytes += record_bytes_;
-      } else {
-        ++stats_.failed_spills;
-        stats_.last_error = error;
-        pending_.erase(job.hash);
+      for (const Written& w : batch) {
+        if (synced) {
+          add_entry(w.hash, w.parent, record_bytes_);
+          ++stats_.spills;
+        } else {  // not durable: take it back rather than report it
+          ::unlinkat(dir_fd_, (w.hash.hex() + kRecordSuffix).c_str(), 0);
+          ++stats_.failed_spills;
+          stats_.last_error = "fsync " + ns_dir_.string() + ": " + std::strerror(err);
+        }
+        pending_.erase(w.hash);
       }
-      if (flush_target_ && last_seq >= flush_target_) break;  // a flush() is waiting for this one
+      evict_over_cap();
+      if (flush_target_ && last_seq >= flush_target_) flush_target_ = 0;
+    } catch (...) {
+      // An allocation failed (nothing else throws here), and the thread
+      // must not end the server: the batch is given up, counted as failed
+      // (what reached the disk is found again at the next start).
+      if (!lk.owns_lock()) lk.lock();
+      for (const Written& w : batch) pending_.erase(w.hash);
+      pending_.erase(writing);
+      stats_.failed_spills += int64_t(batch.size()) + 1;
+      writing_bytes_ = 0, writing_count_ = 0;
     }
-
-    lk.unlock();
-    const bool synced = batch.empty() || ::fsync(dir_fd_) == 0;
-    const int err = errno;
-    lk.lock();
-    for (const Written& w : batch) {
-      if (synced) {
-        add_entry(w.hash, w.parent, record_bytes_);
-        ++stats_.spills;
-      } else {  // not durable: take it back rather than report it
-        ::unlinkat(dir_fd_, (w.hash.hex() + kRecordSuffix).c_str(), 0);
-        ++stats_.failed_spills;
-        stats_.last_error = "fsync " + ns_dir_.string() + ": " + std::strerror(err);
-      }
-      pending_.erase(w.hash);
-    }
-    evict_over_cap();
+    batch.clear();
     writing_from_seq_ = 0;
-    if (flush_target_ && last_seq >= flush_target_) flush_target_ = 0;
     done_cv_.notify_all();
   }
 }

@@ -13,7 +13,7 @@
 // Layout: DIR/LOCK (flock'ed while a store is open), and DIR/<namespace hex>/
 // holding <hash hex>.kvb records and <hash hex>.kvb.tmp files being written.
 // The cap covers every namespace's records: past it, other namespaces'
-// go first (oldest first), then this one's least recently used.
+// go first (oldest first), then this one's least recently used chain ends.
 #pragma once
 
 #include <condition_variable>
@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
-#include <list>
+#include <map>
 #include <mutex>
 #include <span>
 #include <string>
@@ -38,7 +38,7 @@ struct SsdStoreOptions {
   std::filesystem::path dir;          // root directory (created if missing)
   // Cap on the record bytes on disk under dir, every namespace's: past it,
   // other namespaces' records are removed, the oldest first, then this
-  // namespace's least recently used. 0: half of the free space plus
+  // namespace's least recently used chain ends. 0: half of the free space plus
   // what the records take at start, a cap that does not shrink as the cache
   // fills from one run to the next.
   uint64_t max_bytes = 0;
@@ -116,7 +116,9 @@ class SsdStore {
   struct Entry {
     BlockHash parent;
     uint64_t bytes = 0;  // file size
-    std::list<BlockHash>::iterator lru;
+    uint64_t used = 0;   // clock tick of the last put, touch or read
+    int32_t children = 0;  // records that count this one as their parent
+    bool counted = false;  // whether the parent was indexed when this one was, and counts it
   };
   struct Job {
     uint64_t seq = 0;  // put order, for flush()
@@ -140,6 +142,7 @@ class SsdStore {
   // With mu_ held:
   void add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes);
   void remove_entry(const BlockHash& hash);  // unlinks the file too
+  void mark_used(const BlockHash& hash, Entry& e);
   void evict_over_cap();
   uint64_t oldest_unfinished_seq() const;
   void close_fds();
@@ -153,7 +156,11 @@ class SsdStore {
   std::condition_variable work_cv_;  // the writer waits for jobs
   std::condition_variable done_cv_;  // flush() waits for the writer
   std::unordered_map<BlockHash, Entry, BlockHashHasher> index_;
-  std::list<BlockHash> lru_;  // front: least recently used
+  // The records no other record counts as its parent, least recently used
+  // first: eviction takes leaves only, since a chain is read from its start
+  // and a record whose parent is gone is never read again.
+  std::map<uint64_t, BlockHash> leaves_;
+  uint64_t clock_ = 0;
   std::deque<OtherRecord> others_;  // other namespaces' records, oldest first
   std::deque<Job> queue_;
   std::unordered_set<BlockHash, BlockHashHasher> pending_;  // queued or being written

@@ -75,6 +75,13 @@ std::vector<Block> make_chain(const BlockHash& root, int n, int seed = 0,
   return chain;
 }
 
+// n blocks of chains of their own: records no other record continues.
+std::vector<Block> separate_blocks(const BlockHash& root, int n) {
+  std::vector<Block> blocks;
+  for (int i = 0; i < n; ++i) blocks.push_back(make_chain(root, 1, 1000 + i)[0]);
+  return blocks;
+}
+
 std::vector<BlockHash> hashes(const std::vector<Block>& chain) {
   std::vector<BlockHash> h;
   for (const Block& b : chain) h.push_back(b.hash);
@@ -364,7 +371,7 @@ TEST_F(SsdStoreTest, OtherNamespacesAreLeftAloneUnderTheCap) {
 
 TEST_F(SsdStoreTest, EvictsTheLeastRecentlyUsedPastMaxBytes) {
   SsdStore s(options(3 * kRecordBytes));
-  auto chain = make_chain(chain_root_, 5);
+  auto chain = separate_blocks(chain_root_, 5);
   for (int i = 0; i < 3; ++i) put(s, chain[i]);
   s.flush();
   EXPECT_TRUE(read_ok(s, chain[0]));  // 0 is now the most recently used; 1 the least
@@ -388,11 +395,52 @@ TEST_F(SsdStoreTest, EvictsTheLeastRecentlyUsedPastMaxBytes) {
   EXPECT_EQ(files_in(ns_dir()).size(), 3u);
 }
 
+// A chain is read from its start, so its records leave from its end: one
+// whose parent is gone would never be read again.
+TEST_F(SsdStoreTest, ChainsAreEvictedFromTheirEnd) {
+  SsdStore s(options(4 * kRecordBytes));
+  auto chain = make_chain(chain_root_, 4);
+  auto other = separate_blocks(chain_root_, 2);
+  for (const Block& b : chain) put(s, b);
+  s.flush();
+  put(s, other[0]);  // the chain's end goes, its start the least recently used
+  s.flush();
+  EXPECT_EQ(s.contains_prefix(hashes(chain)), 3u);
+  EXPECT_TRUE(s.contains(other[0].hash));
+  s.touch(hashes(chain));  // now other[0] is the least recently used end
+  put(s, other[1]);
+  s.flush();
+  EXPECT_FALSE(s.contains(other[0].hash));
+  EXPECT_EQ(s.contains_prefix(hashes(chain)), 3u);
+  EXPECT_EQ(s.stats().evicted, 2);
+}
+
+// After a restart, too: a parent written after its child (written again
+// once evicted) still outlives it.
+TEST_F(SsdStoreTest, AfterARestartAParentNewerThanItsChildOutlivesIt) {
+  auto chain = make_chain(chain_root_, 2);
+  auto other = separate_blocks(chain_root_, 2);
+  {
+    SsdStore s(options());
+    put(s, chain[1]);  // the child first
+    s.flush();
+    put(s, chain[0]);
+  }
+  SsdStore s(options(3 * kRecordBytes));
+  s.touch(hashes(chain));  // the parent used before the child
+  put(s, other[0]);
+  put(s, other[1]);
+  s.flush();
+  EXPECT_EQ(s.stats().evicted, 1);
+  EXPECT_TRUE(s.contains(chain[0].hash));
+  EXPECT_FALSE(s.contains(chain[1].hash));
+}
+
 // The prompt cache touches the records of blocks it served from RAM: a
 // prefix hit there many times is not the first to leave the disk.
 TEST_F(SsdStoreTest, TouchedRecordsCountAsUsed) {
   SsdStore s(options(2 * kRecordBytes));
-  auto chain = make_chain(chain_root_, 3);
+  auto chain = separate_blocks(chain_root_, 3);
   put(s, chain[0]);
   put(s, chain[1]);
   s.flush();
@@ -427,7 +475,7 @@ TEST_F(SsdStoreTest, TheDefaultCapCountsTheRecordsAlreadyStored) {
 }
 
 TEST_F(SsdStoreTest, AfterARestartTheOrderOfUseComesFromTheFileTimes) {
-  auto chain = make_chain(chain_root_, 4);
+  auto chain = separate_blocks(chain_root_, 4);
   {
     SsdStore s(options());
     for (int i = 0; i < 3; ++i) put(s, chain[i]);
