@@ -336,6 +336,7 @@ int cmd_serve(int argc, char** argv) {
   eopt.step_tokens = args.integer("step-tokens", std::max<int64_t>(512, eopt.max_batch));
   if (eopt.step_tokens < eopt.max_batch)
     throw std::runtime_error("--step-tokens must be at least --max-batch (" + std::to_string(eopt.max_batch) + ")");
+  eopt.prefill_chunk = eopt.step_tokens;  // a lone long prompt may take the whole step
   eopt.generation_checkpoint_tokens = args.integer("generation-checkpoint-tokens", 16);
   if (eopt.generation_checkpoint_tokens < 0) throw std::runtime_error("--generation-checkpoint-tokens must be >= 0");
   const std::string retention = args.str("cache-retention", "lru");

@@ -82,6 +82,7 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
   // A step below one token per batch row would leave prompts no room: a
   // full batch of decoding streams would stall every prefill behind it.
   if (options.max_batch < 1) throw std::invalid_argument("the batch size must be at least 1");
+  if (options.prefill_chunk < 1) throw std::invalid_argument("the prefill chunk must be at least 1 token");
   if (options.step_tokens < options.max_batch)
     throw std::invalid_argument("the step token budget (" + std::to_string(options.step_tokens) +
                                 ") must be at least the batch size (" + std::to_string(options.max_batch) + ")");
@@ -238,7 +239,12 @@ bool Engine::start(Active& a) {
       }
       kv_->unref(last);
       if (copy) {
-        kv_->attach(a.seq, std::span(&*copy, 1));
+        try {
+          kv_->attach(a.seq, std::span(&*copy, 1));
+        } catch (...) {  // (an allocation) the copy goes back
+          kv_->unref(*copy);
+          throw;
+        }
         kv_->unref(*copy);  // the sequence's reference is the only one
         kv_->set_length(a.seq, n - 1);
         ++shared;  // indexed already: nothing to publish

@@ -62,7 +62,8 @@ bool GenerationStream::next_piece(Piece& out) {
         std::string tail = decoder_.flush();
         fed_ += tail.size();
         out.text = stop_.push(tail);
-        if (!stop_.stopped()) out.text += stop_.flush();
+        if (stop_.stopped()) finish_reason_ = "stop";  // the held-back tail completed a stop string
+        else out.text += stop_.flush();
         emitted_ += out.text.size();
         if (want_logprobs_) release(emitted_, stop_.stopped(), out);
         if (!stop_.stopped()) {

@@ -258,6 +258,18 @@ describe('API', () => {
     assert.notEqual(forced.choices[0].text, r.choices[0].text);
   });
 
+  test('a stop string the last held-back text completes ends the request as stopped', async () => {
+    // Token 229 is the byte 0xE2, a lead byte: cut there by max_tokens, the
+    // decoder's held-back tail becomes U+FFFD only when the request ends.
+    const base = { model: MODEL, prompt: 'Once upon a time', max_tokens: 1, temperature: 0, logit_bias: { 229: 100 } };
+    const plain = await client.completions.create(base);
+    assert.equal(plain.choices[0].text, '\uFFFD');
+    assert.equal(plain.choices[0].finish_reason, 'length');
+    const stopped = await client.completions.create({ ...base, stop: ['\uFFFD'] });
+    assert.equal(stopped.choices[0].text, '');
+    assert.equal(stopped.choices[0].finish_reason, 'stop');
+  });
+
   test('penalties change greedy repetition', async () => {
     const base = { model: MODEL, prompt: 'Once upon a time', max_tokens: 60, temperature: 0 };
     const plain = (await client.completions.create(base)).choices[0].text;

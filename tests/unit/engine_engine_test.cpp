@@ -186,6 +186,13 @@ TEST(Engine, AStepBudgetBelowTheBatchSizeIsRefused) {
   EXPECT_EQ(collect(*fits.submit(greedy({1, 300}, 3))).size(), 3u);
 }
 
+TEST(Engine, APrefillChunkOfNoTokensIsRefused) {
+  // It would plan no prompt tokens at all: the request would never start,
+  // and the loop would spin on empty steps.
+  EXPECT_THROW(Engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .prefill_chunk = 0}),
+               std::invalid_argument);
+}
+
 TEST(Engine, ARequestThatFailsInAStepEndsAloneTheOthersGoOn) {
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_batch = 4});
   std::vector<std::vector<int32_t>> prompts = {{1, 403, 407}, {1, 300, 7}, {1, 378, 29}};
