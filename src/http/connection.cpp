@@ -38,6 +38,17 @@ bool framing_field(const std::string& name) {
   return false;
 }
 
+}  // namespace
+
+void queue_stream_bytes(StreamState& state, std::string_view bytes, bool chunked) {
+  if (chunked) state.queued += hex(bytes.size()) + "\r\n";
+  state.queued += bytes;
+  if (chunked) state.queued += "\r\n";
+  state.unsent += bytes.size() + (chunked ? hex(bytes.size()).size() + 4 : 0);
+}
+
+namespace {
+
 class StreamWriter final : public StreamSink {
  public:
   StreamWriter(std::shared_ptr<StreamState> state, std::function<void()> post_flush, bool chunked,
@@ -53,10 +64,7 @@ class StreamWriter final : public StreamSink {
     std::unique_lock lock(state_->mutex);
     if (state_->closed) return false;
     if (bytes.empty()) return true;  // a zero-size chunk would end the body
-    if (chunked_) state_->queued += hex(bytes.size()) + "\r\n";
-    state_->queued += bytes;
-    if (chunked_) state_->queued += "\r\n";
-    state_->unsent += bytes.size() + (chunked_ ? hex(bytes.size()).size() + 4 : 0);
+    queue_stream_bytes(*state_, bytes, chunked_);
     if (!state_->flush_posted) {
       state_->flush_posted = true;
       post_flush_();
@@ -423,6 +431,8 @@ void Connection::respond(Response& res) {
   if ((streamed && request_->version < 11) || server_.stopping)
     keep_alive_ = false;  // 1.0: the body ends at close
   chunked_ = streamed && request_->version >= 11;
+  const std::string* type = res.headers.find("Content-Type");
+  event_stream_ = streamed && type && media_type(*type) == "text/event-stream";
 
   std::string head = "HTTP/1.1 " + std::to_string(res.status) + " " +
                      std::string(reason_phrase(res.status)) + "\r\n";
@@ -447,6 +457,7 @@ void Connection::respond(Response& res) {
   write(std::move(head));
   if (!streamed) ending_ = true;
   flush();
+  if (streamed && eof_) probe_stream();  // it closed its side while the request waited
 }
 
 void Connection::stream_body(const StreamProvider& provider,
@@ -462,6 +473,10 @@ void Connection::stream_body(const StreamProvider& provider,
     std::fprintf(stderr, "hearth: a streamed response failed: %s\n", e.what());
     std::lock_guard lock(state->mutex);
     state->abandoned = true;
+  }
+  {
+    std::lock_guard lock(state->mutex);
+    state->finished = true;
   }
   asio::post(server_.io, [self = shared_from_this()] { guarded(*self, [&] { self->end_stream(); }); });
 }
@@ -523,9 +538,29 @@ void Connection::fail(int status, const std::string& message) {
 // wait for the answer with its sending side shut, so the request goes on; an
 // interim response written now and then finds out whether it still reads.
 void Connection::client_eof() {
-  if (phase_ == Phase::Responding) return;  // the response's own writes tell
+  if (phase_ == Phase::Responding) return probe_stream();  // else the response's own writes tell
   if (request_->version < 11) return close();
   probe();
+}
+
+// An event stream can go quiet for long (a request queued or prefilling, a
+// long transcription): a client that closed its side meanwhile is asked as
+// probe() does, with an SSE comment, which clients ignore, put between two
+// of the writer's events (each write is a whole event). A client gone for
+// good answers it with a reset, and the request is cancelled.
+void Connection::probe_stream() {
+  if (phase_ != Phase::Responding || !stream_ || !event_stream_ || head_only_) return;
+  {
+    std::lock_guard lock(stream_->mutex);
+    if (stream_->closed || stream_->finished) return;
+    queue_stream_bytes(*stream_, ":\n\n", chunked_);
+  }
+  drain_stream();
+  probe_timer_.expires_after(probes_++ == 0 ? std::chrono::milliseconds(50)
+                                            : std::chrono::milliseconds(1000));
+  probe_timer_.async_wait([self = weak_from_this()](error_code ec) {
+    if (auto c = self.lock(); c && !ec) c->probe_stream();
+  });
 }
 
 void Connection::probe() {

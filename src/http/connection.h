@@ -84,7 +84,11 @@ struct StreamState {
   bool flush_posted = false;
   bool closed = false;  // the connection closed: the writer stops
   bool abandoned = false;  // the body was cut short (a client not reading, a failed writer): close
+  bool finished = false;   // the writer returned: nothing more goes into the body
 };
+
+// Adds bytes to a streamed body, framed as a chunk where the body is chunked.
+void queue_stream_bytes(StreamState& state, std::string_view bytes, bool chunked);
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -122,6 +126,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void fail(int status, const std::string& message);
   void client_eof();
   void probe();
+  void probe_stream();
   void write(std::string bytes, bool stream_bytes = false);
   void flush();
   void on_written(boost::system::error_code ec, size_t n);
@@ -151,6 +156,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int requests_ = 0;       // requests begun on this connection
   std::shared_ptr<Request> request_;
   std::shared_ptr<StreamState> stream_;
+  bool event_stream_ = false;  // the streamed body is server-sent events
   std::deque<std::pair<std::string, bool>> out_;  // bytes to write; true: streamed body bytes
   size_t front_sent_ = 0;                         // of out_.front(), written
   bool writing_ = false;

@@ -747,6 +747,35 @@ describe('front door: a client that leaves cancels its request', () => {
     assert.ok(after.generation.engine_cancelled > before.generation.engine_cancelled, 'the engine dropped it');
   });
 
+  test('a streamed request waiting behind others is cancelled when its client closes after the head', async () => {
+    const before = await stats(srv);
+    const BLOCKERS = 8;
+    const blockers = Array.from({ length: BLOCKERS }, (_, i) => fetch(srv.url + '/v1/completions', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(completionBody({ prompt: `A bird sang ${i}`, max_tokens: 2000, logit_bias: NO_EOS })),
+    }).then(async (r) => ({ status: r.status, body: await r.json() })));
+    await waitForStats(srv, (s) => s.generation.requests_total >= before.generation.requests_total + BLOCKERS, 10000);
+    // An Anthropic stream sends its head, then nothing until the first token.
+    const c = await Conn.open(srv.port);
+    await c.write(httpReq('POST', '/v1/messages', { body: {
+      model: 'stories260k', max_tokens: 2000, stream: true, messages: [{ role: 'user', content: 'The victim' }],
+    } }));
+    for (const t0 = performance.now(); !c.received.includes('\r\n\r\n') && performance.now() - t0 < 10000;) await sleep(10);
+    assert.match(c.received.toString('latin1'), /^HTTP\/1\.1 200/, c.transcript());
+    c.destroy();
+    // Found gone by the stream's probe within a couple of seconds, while
+    // the blockers still run: not when its first token is written.
+    const dropped = await waitForStats(srv, (s) => s.generation.engine_cancelled > before.generation.engine_cancelled, 8000);
+    const finished = dropped.generation.completed - before.generation.completed;
+    console.log(`# stream probe: cancelled with ${finished} of ${BLOCKERS} blockers done`);
+    assert.ok(dropped.generation.engine_cancelled > before.generation.engine_cancelled, 'the engine dropped the request');
+    assert.ok(finished < BLOCKERS, 'it was dropped before it could run');
+    for (const d of await Promise.all(blockers)) assert.equal(d.status, 200, JSON.stringify(d.body));
+    const after = await waitForStats(srv, idle, 10000);
+    assert.ok(idle(after), JSON.stringify({ queue: after.queue, memory: after.memory }));
+    assert.equal(after.generation.completed - before.generation.completed, BLOCKERS);
+  });
+
   test('a pipelined request after the client half-closed is cancelled when the client then leaves', async () => {
     const before = await stats(srv);
     const block = (n, tag) => Array.from({ length: n }, (_, i) => fetch(srv.url + '/v1/completions', {
