@@ -57,6 +57,12 @@ void Decoding::constrain(std::span<const float> logits, std::span<float> out) {
   if (!any) throw std::runtime_error("the output grammar allows no token here");
 }
 
+void Decoding::release_scratch() {
+  sampler_.release_scratch();
+  std::vector<float>().swap(scratch_);
+  std::vector<uint32_t>().swap(mask_);
+}
+
 int32_t Decoding::next(std::span<const float> logits, ThreadPool* pool) {
   int32_t token;
   if (!matcher_ && !sampler_.params().has_processors()) {

@@ -45,6 +45,9 @@ class Decoding {
   std::span<const int32_t> prompt() const { return history().first(size_t(prompt_tokens_)); }
   int64_t prompt_tokens() const { return prompt_tokens_; }
   int64_t generated_tokens() const { return int64_t(history_.size()) - prompt_tokens_; }
+  // Frees the per-token buffers (the sampler's, the grammar mask): for a
+  // state kept idle, as a generation checkpoint is.
+  void release_scratch();
 
  private:
   Sampler sampler_;

@@ -47,18 +47,28 @@ std::optional<uint64_t> GenerationCheckpoints::key(const GenerationRequest& r) {
 }
 
 void GenerationCheckpoints::save(uint64_t key, GenerationCheckpoint checkpoint) {
+  checkpoint.decoding.release_scratch();
+  size_t bytes = sizeof(Item) + checkpoint.decoding.history().size() * sizeof(int32_t);
+  for (const TokenEvent& ev : checkpoint.events) bytes += sizeof ev + ev.top.size() * sizeof ev.top[0];
   std::lock_guard lock(mutex_);
-  std::erase_if(items_, [&](const auto& item) { return item.first == key; });
-  items_.emplace_front(key, std::move(checkpoint));
-  if (items_.size() > max_entries_) items_.pop_back();
+  auto drop = [&](std::list<Item>::iterator it) {
+    bytes_ -= it->bytes;
+    return items_.erase(it);
+  };
+  for (auto it = items_.begin(); it != items_.end();) it = it->key == key ? drop(it) : std::next(it);
+  if (bytes > max_bytes_ / 4) return;
+  items_.push_front({key, std::move(checkpoint), bytes});
+  bytes_ += bytes;
+  while (items_.size() > max_entries_ || bytes_ > max_bytes_) drop(std::prev(items_.end()));
   ++saved_;
 }
 
 std::optional<GenerationCheckpoint> GenerationCheckpoints::take(uint64_t key) {
   std::lock_guard lock(mutex_);
   for (auto it = items_.begin(); it != items_.end(); ++it)
-    if (it->first == key) {
-      GenerationCheckpoint c = std::move(it->second);
+    if (it->key == key) {
+      GenerationCheckpoint c = std::move(it->checkpoint);
+      bytes_ -= it->bytes;
       items_.erase(it);
       ++resumed_;
       return c;
@@ -74,6 +84,11 @@ int64_t GenerationCheckpoints::entries() const {
 int64_t GenerationCheckpoints::saved() const {
   std::lock_guard lock(mutex_);
   return saved_;
+}
+
+size_t GenerationCheckpoints::bytes() const {
+  std::lock_guard lock(mutex_);
+  return bytes_;
 }
 
 int64_t GenerationCheckpoints::resumed() const {

@@ -5,7 +5,9 @@
 // block by block as it filled. The same request sent again replays those
 // events at once and resumes from the pending token, so it produces exactly
 // the text an uninterrupted run would have; a request that runs to its end
-// leaves nothing behind. Kept in memory, a bounded number, oldest out first.
+// leaves nothing behind. Kept in memory, a bounded number and bytes (the
+// history and the events: a long one with top logprobs is megabytes),
+// oldest out first.
 #pragma once
 
 #include <cstdint>
@@ -28,13 +30,15 @@ struct GenerationCheckpoint {
 
 class GenerationCheckpoints {
  public:
-  explicit GenerationCheckpoints(size_t max_entries = 64) : max_entries_(max_entries) {}
+  explicit GenerationCheckpoints(size_t max_entries = 64, size_t max_bytes = size_t(256) << 20)
+      : max_entries_(max_entries), max_bytes_(max_bytes) {}
 
   // What identifies a request for resumption: its prompt, sampling (seed
   // included), limits, stop ids and logprobs. nullopt when sampling without
   // a seed (nothing to resume: another run would differ anyway).
   static std::optional<uint64_t> key(const GenerationRequest& request);
 
+  // One over a quarter of max_bytes is not kept.
   void save(uint64_t key, GenerationCheckpoint checkpoint);
   // Removes and returns the checkpoint of `key`, if there is one.
   std::optional<GenerationCheckpoint> take(uint64_t key);
@@ -42,11 +46,18 @@ class GenerationCheckpoints {
   int64_t entries() const;
   int64_t saved() const;
   int64_t resumed() const;
+  size_t bytes() const;
 
  private:
-  size_t max_entries_;
+  struct Item {
+    uint64_t key;
+    GenerationCheckpoint checkpoint;
+    size_t bytes;
+  };
+  size_t max_entries_, max_bytes_;
   mutable std::mutex mutex_;
-  std::list<std::pair<uint64_t, GenerationCheckpoint>> items_;  // newest first
+  std::list<Item> items_;  // newest first
+  size_t bytes_ = 0;
   int64_t saved_ = 0, resumed_ = 0;
 };
 

@@ -67,6 +67,9 @@ class Sampler {
   int32_t choose(std::span<const float> logits, ThreadPool* pool = nullptr);
 
   const SamplingParams& params() const { return params_; }
+  // Frees the buffers of the passes over the vocabulary (megabytes for a
+  // large one), which each call sets up again: for a sampler kept idle.
+  void release_scratch();
   static int32_t argmax(std::span<const float> logits);
 
  private:
