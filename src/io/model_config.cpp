@@ -111,6 +111,52 @@ std::vector<int> id_list(const json& v) {
 
 // bits, group_size and mode of a quantization object; missing keys fall
 // back to MLX's own defaults (4, 64, affine), not the global entry's.
+namespace {
+
+// The rope's scaling as transformers reads it: the keys a type needs are
+// required (a default there shifts every position), and yarn's betas of 0
+// (or null) are their defaults.
+RopeScaling read_rope_scaling(const Reader& rr, int max_position_embeddings) {
+  RopeScaling rs;
+  rs.type = rr.string("rope_type", rr.string("type", "default"));
+  if (rs.type == "default") return rs;
+  if (rs.type != "linear" && rs.type != "llama3" && rs.type != "yarn")
+    rr.fail("rope_type", "is " + rs.type + ", which hearth does not support (linear, llama3, yarn)");
+  auto required = [&](const char* key) {
+    if (!rr.has(key)) rr.fail(key, "is missing: rope type " + rs.type + " needs it");
+  };
+  rs.original_max_position_embeddings =
+      rr.number_above("original_max_position_embeddings", 0, double(max_position_embeddings));
+  if (rs.type != "yarn") required("factor");
+  // yarn without a factor: the context's extension (transformers v5).
+  rs.factor = rr.number_above("factor", 0, max_position_embeddings / rs.original_max_position_embeddings);
+  if (rs.type == "llama3") {
+    for (const char* key : {"low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+      required(key);
+    rs.low_freq_factor = rr.number_above("low_freq_factor", 0, 1.0);
+    rs.high_freq_factor = rr.number_above("high_freq_factor", 0, 4.0);
+    if (!(rs.high_freq_factor > rs.low_freq_factor))
+      rr.fail("high_freq_factor", "must be above low_freq_factor");
+  }
+  if (rs.type == "yarn") {
+    auto beta = [&](const char* key, double fallback) {
+      const double v = rr.number(key, 0.0);
+      if (v < 0) rr.fail(key, "must not be negative");
+      return v == 0 ? fallback : v;
+    };
+    rs.beta_fast = beta("beta_fast", 32.0);
+    rs.beta_slow = beta("beta_slow", 1.0);
+    if (rr.has("attention_factor")) rs.attention_factor = rr.number_above("attention_factor", 0, 1.0);
+    // As transformers, a 0 is no mscale.
+    if (const double m = rr.number("mscale", 0.0); m != 0) rs.mscale = m;
+    if (const double m = rr.number("mscale_all_dim", 0.0); m != 0) rs.mscale_all_dim = m;
+    rs.truncate = rr.boolean("truncate", true);
+  }
+  return rs;
+}
+
+}  // namespace
+
 QuantSpec read_quant(const json& v, const std::string& file, const std::string& key) {
   if (v.contains("mode") && v["mode"] != "affine")
     throw std::runtime_error(file + ": quantization mode " + json_for_message(v["mode"]) +
@@ -164,16 +210,24 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
                ", which hearth does not support (LlamaForCausalLM, MistralForCausalLM, "
                "Qwen2ForCausalLM, Qwen3ForCausalLM)");
 
-  c.hidden_size = r.positive_int("hidden_size");
-  c.intermediate_size = r.positive_int("intermediate_size");
-  c.num_layers = r.positive_int("num_hidden_layers");
-  c.num_heads = r.positive_int("num_attention_heads");
-  c.num_kv_heads = r.positive_int("num_key_value_heads", c.num_heads);
-  c.vocab_size = r.positive_int("vocab_size");
-  c.max_position_embeddings = r.positive_int("max_position_embeddings", 4096);
+  // Sizes are held to well past any published model's, so that what is
+  // computed from them before a tensor can disagree (the KV plan, the rope
+  // table, the layer list) cannot overflow or take all memory.
+  auto size = [&](const char* key, int max) {
+    if (!r.has(key)) r.fail(key, "is missing");
+    return r.integer(key, 1, max);
+  };
+  c.hidden_size = size("hidden_size", 1 << 20);
+  c.intermediate_size = size("intermediate_size", 1 << 22);
+  c.num_layers = size("num_hidden_layers", 1024);
+  c.num_heads = size("num_attention_heads", 1024);
+  c.num_kv_heads = r.has("num_key_value_heads") ? size("num_key_value_heads", 1024) : c.num_heads;
+  c.vocab_size = size("vocab_size", 1 << 24);
+  c.max_position_embeddings = r.has("max_position_embeddings") ? size("max_position_embeddings", 1 << 26) : 4096;
   if (!r.has("head_dim") && c.hidden_size % c.num_heads != 0)
     r.fail("hidden_size", "is not a multiple of num_attention_heads and no head_dim is given");
-  c.head_dim = r.positive_int("head_dim", c.hidden_size / c.num_heads);
+  c.head_dim = r.has("head_dim") ? size("head_dim", 1024) : c.hidden_size / c.num_heads;
+  if (c.head_dim > 1024) r.fail("hidden_size", "/ num_attention_heads is over 1024 (the head size)");
   if (c.head_dim % 2 != 0) r.fail("head_dim", "must be even for rotary embeddings");
   if (c.num_heads % c.num_kv_heads != 0)
     r.fail("num_key_value_heads", "must divide num_attention_heads");
@@ -194,24 +248,28 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
     }
   }
 
-  if (r.has("rope_scaling")) {
-    const json& s = j["rope_scaling"];
-    if (!s.is_object()) r.fail("rope_scaling", "must be an object or null");
-    const Reader rr{s, path.string(), "rope_scaling."};
-    auto& rs = c.rope_scaling;
-    rs.type = rr.string("rope_type", rr.string("type", "default"));
-    rs.factor = rr.number_above("factor", 0, 1.0);
-    rs.low_freq_factor = rr.number_above("low_freq_factor", 0, 1.0);
-    rs.high_freq_factor = rr.number_above("high_freq_factor", 0, 4.0);
-    rs.original_max_position_embeddings = rr.number_above(
-        "original_max_position_embeddings", 0, double(c.max_position_embeddings));
-    rs.beta_fast = rr.number("beta_fast", 32.0);
-    rs.beta_slow = rr.number("beta_slow", 1.0);
-    if (s.contains("attention_factor") && s["attention_factor"].is_number())
-      rs.attention_factor = s["attention_factor"].get<double>();
-    if (rs.type != "default" && rs.type != "linear" && rs.type != "llama3" && rs.type != "yarn")
-      r.fail("rope_scaling", "type " + rs.type + " is not supported (linear, llama3, yarn)");
+  // Newer transformers write the rope's base and scaling together, as
+  // rope_parameters; older ones rope_theta and rope_scaling.
+  const json* rope = r.has("rope_parameters") ? &j["rope_parameters"] : nullptr;
+  if (rope) {
+    if (!rope->is_object()) r.fail("rope_parameters", "must be an object or null");
+    for (const auto& [key, v] : rope->items())
+      if (v.is_object())
+        r.fail("rope_parameters", "holds per-layer-type parameters (\"" + key + "\"), which hearth does not support");
+    const Reader rp{*rope, path.string(), "rope_parameters."};
+    if (rp.has("rope_theta")) c.rope_theta = rp.number_above("rope_theta", 1, c.rope_theta);
+    if (rp.has("partial_rotary_factor") && rp.number("partial_rotary_factor", 1.0) != 1.0)
+      rp.fail("partial_rotary_factor", "is not 1: a partial rotary embedding is not supported");
+  } else if (r.has("rope_scaling")) {
+    rope = &j["rope_scaling"];
+    if (!rope->is_object()) r.fail("rope_scaling", "must be an object or null");
   }
+  if (r.has("partial_rotary_factor") && r.number("partial_rotary_factor", 1.0) != 1.0)
+    r.fail("partial_rotary_factor", "is not 1: a partial rotary embedding is not supported");
+  if (rope)
+    c.rope_scaling = read_rope_scaling(
+        Reader{*rope, path.string(), r.has("rope_parameters") ? "rope_parameters." : "rope_scaling."},
+        c.max_position_embeddings);
 
   if (r.has("quantization")) {
     const json& q = j["quantization"];

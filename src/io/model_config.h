@@ -22,6 +22,7 @@ struct RopeScaling {
   double beta_fast = 32.0, beta_slow = 1.0;              // yarn
   std::optional<double> attention_factor;                // yarn
   std::optional<double> mscale, mscale_all_dim;          // yarn (DeepSeek style)
+  bool truncate = true;  // yarn: the ramp's ends rounded out to whole dimensions
 };
 
 struct QuantSpec {

@@ -48,8 +48,9 @@ RopeTable make_rope_table(const io::ModelConfig& c) {
     auto correction_dim = [&](double rotations) {
       return dim * std::log(max_pos / (rotations * 2 * M_PI)) / (2 * std::log(base));
     };
-    double low = std::max(0.0, std::floor(correction_dim(s.beta_fast)));
-    double high = std::min(double(dim - 1), std::ceil(correction_dim(s.beta_slow)));
+    double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+    if (s.truncate) low = std::floor(low), high = std::ceil(high);
+    low = std::max(0.0, low), high = std::min(double(dim - 1), high);
     if (low == high) high += 0.001;
     for (int i = 0; i < half; ++i) {
       double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);

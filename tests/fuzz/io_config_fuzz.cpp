@@ -42,6 +42,11 @@ void check(const io::ModelConfig& c, std::string_view file) {
   HEARTH_FUZZ_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0);
   HEARTH_FUZZ_CHECK(c.vocab_size > 0 && c.max_position_embeddings > 0);
   HEARTH_FUZZ_CHECK(!c.sliding_window || *c.sliding_window > 0);
+  // What is planned from the sizes before a tensor is read stays in range.
+  HEARTH_FUZZ_CHECK(c.head_dim <= 1024 && c.num_layers <= 1024 && c.num_kv_heads <= 1024);
+  const auto& rs = c.rope_scaling;
+  HEARTH_FUZZ_CHECK(rs.factor > 0 && rs.beta_fast > 0 && rs.beta_slow > 0);
+  HEARTH_FUZZ_CHECK(rs.type != "llama3" || rs.high_freq_factor > rs.low_freq_factor);
   for (const auto& [module, q] : c.quant_overrides)
     HEARTH_FUZZ_CHECK(q.bits == 0 || (q.bits >= 2 && q.bits <= 8 && q.group_size > 0));
   (void)c.quant_for("model.layers.0.mlp.up_proj");

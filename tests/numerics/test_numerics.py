@@ -664,6 +664,16 @@ class Suite(Tests):
             cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128}
             cfg["max_position_embeddings"] = 512
 
+        def rope_parameters_yarn(cfg):
+            # transformers v5 spelling: the base and the scaling in one object,
+            # no rope_theta; a DeepSeek-style mscale pair, an untruncated ramp.
+            cfg.pop("rope_theta", None)
+            cfg.pop("rope_scaling", None)
+            cfg["rope_parameters"] = {"rope_type": "yarn", "rope_theta": 50000.0, "factor": 4.0,
+                                      "original_max_position_embeddings": 128, "mscale": 0.8,
+                                      "mscale_all_dim": 0.5, "truncate": False}
+            cfg["max_position_embeddings"] = 512
+
         def qwen2_published(cfg):
             # As in Qwen2.5's own config.json: no attention_bias key (HF's Qwen2
             # always has q/k/v biases) and a sliding_window that is ignored
@@ -681,6 +691,7 @@ class Suite(Tests):
         variants = [
             ("llama", "rope-linear", rope_linear),
             ("qwen2", "rope-yarn", rope_yarn),
+            ("qwen3", "rope-parameters-yarn", rope_parameters_yarn),
             ("qwen2", "published-config", qwen2_published),
             ("mistral", "sliding-window-8", mistral_window),
             ("llama", "no-head_dim", llama_no_head_dim),

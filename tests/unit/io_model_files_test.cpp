@@ -114,6 +114,56 @@ TEST(ModelConfig, NumbersAreCheckedBeforeTheyAreConverted) {
   }
 }
 
+// What the KV plan, the rope table and the layer list are computed from
+// before any tensor can disagree: held to well past published models.
+TEST(ModelConfig, SizesPastAnyModelAreRefused) {
+  EXPECT_NE(config_error("/head_dim", "2147483646").find("\"head_dim\" must be an integer from 1 to 1024"),
+            std::string::npos);
+  config_error("/num_hidden_layers", "20000000");
+  config_error("/num_key_value_heads", "1073741824");
+  config_error("/hidden_size", "2147483647");
+}
+
+// Newer transformers write rope_parameters; its base and scaling count, and
+// a type's required keys are required, as transformers has them.
+TEST(ModelConfig, RopeParametersAndScalingAreReadAsTransformersDoes) {
+  const fs::path dir = model_dir();
+  auto load = [&](const json& edit) {
+    json c = config();
+    c.update(edit);
+    write(dir / "config.json", c.dump());
+    return ModelConfig::load(dir);
+  };
+  ModelConfig c = load({{"rope_parameters", {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0},
+                                             {"original_max_position_embeddings", 1024}, {"beta_fast", 0},
+                                             {"mscale", 0.707}, {"mscale_all_dim", 0.707}, {"truncate", false}}}});
+  EXPECT_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_scaling.type, "yarn");
+  EXPECT_EQ(c.rope_scaling.factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.beta_fast, 32.0);  // 0 is the default
+  EXPECT_EQ(c.rope_scaling.mscale, 0.707);
+  EXPECT_FALSE(c.rope_scaling.truncate);
+  c = load({{"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 5e5}}}});
+  EXPECT_EQ(c.rope_theta, 5e5);
+  EXPECT_EQ(c.rope_scaling.type, "default");
+  c = load({{"max_position_embeddings", 8192}, {"rope_scaling", {{"rope_type", "yarn"}, {"original_max_position_embeddings", 2048}}}});
+  EXPECT_EQ(c.rope_scaling.factor, 4.0);  // yarn: the extension when no factor is given
+
+  EXPECT_NE(config_error("/rope_parameters", R"({"full_attention": {"rope_theta": 1e6}})").find("per-layer-type"),
+            std::string::npos);
+  config_error("/partial_rotary_factor", "0.5");
+  EXPECT_NE(config_error("/rope_scaling", R"({"rope_type": "llama3", "factor": 8.0})").find("low_freq_factor\" is missing"),
+            std::string::npos);
+  EXPECT_NE(config_error("/rope_scaling", R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1,
+              "high_freq_factor": 4})").find("original_max_position_embeddings\" is missing"), std::string::npos);
+  config_error("/rope_scaling", R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4,
+              "high_freq_factor": 4, "original_max_position_embeddings": 8192})");
+  config_error("/rope_scaling", R"({"rope_type": "linear"})");
+  config_error("/rope_scaling", R"({"rope_type": "yarn", "factor": 4, "beta_slow": -1})");
+  config_error("/rope_scaling", R"({"rope_type": "yarn", "factor": 4, "attention_factor": "1"})");
+  config_error("/rope_scaling", R"({"rope_type": "dynamic", "factor": 4})");
+}
+
 TEST(GenerationConfig, IdsThatAreNoIdsAreLeftOut) {
   const fs::path dir = model_dir();
   write(dir / "config.json", R"({"bos_token_id": 1, "eos_token_id": 2})");
