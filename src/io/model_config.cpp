@@ -236,6 +236,9 @@ ModelConfig ModelConfig::load(const fs::path& dir) {
   // Hugging Face's default for these classes is untied (mlx-lm differs; follow HF).
   c.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
   c.attention_bias = c.arch == Arch::Qwen2 || r.boolean("attention_bias", false);
+  // As Hugging Face's classes: Qwen2's o_proj and MLP never have biases.
+  c.output_bias = c.attention_bias && (c.arch == Arch::Llama || c.arch == Arch::Qwen3);
+  c.mlp_bias = c.arch == Arch::Llama && r.boolean("mlp_bias", false);
   c.qk_norm = c.arch == Arch::Qwen3;
   c.hidden_act = r.string("hidden_act", c.hidden_act);
   if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")

@@ -46,6 +46,8 @@ struct ModelConfig {
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v biases (Qwen2 always)
+  bool output_bias = false;     // o_proj's bias too (Llama's and Qwen3's attention_bias)
+  bool mlp_bias = false;        // gate/up/down biases (Llama's mlp_bias)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
   std::string hidden_act = "silu";
   // Sliding-window attention: layers >= sliding_window_from_layer attend to

@@ -20,6 +20,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+constexpr uint64_t kMaxHeaderBytes = 100000000;  // as the reference implementation
 [[noreturn]] void fail(const std::string& file, const std::string& what) {
   throw std::runtime_error(file + ": " + what);
 }
@@ -136,6 +138,12 @@ void Safetensors::add_file(const fs::path& path) {
   if (header_len > size - 8)
     fail(file, "header length " + std::to_string(header_len) + " runs past the end of the file (" +
                    std::to_string(size) + " bytes): truncated?");
+  // The format's own limit: a JSON tree of GBs would be built before any
+  // check (hearth models reads every header it finds).
+  if (header_len > kMaxHeaderBytes)
+    fail(file, "header length " + std::to_string(header_len) + " is over safetensors' limit of " +
+                   std::to_string(kMaxHeaderBytes) + " bytes");
+  if (header_len == 0 || p[8] != '{') fail(file, "header is not a JSON object");
   json header;
   try {
     header = json::parse(p + 8, p + 8 + header_len);

@@ -144,6 +144,12 @@ void LlamaModel::load_weights() {
       L.k_bias = load_vector(p + "self_attn.k_proj.bias", kv_dim);
       L.v_bias = load_vector(p + "self_attn.v_proj.bias", kv_dim);
     }
+    if (c.output_bias) L.o_bias = load_vector(p + "self_attn.o_proj.bias", hidden);
+    if (c.mlp_bias) {
+      L.gate_bias = load_vector(p + "mlp.gate_proj.bias", inter);
+      L.up_bias = load_vector(p + "mlp.up_proj.bias", inter);
+      L.down_bias = load_vector(p + "mlp.down_proj.bias", hidden);
+    }
     if (c.qk_norm) {
       L.q_norm = load_vector(p + "self_attn.q_norm.weight", c.head_dim);
       L.k_norm = load_vector(p + "self_attn.k_norm.weight", c.head_dim);
@@ -346,8 +352,15 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
       attend(std::span(qrows.data(), n), kv.view(l, rows[tok_row[begin]].seq), kvh, attn_scale,
              attn_scratch_[thread].data());
     });
+    // The residual stream takes a layer's output (h_), and its bias if any.
+    auto add_to_residual = [&](const std::vector<float>& bias) {
+      for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];
+      if (!bias.empty())
+        for (int64_t i = 0; i < T; ++i)
+          for (int64_t j = 0; j < hidden; ++j) x_[i * hidden + j] += bias[j];
+    };
     matmul(pool, L.o, attn_.data(), T, h_.data());
-    for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];
+    add_to_residual(L.o_bias);
 
     for (int64_t i = 0; i < T; ++i)
       rmsnorm(&x_[i * hidden], L.post_norm.data(), hidden, float(c.rms_norm_eps), &h_[i * hidden]);
@@ -358,7 +371,7 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
         gelu_tanh_mul(gate, up, n, out);
     };
     // Token i's gate and up rows, then the activation on the pool, a row per token.
-    const float *gate_base, *up_base;
+    float *gate_base, *up_base;
     int64_t gate_stride;
     if (L.gate_up.rows) {
       fused_.resize(size_t(T * 2 * inter));
@@ -371,11 +384,15 @@ void LlamaModel::forward(ThreadPool& pool, KvCache& kv, std::span<const BatchRow
       gate_base = gate_.data(), up_base = up_.data(), gate_stride = inter;
     }
     pool.parallel_for(T, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
-        activate(gate_base + i * gate_stride, up_base + i * gate_stride, inter, &gate_[i * inter]);
+      for (int64_t i = b; i < e; ++i) {
+        float *gate = gate_base + i * gate_stride, *up = up_base + i * gate_stride;
+        if (!L.gate_bias.empty())
+          for (int64_t j = 0; j < inter; ++j) gate[j] += L.gate_bias[j], up[j] += L.up_bias[j];
+        activate(gate, up, inter, &gate_[i * inter]);
+      }
     });
     matmul(pool, L.down, gate_.data(), T, h_.data());
-    for (int64_t j = 0; j < T * hidden; ++j) x_[j] += h_[j];
+    add_to_residual(L.down_bias);
   }
 
   for (const BatchRow& row : rows)

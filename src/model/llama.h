@@ -83,6 +83,7 @@ class LlamaModel {
  private:
   struct Layer {
     std::vector<float> input_norm, post_norm, q_norm, k_norm, q_bias, k_bias, v_bias;
+    std::vector<float> o_bias, gate_bias, up_bias, down_bias;  // empty where the config has none
     Matrix q, k, v, o, gate, up, down;
     // q/k/v and gate/up stacked into one packed matrix each, when the
     // kernels take their format (rows == 0 otherwise).

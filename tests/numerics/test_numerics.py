@@ -466,8 +466,9 @@ class Suite(Tests):
                                                    "--seed", str(seed), *args)
         return self.models[key]
 
-    def variant(self, base, name, edit):
-        """A copy of model dir `base` with config.json changed by edit(cfg)."""
+    def variant(self, base, name, edit, edit_tensors=None):
+        """A copy of model dir `base` with config.json changed by edit(cfg),
+        and its tensors by edit_tensors(cfg, tensors) where given."""
         out = os.path.join(self.tmp, name)
         if not os.path.exists(out):
             shutil.copytree(base, out)
@@ -476,6 +477,10 @@ class Suite(Tests):
             edit(cfg)
             with open(os.path.join(out, "config.json"), "w") as f:
                 json.dump(cfg, f, indent=2)
+            if edit_tensors:
+                tensors = {k: np.array(v) for k, v in reference.read_checkpoint(out).items()}
+                edit_tensors(cfg, tensors)
+                write_safetensors(os.path.join(out, "model.safetensors"), tensors, {"format": "pt"})
         return out
 
     def mkmodel_tests(self):
@@ -687,6 +692,25 @@ class Suite(Tests):
 
         def llama_no_head_dim(cfg):
             cfg.pop("head_dim")  # older Llama configs: head_dim = hidden / heads
+
+        def llama_biases(cfg):
+            cfg["attention_bias"] = True  # Llama's biases o_proj too
+            cfg["mlp_bias"] = True
+
+        def add_llama_biases(cfg, tensors):
+            rng = np.random.RandomState(11)
+            hidden, inter, d = cfg["hidden_size"], cfg["intermediate_size"], cfg["head_dim"]
+            sizes = {"self_attn.q_proj": cfg["num_attention_heads"] * d,
+                     "self_attn.k_proj": cfg["num_key_value_heads"] * d,
+                     "self_attn.v_proj": cfg["num_key_value_heads"] * d, "self_attn.o_proj": hidden,
+                     "mlp.gate_proj": inter, "mlp.up_proj": inter, "mlp.down_proj": hidden}
+            for i in range(cfg["num_hidden_layers"]):
+                for module, n in sizes.items():
+                    tensors[f"model.layers.{i}.{module}.bias"] = (rng.randn(n) * 0.1).astype(np.float32)
+
+        self.test("numerics llama f32 attention_bias + mlp_bias",
+                  lambda notes: compare(self.hearth, self.variant(self.model("llama", "f32"), "llama-biases",
+                                                                  llama_biases, add_llama_biases), "f32", notes))
 
         variants = [
             ("llama", "rope-linear", rope_linear),

@@ -194,6 +194,27 @@ TEST(Safetensors, DimensionsPast2To63AreRefused) {
   EXPECT_THROW(Safetensors::open_file(file("[9223372036854775807, 9223372036854775807]")), std::runtime_error);
 }
 
+// A header past the format's 100 MB limit is refused before it is parsed
+// (a JSON tree of GBs otherwise), as is one that is no JSON object.
+TEST(Safetensors, AHeaderOverTheFormatsLimitIsRefusedUnread) {
+  const fs::path path = model_dir() / "model.safetensors";
+  const uint64_t n = 100000001;
+  std::string bytes(8, '\0');
+  std::memcpy(bytes.data(), &n, 8);
+  write(path, bytes + "[");
+  fs::resize_file(path, 8 + n);  // sparse: no 100 MB written
+  try {
+    Safetensors::open_file(path);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("limit of 100000000"), std::string::npos) << e.what();
+  }
+  const uint64_t two = 2;
+  std::memcpy(bytes.data(), &two, 8);
+  write(path, bytes + "[]");
+  EXPECT_THROW(Safetensors::open_file(path), std::runtime_error);
+}
+
 namespace {
 
 // A safetensors file of F32 tensors given as name -> [begin, end) in bytes,
