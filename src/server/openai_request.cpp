@@ -48,14 +48,12 @@ void parse_sampling(const json& body, ApiRequest& r) {
   if (const json* v = field(body, "logit_bias")) {
     if (!v->is_object()) wrong_type("logit_bias", "an object mapping token ids to numbers", *v);
     for (const auto& [key, bias] : v->items()) {
-      size_t used = 0;
-      long long id = -1;
-      try {
-        id = std::stoll(key, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != key.size() || id < 0 || id > std::numeric_limits<int32_t>::max())
+      // Digits only, no leading zero: "+5", " 5" and "05" would each add
+      // to token 5's bias again, past the limit of 100.
+      const bool digits = !key.empty() && key.size() <= 10 && key.find_first_not_of("0123456789") == std::string::npos &&
+                          (key == "0" || key[0] != '0');
+      const long long id = digits ? std::stoll(key) : -1;
+      if (id < 0 || id > std::numeric_limits<int32_t>::max())
         throw bad_request("logit_bias", "'logit_bias' keys must be token ids, got " + quote(json(key)));
       if (!bias.is_number() || !std::isfinite(bias.get<double>()) || bias.get<double>() < -100 || bias.get<double>() > 100)
         throw bad_request("logit_bias", "'logit_bias' values must be numbers in [-100, 100], got " + quote(bias) +
@@ -390,6 +388,9 @@ std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFo
 std::shared_ptr<const grammar::Grammar> compile_tool_choice(const ApiRequest& r, text::ToolCallFormat format) {
   const ToolChoice& c = r.tool_choice;
   if (c.mode != ToolChoice::Mode::Required && c.mode != ToolChoice::Mode::Named) return nullptr;
+  if (format == text::ToolCallFormat::None)
+    throw bad_request("tool_choice", "this model's chat template has no tool-call format, so a required or "
+                                     "named tool call cannot be enforced; use tool_choice \"auto\"");
   try {
     return grammar::compile_tool_calls(format, r.tools, c.mode == ToolChoice::Mode::Named ? c.name : "", c.parallel);
   } catch (const grammar::GrammarError& e) {

@@ -71,6 +71,9 @@ std::shared_ptr<Job> Server::Impl::start(const http::Request& req, ApiRequest ap
   // A required tool call wins over a response format: the call is the answer.
   auto grammar = compile_tool_choice(api, prompts->output_format().tool_calls);
   if (!grammar) grammar = compile_response_format(api.response_format);
+  // A grammar holds the output to its format from the first token, which
+  // leaves no room to close a reasoning block the prompt opened.
+  const bool reasoning = !grammar && text::prompt_opens_reasoning(prompts->output_format(), rendered);
   if (grammar) g.constraint = grammar::Constraint{std::move(grammar), grammar_vocabulary()};
   const int64_t prompt_tokens = int64_t(g.prompt.size());
 
@@ -88,7 +91,7 @@ std::shared_ptr<Job> Server::Impl::start(const http::Request& req, ApiRequest ap
   }
   auto job = std::make_shared<Job>(*this, std::move(api), handle);
   job->prompt_tokens = prompt_tokens;
-  job->in_reasoning = text::prompt_opens_reasoning(prompts->output_format(), rendered);
+  job->in_reasoning = reasoning;
   job->client_watch = req.client->on_gone([handle] { handle->cancel(); });
   if (job->api.stream) ++metrics.streamed_requests;
   return job;

@@ -351,6 +351,19 @@ describe('API', () => {
       (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded');
   });
 
+  test('a required or named tool call on a model whose template has no tool-call format is a 400', async () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+    const base = { model: MODEL, messages: [{ role: 'user', content: 'hi' }], tools, max_tokens: 2 };
+    for (const tool_choice of ['required', { type: 'function', function: { name: 'f' } }]) {
+      const r = await postRaw(srv.url + '/v1/chat/completions', JSON.stringify({ ...base, tool_choice }));
+      assert.equal(r.status, 400, JSON.stringify(r.body));
+      expectErrorShape(assert, r.body);
+      assert.equal(r.body.error.param, 'tool_choice');
+    }
+    const auto = await postRaw(srv.url + '/v1/chat/completions', JSON.stringify({ ...base, tool_choice: 'auto' }));
+    assert.equal(auto.status, 200, JSON.stringify(auto.body));
+  });
+
   test('malformed JSON, invalid UTF-8, non-object bodies: 400', async () => {
     const url = srv.url + '/v1/chat/completions';
     for (const body of ['{bad', '', '[1,2]', '"str"', '{"messages": [{"role":"user","content":"\\ud800"}]}',

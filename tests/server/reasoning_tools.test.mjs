@@ -74,6 +74,17 @@ describe('reasoning: a prompt that opens <think>', () => {
     const o = await new Ollama({ host: srv.url }).chat({ model: 'm', messages, stream: false, options: { temperature: 0 } });
     assert.equal(o.message.thinking, want);
   });
+
+  test('a response format holds the reply from its first token: it is content, not reasoning', async () => {
+    const client = srv.client();
+    const r = await client.chat.completions.create({
+      model: 'm', messages, temperature: 0, max_tokens: 40, response_format: { type: 'json_object' },
+    });
+    const m = r.choices[0].message;
+    assert.ok(m.content.startsWith('{'), JSON.stringify(m));
+    assert.ok(!m.reasoning_content, JSON.stringify(m));
+    assert.equal(r.usage.completion_tokens_details?.reasoning_tokens ?? 0, 0);
+  });
 });
 
 describe('tool calls: tool_choice makes even a random model call a tool that validates', () => {

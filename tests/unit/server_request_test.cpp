@@ -157,6 +157,12 @@ TEST(ServerRequest, RejectsWithTheFieldName) {
   EXPECT_EQ(rejected(chat({{"logit_bias", json::array()}})), "logit_bias");
   EXPECT_EQ(rejected(chat({{"logit_bias", {{"-1", 1}}}})), "logit_bias");
   EXPECT_EQ(rejected(chat({{"logit_bias", {{"5x", 1}}}})), "logit_bias");
+  // Other spellings of token 5 would add to its bias again.
+  for (const char* key : {"+5", " 5", "05", "5 ", "", "99999999999"})
+    EXPECT_EQ(rejected(chat({{"logit_bias", {{key, 1}}}})), "logit_bias") << key;
+  SamplingParams two;
+  parse_chat_request(chat({{"logit_bias", {{"0", 1}, {"10", 2}}}})).sampling.apply_to(two);
+  EXPECT_EQ(two.logit_bias.size(), 2u);
   EXPECT_EQ(rejected(chat({{"logit_bias", {{"5", 101}}}})), "logit_bias");
   EXPECT_EQ(rejected(chat({{"logit_bias", {{"5", "1"}}}})), "logit_bias");
   EXPECT_EQ(rejected(chat({{"top_logprobs", 2}})), "top_logprobs");
