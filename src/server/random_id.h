@@ -7,5 +7,8 @@
 namespace hearth::server {
 
 std::string random_id(const char* prefix);
+// n random letters and digits: a tool call's id where a chat template asks
+// for that shape (Mistral's: 9 of them).
+std::string random_alnum(size_t n);
 
 }  // namespace hearth::server

@@ -7,6 +7,10 @@ namespace hearth::server {
 ReplyStream::ReplyStream(GenerationStream& generation, text::OutputParser parser, std::string id_prefix)
     : g_(generation), parser_(std::move(parser)), id_prefix_(std::move(id_prefix)) {}
 
+std::string ReplyStream::call_id() const {
+  return id_prefix_.empty() ? random_alnum(9) : random_id(id_prefix_.c_str());
+}
+
 bool ReplyStream::next(std::vector<ReplyEvent>& out) {
   const size_t before = out.size();
   std::vector<text::OutputEvent> parsed;
@@ -36,10 +40,10 @@ bool ReplyStream::next(std::vector<ReplyEvent>& out) {
         case In::ToolCallArguments: r.kind = Out::ToolCallArguments; break;
       }
       r.text = std::move(e.text);
-      if (e.kind == In::ToolCallStart) open_call_id_ = random_id(id_prefix_.c_str());
+      if (e.kind == In::ToolCallStart) open_call_id_ = call_id();
       if (e.kind == In::ToolCallStart || e.kind == In::ToolCall) {
         const bool ends = e.kind == In::ToolCall && e.ends_streamed;
-        r.call = {ends || e.kind == In::ToolCallStart ? open_call_id_ : random_id(id_prefix_.c_str()),
+        r.call = {ends || e.kind == In::ToolCallStart ? open_call_id_ : call_id(),
                   std::move(e.call.name), std::move(e.call.arguments)};
         r.ends_streamed = ends;
         tool_calls_ += e.kind == In::ToolCall;

@@ -31,7 +31,8 @@ struct ReplyEvent {
 class ReplyStream {
  public:
   // `parser` splits the text (see text/tools); tool calls get ids of
-  // `id_prefix` and 32 random hex digits.
+  // `id_prefix` and 32 random hex digits, or with an empty prefix 9 random
+  // letters and digits (Mistral's templates refuse other ids).
   ReplyStream(GenerationStream& generation, text::OutputParser parser, std::string id_prefix);
 
   // Blocks for the next events (appended to `out`). Returns false once the
@@ -52,6 +53,7 @@ class ReplyStream {
   std::string id_prefix_;
   size_t tool_calls_ = 0;
   std::string open_call_id_;  // the call whose arguments are streaming
+  std::string call_id() const;
   bool done_ = false;
   int64_t tokens_seen_ = 0, reasoning_tokens_ = 0;
   std::vector<TokenLogprob> logprobs_;  // of text the parser holds back still

@@ -99,9 +99,11 @@ std::shared_ptr<Job> Server::Impl::start(const http::Request& req, ApiRequest ap
 
 ReplyStream Server::Impl::reply_stream(Job& job, const char* id_prefix, bool stream_arguments) const {
   const bool tools = job.api.tools.is_array() && !job.api.tools.empty() && job.api.tool_choice.mode != ToolChoice::Mode::None;
+  // Mistral's templates take back only ids of 9 letters and digits (as vLLM makes them).
+  const bool mistral = prompts->output_format().tool_calls == text::ToolCallFormat::Mistral;
   return ReplyStream(*job.stream,
                      text::OutputParser(prompts->output_format(), tools, job.in_reasoning, &job.api.tools, stream_arguments),
-                     id_prefix);
+                     mistral ? "" : id_prefix);
 }
 
 // A request whose own grammar failed it (from response_format, a tool

