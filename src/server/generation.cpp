@@ -1,5 +1,7 @@
 #include "server/generation.h"
 
+#include "text/unicode.h"
+
 #include <algorithm>
 
 namespace hearth::server {
@@ -86,6 +88,8 @@ bool GenerationStream::next_piece(Piece& out) {
       TokenLogprob lp;
       lp.id = ev->token;
       lp.text = text.empty() ? tok_.decode(std::span<const int32_t>(&ev->token, 1)) : text;
+      std::string raw = tok_.token_bytes(ev->token);
+      lp.bytes = text.empty() || !text::unicode::is_valid(raw) ? std::move(raw) : text;
       lp.logprob = ev->logprob;
       lp.top = std::move(ev->top);
       pending_.push_back({std::move(lp), fed_, fed_ + text.size()});

@@ -21,6 +21,10 @@ namespace hearth::server {
 struct TokenLogprob {
   int32_t id = 0;
   std::string text;  // the token as text ("" while it is an incomplete UTF-8 sequence)
+  // Its bytes in the reply: the text's, or where the token holds part of a
+  // character (alone it is no valid UTF-8), its own bytes, so that joined
+  // they give the reply's bytes.
+  std::string bytes;
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top;  // alternatives (id, log p), best first
 };

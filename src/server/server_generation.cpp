@@ -150,14 +150,14 @@ ojson Server::Impl::usage(const GenerationStream& g, const ReplyStream* chat) co
 }
 
 ojson Server::Impl::chat_logprobs(const std::vector<TokenLogprob>& lps) const {
+  // An alternative's bytes are its own: part of a character where it holds
+  // one (its text has a U+FFFD there).
   ojson content = ojson::array();
   for (const auto& t : lps) {
     ojson top = ojson::array();
-    for (const auto& [id, lp] : t.top) {
-      std::string text = token_text(id);
-      top.push_back({{"token", text}, {"logprob", lp}, {"bytes", token_bytes(text)}});
-    }
-    content.push_back({{"token", t.text}, {"logprob", t.logprob}, {"bytes", token_bytes(t.text)}, {"top_logprobs", top}});
+    for (const auto& [id, lp] : t.top)
+      top.push_back({{"token", token_text(id)}, {"logprob", lp}, {"bytes", token_bytes(tok->token_bytes(id))}});
+    content.push_back({{"token", t.text}, {"logprob", t.logprob}, {"bytes", token_bytes(t.bytes)}, {"top_logprobs", top}});
   }
   return {{"content", content}, {"refusal", nullptr}};
 }

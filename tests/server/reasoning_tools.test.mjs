@@ -212,6 +212,29 @@ describe('tool calls: tool_choice makes even a random model call a tool that val
   });
 });
 
+describe('logprobs: characters that span tokens', () => {
+  let srv;
+  before(async () => { srv = await startServer(['--model', qwen3]); });
+  after(async () => { await srv.stop(); });
+
+  test("each token's bytes are its part of the reply: joined, they are the reply", async () => {
+    // A schema that holds the reply to characters a byte-level vocabulary
+    // splits: the grammar lets the model write them only byte piece by piece.
+    const schema = { type: 'object', properties: { s: { const: '𝄞𐍈 ünï 😀' } }, required: ['s'], additionalProperties: false };
+    const r = await srv.client().chat.completions.create({
+      model: 'm', messages: [{ role: 'user', content: 'Go' }], max_tokens: 80, temperature: 0, logprobs: true, top_logprobs: 2,
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema, strict: true } },
+    });
+    const content = r.choices[0].message.content;
+    assert.deepEqual(JSON.parse(content), { s: '𝄞𐍈 ünï 😀' });
+    const tokens = r.choices[0].logprobs.content;
+    const joined = Buffer.concat(tokens.map((t) => Buffer.from(t.bytes)));
+    assert.equal(joined.toString('hex'), Buffer.from(content).toString('hex'), JSON.stringify(tokens.map((t) => [t.token, t.bytes])));
+    const split = tokens.filter((t) => Buffer.from(t.bytes).toString('utf8') !== t.token);
+    assert.ok(split.length > 0, 'some token holds part of a character: the test is meaningful');
+  });
+});
+
 // Mistral's templates take back only tool-call ids of 9 letters and digits
 // ("Tool call IDs should be alphanumeric strings with length 9!").
 describe('tool calls: Mistral-Nemo ids come back through its template', () => {
