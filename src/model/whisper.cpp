@@ -183,6 +183,18 @@ WhisperModel::Attention WhisperModel::load_attention(const std::string& module) 
 void WhisperModel::load_weights() {
   const auto& c = config_;
   const int64_t d = c.d_model;
+  // The encoder unfolds its windows in the order of the config's layout
+  // (kernel-major for MLX): a convolution stored in the other one has the
+  // same size, and must not pass.
+  for (const auto& [module, in] : {std::pair{"model.encoder.conv1", int64_t(c.n_mels)}, {"model.encoder.conv2", d}}) {
+    const io::TensorInfo& t = weights_.get(stored(std::string(module) + ".weight"));
+    const std::vector<int64_t> want = c.mlx_layout ? std::vector<int64_t>{d, 3, in} : std::vector<int64_t>{d, in, 3};
+    if (t.shape != want)
+      throw std::runtime_error("tensor " + t.describe() + " is not a convolution of the " +
+                               (c.mlx_layout ? "MLX layout [out, kernel, in]" : "Hugging Face layout [out, in, kernel]") +
+                               " that config.json implies: [" + std::to_string(want[0]) + ", " +
+                               std::to_string(want[1]) + ", " + std::to_string(want[2]) + "]");
+  }
   conv1_ = load_linear("model.encoder.conv1", d, int64_t(c.n_mels) * 3, true);
   conv2_ = load_linear("model.encoder.conv2", d, d * 3, true);
   if (c.mlx_layout) {  // computed, as mlx-examples does (not a parameter there)

@@ -16,6 +16,7 @@ The last line is "whisper numerics: N passed, M failed".
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -191,7 +192,34 @@ class Suite(Tests):
         check(got == want, f"hearth's beam search chose {got}, the reference {want}")
         notes.append(f"{beam} beams, {steps} steps: {len(want)} tokens, score {finished[best]:.4f}")
 
+    def conv_in_the_other_layout(self, notes):
+        """A convolution stored in the other layout has the same size; it is refused, not misread."""
+        src = self.mkmodel("tiny", "f32")
+        out = os.path.join(self.tmp, "tiny-f32-conv-swapped")
+        shutil.copytree(src, out)
+        with open(os.path.join(out, "config.json")) as f:
+            cfg = json.load(f)
+        d, mels = cfg["d_model"], cfg["num_mel_bins"]
+        path = os.path.join(out, "model.safetensors")
+        with open(path, "r+b") as f:
+            data = bytearray(f.read())
+            n = int.from_bytes(data[:8], "little")
+            header = data[8:8 + n].decode()
+            name = '"model.encoder.conv1.weight"'
+            at = header.index(name)
+            shape = f"[{d},{mels},3]"
+            spot = header.index(shape, at)
+            header = header[:spot] + f"[{d},3,{mels}]" + header[spot + len(shape):]  # the same length
+            f.seek(8)
+            f.write(header.encode())
+        mel_path = self.window("tiny", "f32")[1]
+        p = run([self.hearth, "transcribe", "--model", out, "--mel", mel_path, "--language", "en"], timeout=600)
+        check(not crashed(p) and p.returncode != 0, f"accepted: exit {p.returncode}")
+        check("convolution" in p.err, f"error: {p.err.strip()[-300:]}")
+        notes.append(p.err.strip().splitlines()[-1][:160])
+
     def run_all(self):
+        self.test("whisper tiny f32: a convolution in the other layout is refused", self.conv_in_the_other_layout)
         for dtype in ("f32", "bf16", "mlx-f32", "mlx4"):
             self.test(f"whisper tiny {dtype}: greedy window, logits vs NumPy",
                       lambda notes, dtype=dtype: self.greedy_window("tiny", dtype, notes))
