@@ -302,6 +302,11 @@ ApiRequest parse_chat_request(const json& body) {
   r.endpoint = Endpoint::Chat;
   parse_common(body, r);
 
+  // OpenAI's deprecated spelling of tools: ignored like an unknown field,
+  // the model would never see the functions nor be held to a call.
+  for (const char* legacy : {"functions", "function_call"})
+    if (field(body, legacy))
+      throw bad_request(legacy, std::string("'") + legacy + "' is not supported; use 'tools' and 'tool_choice'");
   const json* messages = field(body, "messages");
   if (!messages) throw bad_request("messages", "'messages' is required");
   if (!messages->is_array()) wrong_type("messages", "an array", *messages);

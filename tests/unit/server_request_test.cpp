@@ -155,6 +155,8 @@ TEST(ServerRequest, RejectsWithTheFieldName) {
                                                  "13", "14", "15", "16", "17"})}})),
             "stop");
   EXPECT_EQ(rejected(chat({{"logit_bias", json::array()}})), "logit_bias");
+  EXPECT_EQ(rejected(chat({{"functions", json::array({{{"name", "f"}}})}})), "functions");
+  EXPECT_EQ(rejected(chat({{"function_call", "auto"}})), "function_call");
   EXPECT_EQ(rejected(chat({{"logit_bias", {{"-1", 1}}}})), "logit_bias");
   EXPECT_EQ(rejected(chat({{"logit_bias", {{"5x", 1}}}})), "logit_bias");
   // Other spellings of token 5 would add to its bias again.
