@@ -86,16 +86,22 @@ nlohmann::ordered_json transcript_json(const Transcript& t, bool verbose, const 
   return body;
 }
 
+bool is_transcript_format(std::string_view format) {
+  for (const char* f : {"json", "text", "srt", "verbose_json", "vtt"})
+    if (format == f) return true;
+  return false;
+}
+
 FormattedTranscript format_transcript(const Transcript& t, const std::string& format,
                                       const std::string& task, bool with_words) {
+  if (!is_transcript_format(format))
+    throw std::invalid_argument(
+        "response_format must be json, text, srt, verbose_json or vtt, not '" + format + "'");
   if (format == "text") return {t.text + "\n", "text/plain; charset=utf-8"};
   if (format == "json" || format == "verbose_json")
     return {transcript_json(t, format == "verbose_json", task, with_words).dump(),
             "application/json"};
   const bool srt = format == "srt";
-  if (!srt && format != "vtt")
-    throw std::invalid_argument(
-        "response_format must be json, text, srt, verbose_json or vtt, not '" + format + "'");
   std::string out = srt ? "" : "WEBVTT\n\n";
   int index = 1;
   for (const Segment& s : t.segments) {

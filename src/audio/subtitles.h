@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "audio/transcriber.h"
@@ -26,6 +27,8 @@ nlohmann::ordered_json vocabulary_json(const VocabularyUsage& usage);
 // format: text | json | verbose_json | srt | vtt; task goes into verbose_json,
 // and with_words adds "words" to it (per segment and for the whole clip).
 // Throws std::invalid_argument for another format.
+// json, text, srt, verbose_json or vtt: what format_transcript() writes.
+bool is_transcript_format(std::string_view format);
 FormattedTranscript format_transcript(const Transcript& t, const std::string& format,
                                       const std::string& task, bool with_words = false);
 

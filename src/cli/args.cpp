@@ -58,6 +58,11 @@ void Args::allow_only(const std::vector<std::string>& known) const {
       throw std::runtime_error("unknown option --" + name);
 }
 
+void Args::no_positional() const {
+  if (!positional_.empty())
+    throw std::runtime_error("unexpected argument '" + positional_[0] + "' (options start with --; see --help)");
+}
+
 std::vector<int64_t> parse_integers(const std::string& list, const std::string& option,
                                     const std::string& what) {
   std::vector<int64_t> out;

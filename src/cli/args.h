@@ -24,6 +24,9 @@ class Args {
 
   // Throws if an option outside `known` was given: typos must not pass silently.
   void allow_only(const std::vector<std::string>& known) const;
+  // Throws if a word that is no option was given ("hearth generate 'text'",
+  // "-port 9000"), for commands that take none.
+  void no_positional() const;
 
  private:
   std::map<std::string, std::string> values_;

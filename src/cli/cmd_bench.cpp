@@ -109,6 +109,8 @@ int cmd_bench(int argc, char** argv) {
   if (context < 1) throw std::runtime_error("--context must be at least 1");
   const std::vector<int64_t> prefill_lengths =
       parse_integers(args.str("prefill", "64,512"), "--prefill", "a prompt length");
+  for (int64_t n : prefill_lengths)
+    if (n < 1) throw std::runtime_error("--prefill takes prompt lengths of at least 1");
   // Ascending, with 1 added where absent: the ratios are to one stream, measured alike.
   std::vector<int64_t> stream_counts = parse_integers(args.str("streams", ""), "--streams", "a stream count");
   for (int64_t n : stream_counts)

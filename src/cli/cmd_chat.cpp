@@ -42,6 +42,7 @@ int cmd_chat(int argc, char** argv) {
                                     "ctx-size", "kv-type", "prompt-cache", "stats"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   args.allow_only(known);
+  args.no_positional();
 
   const auto dir = model_dir(args);
   const auto gen = io::GenerationConfig::load(dir);
@@ -56,7 +57,10 @@ int cmd_chat(int argc, char** argv) {
   eopt.max_batch = 1;
   if (args.has("prompt-cache")) eopt.prompt_cache = int64_t(args.number("prompt-cache", 0) * (1ull << 30));
   Engine engine(LlamaModel::load(dir), eopt);
-  const std::vector<int32_t> eos(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
+  const std::vector<int32_t> eos = reply_stop_ids(gen, tokenizer->eos_id());
+  // Checked once, before the first message.
+  const SamplingParams sampling = sampling_params(args, gen);
+  const int64_t max_tokens = args.integer("max-tokens", -1);
 
   struct Reply {
     std::string text;
@@ -81,8 +85,8 @@ int cmd_chat(int argc, char** argv) {
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
     GenerationRequest request;
-    request.sampling = sampling_params(args, gen);
-    request.max_tokens = args.integer("max-tokens", -1);
+    request.sampling = sampling;
+    request.max_tokens = max_tokens;
     request.stop_ids = eos;
     std::shared_ptr<RequestHandle> handle;
     try {

@@ -45,6 +45,7 @@ int cmd_fit(int argc, char** argv) {
     return 0;
   }
   args.allow_only({"model", "memory", "kv-type", "kv-budget", "ctx-size", "max-batch", "json", "help"});
+  args.no_positional();
   const auto dir = model_dir(args);
   const CheckpointFootprint f = LlamaModel::footprint(dir);
   const io::ModelConfig& c = f.config;

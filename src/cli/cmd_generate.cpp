@@ -45,11 +45,13 @@ int cmd_generate(int argc, char** argv) {
                                     "chat",    "system", "kv-type"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   args.allow_only(known);
+  args.no_positional();
 
   const auto dir = model_dir(args);
   auto model = LlamaModel::load(dir);
   const auto gen = io::GenerationConfig::load(dir);
   const int logits_k = int(args.integer("logits", 0));
+  if (logits_k < 0) throw std::runtime_error("--logits must be at least 0");
 
   std::unique_ptr<text::Tokenizer> tokenizer;
   if (!args.has("prompt-ids") || logits_k == 0)

@@ -342,8 +342,7 @@ int cmd_mkmodel(int argc, char** argv) {
   if (args.str("arch") == "whisper") return write_whisper(args);
   args.allow_only(
       {"arch", "dtype", "quant", "group-size", "preset", "seed", "out", "tokenizer", "gguf", "embedding"});
-  if (!args.positional().empty())
-    throw std::runtime_error("unexpected argument '" + args.positional()[0] + "'");
+  args.no_positional();
   if (!args.has("out")) throw std::runtime_error("--out DIR is required");
 
   Spec spec = make_spec(args.str("preset", "tiny"), args.str("arch"));

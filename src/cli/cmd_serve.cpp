@@ -189,6 +189,7 @@ int cmd_serve(int argc, char** argv) {
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
+  args.no_positional();
   if (transparent_huge_pages() == "never")
     std::fprintf(stderr,
                  "hearth serve: transparent huge pages are off ('never'), so the weights sit on 4 KB pages and "
@@ -289,9 +290,7 @@ int cmd_serve(int argc, char** argv) {
   served.sampling = serve_sampling(args, gen);
   served.max_tokens = args.integer("max-tokens", -1);
   if (served.max_tokens == 0 || served.max_tokens < -1) throw std::runtime_error("--max-tokens must be >= 1");
-  served.eos_ids.assign(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
-  if (auto eos = tokenizer->eos_id(); eos && std::find(served.eos_ids.begin(), served.eos_ids.end(), *eos) == served.eos_ids.end())
-    served.eos_ids.push_back(*eos);
+  served.eos_ids = reply_stop_ids(gen, tokenizer->eos_id());
   for (int32_t id : tokenizer->encode("\n", false))
     if (tokenizer->decode(std::span<const int32_t>(&id, 1)).find('\n') != std::string::npos) served.newline_ids.push_back(id);
   served.created = std::time(nullptr);

@@ -123,6 +123,9 @@ int cmd_transcribe(int argc, char** argv) {
   const bool from_mel = args.has("mel");
   if (args.positional().size() != (from_mel ? 0u : 1u))
     throw std::runtime_error(from_mel ? "--mel replaces FILE" : "expected one audio FILE");
+  const std::string format = args.str("format", "text");
+  if (!audio::is_transcript_format(format))  // before an hour of audio, not after
+    throw std::runtime_error("--format must be text, json, verbose_json, srt or vtt, not '" + format + "'");
 
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t0) {
@@ -174,7 +177,6 @@ int cmd_transcribe(int argc, char** argv) {
   }
   options.suppress_tokens = args.str("suppress-tokens", "-1");
   options.seed = uint64_t(args.integer("seed", 0));
-  const std::string format = args.str("format", "text");
 
   audio::TranscribeHooks hooks;
   const int logits_k = int(args.integer("logits", 0));

@@ -18,6 +18,12 @@ int thread_count(const Args& args) {
   return n;
 }
 
+std::vector<int32_t> reply_stop_ids(const io::GenerationConfig& gen, std::optional<int32_t> tokenizer_eos) {
+  std::vector<int32_t> ids(gen.eos_token_ids.begin(), gen.eos_token_ids.end());
+  if (tokenizer_eos && std::find(ids.begin(), ids.end(), *tokenizer_eos) == ids.end()) ids.push_back(*tokenizer_eos);
+  return ids;
+}
+
 SamplingParams sampling_params(const Args& args, const io::GenerationConfig& gen) {
   SamplingParams p;
   p.temperature = float(args.number("temperature", gen.temperature.value_or(0.0)));

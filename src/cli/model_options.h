@@ -26,6 +26,10 @@ int thread_count(const Args& args);  // --threads, else physical cores
 // Sampling: command-line values beat generation_config.json, which beats
 // the built-in defaults (greedy, as mlx-lm's command line).
 SamplingParams sampling_params(const Args& args, const io::GenerationConfig& gen);
+// The tokens that end a chat reply: the configs' EOS ids and the
+// tokenizer's own EOS (a chat model's end of turn, where the configs name
+// only the end of text).
+std::vector<int32_t> reply_stop_ids(const io::GenerationConfig& gen, std::optional<int32_t> tokenizer_eos);
 extern const std::vector<std::string> kSamplingOptions;
 
 // KV pool for `sequences` sequences of ctx_tokens each; --kv-type

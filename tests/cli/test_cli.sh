@@ -57,6 +57,23 @@ check "generate: ... by name" contains "$tmp/e2" "--max-tokenz"
 "$hearth" generate --temperature hot >/dev/null 2>"$tmp/e3"; rc=$?
 check "generate: a malformed number is refused" clean_error $rc
 
+# Words that are no options were ignored: a prompt given without --prompt
+# generated from BOS, "-port 9000" served on 8080.
+"$hearth" generate "Once upon a time" >/dev/null 2>"$tmp/e6"; rc=$?
+check "generate: a word that is no option is refused" clean_error $rc
+check "generate: ... naming it" contains "$tmp/e6" "unexpected argument 'Once upon a time'"
+timeout 30 "$hearth" serve -port 9000 >/dev/null 2>"$tmp/e7"; rc=$?
+check "serve: -port (one dash) is refused before serving" clean_error $rc
+"$hearth" generate --prompt-ids 1 --logits -1 >/dev/null 2>"$tmp/e8"; rc=$?
+check "generate: a negative --logits is refused" clean_error $rc
+check "generate: ... by name" contains "$tmp/e8" "--logits"
+"$hearth" bench --prefill 0 --decode 8 --repeats 1 >/dev/null 2>"$tmp/e9"; rc=$?
+check "bench: a prompt length of 0 is refused" clean_error $rc
+check "bench: ... by name" contains "$tmp/e9" "--prefill"
+"$hearth" transcribe "$tmp/none.wav" --model "$tmp/nope" --format txt >/dev/null 2>"$tmp/e10"; rc=$?
+check "transcribe: an unknown --format is refused before anything loads" clean_error $rc
+check "transcribe: ... by name" contains "$tmp/e10" "--format must be"
+
 # A Whisper checkpoint as --model makes a transcription-only server, told
 # from config.json alone in either layout; a second Whisper model and the
 # flags of a chat model are refused before anything loads.
