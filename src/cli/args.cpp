@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <sstream>
 
@@ -32,13 +33,21 @@ std::string Args::str(const std::string& name, const std::string& fallback) cons
   return it == values_.end() ? fallback : it->second;
 }
 
-long long Args::integer(const std::string& name, long long fallback) const {
+long long Args::integer(const std::string& name, long long fallback, long long min, long long max) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
   char* end = nullptr;
-  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  errno = 0;
+  const long long v = std::strtoll(it->second.c_str(), &end, 10);
   if (it->second.empty() || *end != '\0')
     throw std::runtime_error("option --" + name + " expects an integer, got '" + it->second + "'");
+  if (errno == ERANGE) throw std::runtime_error("option --" + name + ": '" + it->second + "' is out of range");
+  if (v < min || v > max) {
+    const std::string range = max == LLONG_MAX   ? "at least " + std::to_string(min)
+                              : min == LLONG_MIN ? "at most " + std::to_string(max)
+                                                 : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    throw std::runtime_error("option --" + name + " must be " + range + ", got '" + it->second + "'");
+  }
   return v;
 }
 

@@ -2,6 +2,7 @@
 // Options are "--name value" or "--name=value"; flags are "--name".
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -18,7 +19,10 @@ class Args {
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   std::string str(const std::string& name, const std::string& fallback = "") const;
-  long long integer(const std::string& name, long long fallback) const;
+  // An integer, in [min, max]: a value outside is an error naming the range
+  // (never a wrap to another value by a narrowing cast).
+  long long integer(const std::string& name, long long fallback, long long min = LLONG_MIN,
+                    long long max = LLONG_MAX) const;
   double number(const std::string& name, double fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
 

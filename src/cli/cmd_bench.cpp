@@ -2,6 +2,7 @@
 // comes to the machine's memory bandwidth (measured in the same run).
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -100,10 +101,9 @@ int cmd_bench(int argc, char** argv) {
   args.allow_only(
       {"model", "threads", "prefill", "decode", "context", "repeats", "json", "kv-type", "streams"});
   const bool json_out = args.has("json");
-  const int repeats = int(args.integer("repeats", 3));
+  const int repeats = int(args.integer("repeats", 3, 1, INT_MAX));
   const int64_t decode_tokens = args.integer("decode", 128);
   const int64_t context = args.integer("context", 1);
-  if (repeats < 1) throw std::runtime_error("--repeats must be at least 1");
   // The first token comes from the prefill: a rate needs a decode step after it.
   if (decode_tokens < 2) throw std::runtime_error("--decode must be at least 2");
   if (context < 1) throw std::runtime_error("--context must be at least 1");

@@ -59,8 +59,7 @@ int cmd_fit(int argc, char** argv) {
   in.model_context = c.max_position_embeddings;
   in.ctx_size = args.integer("ctx-size", 0);
   if (in.ctx_size < 0) throw std::runtime_error("--ctx-size must be >= 1");
-  const int64_t max_batch = args.integer("max-batch", 8);
-  if (max_batch < 1) throw std::runtime_error("--max-batch must be >= 1");
+  const int64_t max_batch = args.integer("max-batch", 8, 1, 4096);  // as serve takes it
   const AdmissionInfo plan = plan_memory(in);
 
   const bool weights_fit = f.weight_bytes <= plan.usable_bytes;

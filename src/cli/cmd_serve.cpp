@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -112,19 +113,17 @@ SamplingParams serve_sampling(const Args& args, const io::GenerationConfig& gen)
   p.xtc_probability = float(args.number("xtc-probability", 0.0));
   p.xtc_threshold = float(args.number("xtc-threshold", 0.1));
   p.repetition_penalty = float(args.number("repetition-penalty", gen.repetition_penalty.value_or(0.0)));
-  p.repetition_context_size = int(args.integer("repetition-context-size", 20));
+  p.repetition_context_size = int(args.integer("repetition-context-size", 20, 1, INT_MAX));
   p.presence_penalty = float(args.number("presence-penalty", 0.0));
-  p.presence_context_size = int(args.integer("presence-context-size", 20));
+  p.presence_context_size = int(args.integer("presence-context-size", 20, 1, INT_MAX));
   p.frequency_penalty = float(args.number("frequency-penalty", 0.0));
-  p.frequency_context_size = int(args.integer("frequency-context-size", 20));
+  p.frequency_context_size = int(args.integer("frequency-context-size", 20, 1, INT_MAX));
   if (p.xtc_probability < 0 || p.xtc_probability > 1) throw std::runtime_error("--xtc-probability must be in [0, 1]");
   if (p.xtc_threshold < 0 || p.xtc_threshold > 0.5) throw std::runtime_error("--xtc-threshold must be in [0, 0.5]");
   if (p.repetition_penalty < 0) throw std::runtime_error("--repetition-penalty must be >= 0");
   if (p.presence_penalty < -2 || p.presence_penalty > 2) throw std::runtime_error("--presence-penalty must be in [-2, 2]");
   if (p.frequency_penalty < -2 || p.frequency_penalty > 2)
     throw std::runtime_error("--frequency-penalty must be in [-2, 2]");
-  if (p.repetition_context_size < 1 || p.presence_context_size < 1 || p.frequency_context_size < 1)
-    throw std::runtime_error("context sizes must be at least 1");
   return p;
 }
 
@@ -211,22 +210,19 @@ int cmd_serve(int argc, char** argv) {
 
   server::ServerOptions sopt;
   sopt.host = args.str("host", "127.0.0.1");
-  sopt.port = int(args.integer("port", 8080));
+  sopt.port = int(args.integer("port", 8080, 0, 65535));
   const char* env_key = std::getenv("HEARTH_API_KEY");
   sopt.api_key = args.str("api-key", env_key ? env_key : "");
-  sopt.max_body_bytes = size_t(args.integer("max-body", 8 << 20));
-  sopt.max_body_memory = size_t(args.integer("max-body-memory", int64_t(1) << 30));
-  sopt.max_header_bytes = size_t(args.integer("max-header-bytes", 64 << 10));
+  sopt.max_body_bytes = size_t(args.integer("max-body", 8 << 20, 1024));
+  sopt.max_body_memory = size_t(args.integer("max-body-memory", int64_t(1) << 30, 1024));
+  sopt.max_header_bytes = size_t(args.integer("max-header-bytes", 64 << 10, 1024));
   sopt.header_timeout = args.number("header-timeout", 10.0);
   sopt.keep_alive_timeout = args.number("keep-alive-timeout", 3.0);
-  sopt.max_connections = int(args.integer("max-connections", 8192));
-  sopt.max_connections_per_client = int(args.integer("max-connections-per-client", 1024));
-  if (sopt.max_header_bytes < 1024 || !(sopt.header_timeout > 0) || !(sopt.keep_alive_timeout > 0) ||
-      sopt.max_connections < 1 || sopt.max_connections_per_client < 1)
-    throw std::runtime_error(
-        "--max-header-bytes must be >= 1024, --header-timeout and --keep-alive-timeout > 0, "
-        "--max-connections and --max-connections-per-client >= 1");
-  sopt.http_threads = int(args.integer("http-threads", 0));
+  sopt.max_connections = int(args.integer("max-connections", 8192, 1, INT_MAX));
+  sopt.max_connections_per_client = int(args.integer("max-connections-per-client", 1024, 1, INT_MAX));
+  if (!(sopt.header_timeout > 0) || !(sopt.keep_alive_timeout > 0))
+    throw std::runtime_error("--header-timeout and --keep-alive-timeout must be > 0");
+  sopt.http_threads = int(args.integer("http-threads", 0, 0, 65536));
   sopt.shutdown_grace_seconds = args.number("shutdown-timeout", 10.0);
   sopt.response_store_bytes = int64_t(args.number("response-store-mb", 32.0) * (1 << 20));
   sopt.response_ttl_seconds = args.number("response-store-ttl", 3600.0);
@@ -238,29 +234,21 @@ int cmd_serve(int argc, char** argv) {
     sopt.whisper_model = std::filesystem::weakly_canonical(sopt.whisper_model);
   sopt.whisper_idle_unload_seconds = args.number("whisper-idle-unload", 300.0);
   sopt.whisper_resident = args.has("whisper-resident");
-  sopt.max_audio_bytes = size_t(args.integer("max-audio-bytes", 25 << 20));
+  sopt.max_audio_bytes = size_t(args.integer("max-audio-bytes", 25 << 20, 1024));
   sopt.max_audio_seconds = args.number("max-audio-seconds", audio::kMaxDecodeSeconds);
   if (!(sopt.max_audio_seconds > 0)) throw std::runtime_error("--max-audio-seconds must be positive");
-  sopt.max_audio_queue = int(args.integer("max-audio-queue", 8));
-  if (sopt.max_audio_queue < 0) throw std::runtime_error("--max-audio-queue must be >= 0");
+  sopt.max_audio_queue = int(args.integer("max-audio-queue", 8, 0, 65536));
   sopt.vad_model = args.str("vad-model");
-  sopt.audio_sessions.max_open = int(args.integer("max-audio-sessions", 64));
+  sopt.audio_sessions.max_open = int(args.integer("max-audio-sessions", 64, 1, INT_MAX));
   sopt.audio_sessions.idle_seconds = args.number("audio-session-idle", 600.0);
   sopt.audio_sessions.max_seconds = args.number("audio-session-max-seconds", 3600.0);
-  if (sopt.audio_sessions.max_open < 1 || !(sopt.audio_sessions.idle_seconds > 0) ||
-      !(sopt.audio_sessions.max_seconds > 0))
-    throw std::runtime_error(
-        "--max-audio-sessions, --audio-session-idle and --audio-session-max-seconds must be positive");
-  if (sopt.whisper_idle_unload_seconds < 0 || sopt.max_audio_bytes < 1024)
-    throw std::runtime_error("--whisper-idle-unload must be >= 0 and --max-audio-bytes >= 1024");
+  if (!(sopt.audio_sessions.idle_seconds > 0) || !(sopt.audio_sessions.max_seconds > 0))
+    throw std::runtime_error("--audio-session-idle and --audio-session-max-seconds must be positive");
+  if (sopt.whisper_idle_unload_seconds < 0) throw std::runtime_error("--whisper-idle-unload must be >= 0");
   if ((args.has("whisper-resident") || args.has("whisper-idle-unload")) && sopt.whisper_model.empty())
     throw std::runtime_error("--whisper-resident and --whisper-idle-unload need --whisper-model DIR");
-  sopt.max_queue = int(args.integer("max-queue", 64));
-  sopt.max_batch = int(args.integer("max-batch", 8));
-  if (sopt.port < 0 || sopt.port > 65535) throw std::runtime_error("--port must be in [0, 65535]");
-  if (sopt.max_queue < 1) throw std::runtime_error("--max-queue must be >= 1 (requests pass through the queue)");
-  if (sopt.max_batch < 1) throw std::runtime_error("--max-batch must be >= 1");
-  if (sopt.http_threads < 0 || sopt.max_body_bytes < 1024) throw std::runtime_error("bad --http-threads or --max-body");
+  sopt.max_queue = int(args.integer("max-queue", 64, 1, 65536));
+  sopt.max_batch = int(args.integer("max-batch", 8, 1, 4096));
   if (sopt.max_body_memory < sopt.max_body_bytes)
     throw std::runtime_error("--max-body-memory must be at least --max-body");
 

@@ -1,6 +1,7 @@
 #include "cli/model_options.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 
 namespace hearth::cli {
@@ -13,9 +14,7 @@ std::filesystem::path model_dir(const Args& args) {
 }
 
 int thread_count(const Args& args) {
-  int n = int(args.integer("threads", ThreadPool::default_threads()));
-  if (n < 1) throw std::runtime_error("--threads must be at least 1");
-  return n;
+  return int(args.integer("threads", ThreadPool::default_threads(), 1, 1024));
 }
 
 std::vector<int32_t> reply_stop_ids(const io::GenerationConfig& gen, std::optional<int32_t> tokenizer_eos) {
@@ -28,12 +27,12 @@ SamplingParams sampling_params(const Args& args, const io::GenerationConfig& gen
   SamplingParams p;
   p.temperature = float(args.number("temperature", gen.temperature.value_or(0.0)));
   p.top_p = float(args.number("top-p", gen.top_p.value_or(1.0)));
-  p.top_k = int(args.integer("top-k", gen.top_k.value_or(0)));
+  p.top_k = int(args.integer("top-k", gen.top_k.value_or(0), 0, INT_MAX));
   p.min_p = float(args.number("min-p", gen.min_p.value_or(0.0)));
   if (args.has("seed")) p.seed = uint64_t(args.integer("seed", 0));
   if (p.temperature < 0) throw std::runtime_error("--temperature must be >= 0");
   if (p.top_p <= 0 || p.top_p > 1) throw std::runtime_error("--top-p must be in (0, 1]");
-  if (p.top_k < 0) throw std::runtime_error("--top-k must be >= 0");
+  if (p.top_k < 0) throw std::runtime_error("generation_config.json: top_k must be >= 0");
   if (p.min_p < 0 || p.min_p > 1) throw std::runtime_error("--min-p must be in [0, 1]");
   return p;
 }

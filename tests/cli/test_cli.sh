@@ -70,6 +70,17 @@ check "generate: ... by name" contains "$tmp/e8" "--logits"
 "$hearth" bench --prefill 0 --decode 8 --repeats 1 >/dev/null 2>"$tmp/e9"; rc=$?
 check "bench: a prompt length of 0 is refused" clean_error $rc
 check "bench: ... by name" contains "$tmp/e9" "--prefill"
+# Sizes and counts are checked in range before any cast: a negative
+# --max-body was SIZE_MAX, and --repeats 2^32+1 was one repeat.
+timeout 30 "$hearth" serve --max-body -1 --port 0 >/dev/null 2>"$tmp/e11"; rc=$?
+check "serve: a negative --max-body is refused" clean_error $rc
+check "serve: ... naming the least" contains "$tmp/e11" "option --max-body must be at least 1024, got '-1'"
+"$hearth" bench --repeats 4294967297 >/dev/null 2>"$tmp/e12"; rc=$?
+check "bench: a --repeats past int is refused" clean_error $rc
+check "bench: ... naming the range" contains "$tmp/e12" "--repeats must be in [1, 2147483647]"
+timeout 30 "$hearth" serve --max-header-bytes 99999999999999999999 --port 0 >/dev/null 2>"$tmp/e13"; rc=$?
+check "serve: a number past 64 bits is refused" clean_error $rc
+check "serve: ... as out of range" contains "$tmp/e13" "is out of range"
 "$hearth" transcribe "$tmp/none.wav" --model "$tmp/nope" --format txt >/dev/null 2>"$tmp/e10"; rc=$?
 check "transcribe: an unknown --format is refused before anything loads" clean_error $rc
 check "transcribe: ... by name" contains "$tmp/e10" "--format must be"
