@@ -46,7 +46,7 @@ bool ReplyStream::next(std::vector<ReplyEvent>& out) {
         r.call = {ends || e.kind == In::ToolCallStart ? open_call_id_ : call_id(),
                   std::move(e.call.name), std::move(e.call.arguments)};
         r.ends_streamed = ends;
-        tool_calls_ += e.kind == In::ToolCall;
+        tool_calls_ += e.kind == In::ToolCall && !e.broken;
       }
       out.push_back(std::move(r));
     }

@@ -22,8 +22,8 @@ const OutputFormat kMistral{ToolCallFormat::Mistral, "", ""};
 const OutputFormat kCommandR7B{ToolCallFormat::CommandR7B, "<|START_THINKING|>", "<|END_THINKING|>"};
 
 // The events as a compact trace: "C:text" content, "S:name" a start,
-// "A:text" arguments (pieces joined), "E:args" the end of a streamed call,
-// "T:name args" a whole call.
+// "A:text" arguments (pieces joined), "E:args" the end of a streamed call
+// ("X:args" where its markup did not parse), "T:name args" a whole call.
 std::vector<std::string> trace(const OutputFormat& f, const std::vector<std::string>& pieces) {
   OutputParser p(f, true, false, nullptr, true);
   std::vector<OutputEvent> events;
@@ -40,7 +40,10 @@ std::vector<std::string> trace(const OutputFormat& f, const std::vector<std::str
       case Kind::Reasoning: add("R:", e.text); break;
       case Kind::ToolCallStart: add("S:", e.call.name); break;
       case Kind::ToolCallArguments: add("A:", e.text); break;
-      case Kind::ToolCall: add(e.ends_streamed ? "E:" : "T:", e.ends_streamed ? e.call.arguments : e.call.name + " " + e.call.arguments); break;
+      case Kind::ToolCall:
+        if (!e.ends_streamed) add("T:", e.call.name + " " + e.call.arguments);
+        else add(e.broken ? "X:" : "E:", e.call.arguments);
+        break;
     }
   }
   return out;
@@ -86,10 +89,14 @@ TEST(ToolCallStreaming, FormsThatCannotStreamComeWhole) {
 TEST(ToolCallStreaming, CutShortOrBrokenMarkupEndsTheCallAndIsContent) {
   // The output ends inside the arguments.
   const std::string cut = R"(<tool_call>{"name": "weather", "arguments": {"city": "Os)";
-  expect_trace(kHermes, cut, {"S:weather", R"(A:{"city": "Os)", R"(E:{"city": "Os)", "C:" + cut});
+  expect_trace(kHermes, cut, {"S:weather", R"(A:{"city": "Os)", R"(X:{"city": "Os)", "C:" + cut});
   // A byte no JSON has there stops the arguments; the markup does not parse.
   const std::string broken = R"(<tool_call>{"name": "w", "arguments": {"a": 1 <oops}}</tool_call>)";
-  expect_trace(kHermes, broken, {"S:w", R"(A:{"a": 1 )", R"(E:{"a": 1 )", "C:" + broken});
+  expect_trace(kHermes, broken, {"S:w", R"(A:{"a": 1 )", R"(X:{"a": 1 )", "C:" + broken});
+  // A string left open ends at the close: the close and the text after it
+  // are content only, never arguments too.
+  const std::string open = R"(<tool_call>{"name": "w", "arguments": {"q": "abc</tool_call> Sure, done.)";
+  expect_trace(kHermes, open, {"S:w", R"(A:{"q": "abc)", R"(X:{"q": "abc)", "C:" + open});
 }
 
 TEST(ToolCallStreaming, OffByDefault) {

@@ -203,6 +203,15 @@ TEST(ToolCalls, DeepSeekV31AndMalformed) {
                   "Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"city\": \"Paris\"}"
                   "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
             (Events{"C:Sure.", "T:get_weather {\"city\":\"Paris\"}"}));
+  // Arguments holding fences (a file of code) are V3.1's arguments, not
+  // R1's fenced block; R1's fenced block may hold fences too.
+  EXPECT_EQ(parse(kDeepSeek,
+                  "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>write<｜tool▁sep｜>{\"text\": \"```bash\\nmake\\n```\"}"
+                  "<｜tool▁call▁end｜><｜tool▁call▁begin｜>write<｜tool▁sep｜>{\"text\": \"a ``` b\"}<｜tool▁call▁end｜>"
+                  "<｜tool▁call▁begin｜>function<｜tool▁sep｜>write\n```json\n{\"text\": \"```py\\nx\\n```\"}\n```"
+                  "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"),
+            (Events{"T:write {\"text\":\"```bash\\nmake\\n```\"}", "T:write {\"text\":\"a ``` b\"}",
+                    "T:write {\"text\":\"```py\\nx\\n```\"}"}));
   // The last <｜tool▁calls▁end｜> missing at the end of output (as the R1 distills' template writes calls).
   EXPECT_EQ(parse(kDeepSeek, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{}<｜tool▁call▁end｜>\n"),
             (Events{"T:f {}"}));
@@ -258,12 +267,44 @@ TEST(ToolCalls, GemmaToolCode) {
   EXPECT_EQ(parse(kGemma, "```tool_code\n[a(x=1), b()]\n```"), (Events{"T:a {\"x\":1}", "T:b {}"}));
   EXPECT_EQ(parse(kGemma, "```tool_code\nprint(a(q='it\\'s'))\nb()\n```"), (Events{"T:a {\"q\":\"it's\"}", "T:b {}"}));
   EXPECT_EQ(parse(kGemma, "```tool_code\nimport os\n```"), (Events{"C:```tool_code\nimport os\n```"}));
+  // Python's escapes, as Python reads them: \u, \U, \x and octal are
+  // characters, \<newline> is nothing, an unknown escape stays as written;
+  // \N{..} and a lone surrogate name no UTF-8, so the call is content.
+  EXPECT_EQ(parse(kGemma, R"([f(s="caf\u00e9 \U0001F600 \x41\101\0 \b\f\v\a \d \
+x")])"),
+            (Events{"T:f {\"s\":\"café 😀 AA\\u0000 \\b\\f\\u000b\\u0007 \\\\d x\"}"}));
+  EXPECT_EQ(parse(kGemma, R"([f(s="\N{BULLET}")])"), (Events{R"(C:[f(s="\N{BULLET}")])"}));
+  EXPECT_EQ(parse(kGemma, R"([f(s="\ud800")])"), (Events{R"(C:[f(s="\ud800")])"}));
   EXPECT_EQ(parse(kGemma, "```python\nx = 1\n```"), (Events{"C:```python\nx = 1\n```"}));
   // The bare list Google's current guide asks for.
   EXPECT_EQ(parse(kGemma, "[get_product_name_by_PID(PID=\"807ZPKBL9V\"), f(s='a]b', t=[1, (2, 3)])]"),
             (Events{"T:get_product_name_by_PID {\"PID\":\"807ZPKBL9V\"}", "T:f {\"s\":\"a]b\",\"t\":[1,[2,3]]}"}));
   EXPECT_EQ(parse(kGemma, "[1, 2] are numbers"), (Events{"C:[1, 2] are numbers"}));
   EXPECT_EQ(parse(kGemma, "See [docs](x) and [f(a=1)]"), (Events{"C:See [docs](x) and [f(a=1)]"}));
+  EXPECT_EQ(parse(kGemma, "[Note: I can't browse] Here's what I know."),
+            (Events{"C:[Note: I can't browse] Here's what I know."}));
+}
+
+// An opener that is prose too ("functools", Gemma's bare "[") with a start
+// no call has: the text comes out as it streams, not at the end of output
+// (a quote in "can't" once held a whole reply for a closing quote).
+TEST(ToolCalls, ProseAfterAnOpenerThatIsAlsoAWordStreams) {
+  auto streamed_before_end = [](const OutputFormat& f, std::string_view text) {
+    OutputParser p(f, true, false);
+    std::vector<OutputEvent> events;
+    p.feed(text, events);
+    std::string content;
+    for (const auto& e : events) content += e.kind == Kind::Content ? e.text : "?";
+    return content;
+  };
+  EXPECT_EQ(streamed_before_end(kGemma, "[Note: I can't browse the web"), "[Note: I can't browse the web");
+  EXPECT_EQ(streamed_before_end(kGemma, "[1, 2, and"), "[1, 2, and");
+  EXPECT_EQ(streamed_before_end(kFireFunction, "Use functools.lru_cache for it"), "Use functools.lru_cache for it");
+  // A start that may still be a call is held.
+  EXPECT_EQ(streamed_before_end(kGemma, "[get_weather"), "");
+  EXPECT_EQ(streamed_before_end(kFireFunction, "Sure. functools  "), "Sure.");
+  EXPECT_EQ(parse(kFireFunction, "Use functools.lru_cache, or functools[{\"name\": \"f\", \"arguments\": {}}]"),
+            (Events{"C:Use functools.lru_cache, or", "T:f {}"}));
 }
 
 // A model made to nest (logit_bias on '[') must not overflow the stack of

@@ -107,7 +107,8 @@ const std::vector<Section>& sections_of(ToolCallFormat format) {
     return v;
   }();
   // The template prints " functools[" after content; the space is whitespace before markup.
-  static const std::vector<Section> firefunction{{.open = "functools", .parse = parse_json_calls, .json_call = true}};
+  static const std::vector<Section> firefunction{
+      {.open = "functools", .parse = parse_json_calls, .json_call = true, .may_be_calls = may_be_json_calls}};
   static const std::vector<Section> functionary{
       {.open = "<function=", .close = "</function>", .parse = parse_functionary}};
   // llama.cpp drops the response markers around the answer too.
@@ -120,7 +121,8 @@ const std::vector<Section>& sections_of(ToolCallFormat format) {
   // ```tool_code block.
   static const std::vector<Section> gemma{
       {.open = "```tool_code", .close = "```", .parse = parse_pythonic},
-      {.open = "[", .parse = parse_pythonic, .start_only = true, .open_in_body = true}};
+      {.open = "[", .parse = parse_pythonic, .start_only = true, .open_in_body = true,
+       .may_be_calls = may_be_python_calls}};
   switch (format) {
     case ToolCallFormat::None: return none;
     case ToolCallFormat::Hermes: return hermes;

@@ -191,8 +191,8 @@ struct OutputParser::State {
     return true;
   }
 
-  // Sends what is new of the open section's arguments.
-  void stream_section(std::vector<OutputEvent>& out) {
+  // Sends what is new of the open section's arguments, in buf[0, limit).
+  void stream_section(size_t limit, std::vector<OutputEvent>& out) {
     Streamed& st = streamed;
     if (st.given_up || st.scan.complete() || st.scan.failed()) return;
     if (!st.started) {
@@ -207,19 +207,23 @@ struct OutputParser::State {
       st.arguments = st.sent = h.arguments;
       out.push_back({OutputEvent::Kind::ToolCallStart, "", ToolCall{"", h.name, ""}});
     }
-    const size_t end = st.scan.feed(buf, st.sent, buf.size() - incomplete_utf8_tail(buf));
+    const size_t end = st.scan.feed(buf, st.sent, limit - incomplete_utf8_tail(std::string_view(buf).substr(0, limit)));
     if (end > st.sent) out.push_back({OutputEvent::Kind::ToolCallArguments, buf.substr(st.sent, end - st.sent), {}});
     st.sent = end;
   }
 
   // Ends the streamed call: its arguments are what went out.
-  void end_streamed(std::vector<OutputEvent>& out) {
+  void end_streamed(bool parsed, std::vector<OutputEvent>& out) {
     out.push_back({OutputEvent::Kind::ToolCall, "",
-                   ToolCall{"", streamed.name, buf.substr(streamed.arguments, streamed.sent - streamed.arguments)}, true});
+                   ToolCall{"", streamed.name, buf.substr(streamed.arguments, streamed.sent - streamed.arguments)}, true,
+                   !parsed});
   }
 
   bool section_step(bool final, std::vector<OutputEvent>& out) {
-    if (stream_arguments && section->json_call) stream_section(out);
+    if (!streamed.started && section->may_be_calls && !section->may_be_calls(buf)) {
+      section_as_content(section->open_in_body ? section->open.size() : 0, out);  // the rest is read again
+      return true;
+    }
     size_t end = std::string::npos, body_end = std::string::npos;
     if (!section->close.empty()) {
       body_end = buf.find(section->close, close_searched);
@@ -227,6 +231,13 @@ struct OutputParser::State {
       else close_searched = buf.size() - std::min(buf.size(), section->close.size() - 1);
     } else {
       body_end = end = body_end_scan.find(buf);
+    }
+    // Arguments stream up to the close at most, or to what may be its
+    // start (an unterminated string would take the close and what follows).
+    if (stream_arguments && section->json_call) {
+      size_t limit = std::min(body_end, buf.size());
+      if (body_end == std::string::npos && !section->close.empty()) limit -= partial_marker_at_end(buf, section->close);
+      stream_section(limit, out);
     }
     if (end == std::string::npos && !final) return false;
     if (end == std::string::npos && section->close_optional_at_end) body_end = end = buf.size();
@@ -238,7 +249,7 @@ struct OutputParser::State {
     // it is content besides.
     const bool started = streamed.started;
     if (started) {
-      end_streamed(out);
+      end_streamed(calls.has_value(), out);
       if (calls && !calls->empty()) {
         out.back().call.id_hint = calls->front().id_hint;
         calls->erase(calls->begin());
@@ -246,11 +257,7 @@ struct OutputParser::State {
     }
     streamed = Streamed{};
     if (!calls) {
-      std::string text = std::move(section_prefix) + buf.substr(0, end);
-      buf.erase(0, end);
-      mode = Mode::Content;
-      section = nullptr;
-      emit(OutputEvent::Kind::Content, text, out);
+      section_as_content(end, out);
       return true;
     }
     buf.erase(0, end);
@@ -262,6 +269,17 @@ struct OutputParser::State {
     section = nullptr;
     section_prefix.clear();
     return true;
+  }
+
+  // Ends the open section as content: its prefix (held whitespace and the
+  // opener) and buf[0, n).
+  void section_as_content(size_t n, std::vector<OutputEvent>& out) {
+    std::string text = std::move(section_prefix) + buf.substr(0, n);
+    section_prefix.clear();
+    buf.erase(0, n);
+    mode = Mode::Content;
+    section = nullptr;
+    emit(OutputEvent::Kind::Content, text, out);
   }
 
   void after_markup(std::string skip) {

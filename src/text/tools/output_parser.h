@@ -73,6 +73,10 @@ struct OutputEvent {
   // the text streamed, which may be cut short: the markup did not parse
   // (what followed is then content) or the output ended inside it.
   bool ends_streamed = false;
+  // ToolCall with ends_streamed: the markup did not parse, so this is no
+  // call the model made (its text follows as content) and a reply's
+  // finish reason must not say tool_calls for it.
+  bool broken = false;
 };
 
 // Streaming: content and reasoning come out as soon as they cannot be the

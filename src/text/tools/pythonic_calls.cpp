@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "text/tools/tool_syntax.h"
+#include "text/unicode.h"
 
 namespace hearth::text::tools {
 
@@ -115,18 +116,54 @@ class PythonReader {
         out += c;
         continue;
       }
-      if (pos_ == s_.size()) return std::nullopt;
-      char e = s_[pos_++];
-      switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case '0': out += '\0'; break;
-        default: out += e;  // \\, \', \" and anything else: the character itself
-      }
+      if (pos_ == s_.size() || !escape(out)) return std::nullopt;
     }
     if (!eat(quote)) return std::nullopt;
     return json(std::move(out));
+  }
+
+  // One escape after its backslash, as Python reads it in a str literal;
+  // false for one that names no character (\N{..} is not read).
+  bool escape(std::string& out) {
+    const char e = s_[pos_++];
+    auto hex = [&](int digits) -> bool {
+      if (s_.size() - pos_ < size_t(digits)) return false;
+      char32_t cp = 0;
+      for (int i = 0; i < digits; ++i) {
+        const char h = s_[pos_++];
+        if (!std::isxdigit(static_cast<unsigned char>(h))) return false;
+        cp = cp * 16 + char32_t(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
+      }
+      if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;  // no UTF-8 for it
+      unicode::append(out, cp);
+      return true;
+    };
+    switch (e) {
+      case '\n': return true;  // a line continuation
+      case 'a': out += '\a'; return true;
+      case 'b': out += '\b'; return true;
+      case 'f': out += '\f'; return true;
+      case 'n': out += '\n'; return true;
+      case 'r': out += '\r'; return true;
+      case 't': out += '\t'; return true;
+      case 'v': out += '\v'; return true;
+      case 'x': return hex(2);
+      case 'u': return hex(4);
+      case 'U': return hex(8);
+      case 'N': return false;
+      case '\\': case '\'': case '"': out += e; return true;
+      default: break;
+    }
+    if (e >= '0' && e <= '7') {  // up to three octal digits
+      char32_t cp = char32_t(e - '0');
+      for (int i = 0; i < 2 && pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '7'; ++i)
+        cp = cp * 8 + char32_t(s_[pos_++] - '0');
+      unicode::append(out, cp);
+      return true;
+    }
+    out += '\\';  // Python keeps an unknown escape as written
+    out += e;
+    return true;
   }
 
   std::optional<json> sequence(char close) {
@@ -196,6 +233,22 @@ std::string python_literal(const json& v) {
 }  // namespace
 
 std::optional<Calls> parse_pythonic(std::string_view body) { return PythonReader(body).calls(); }
+
+bool may_be_python_calls(std::string_view body) {
+  auto is_name = [](char c, bool first) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
+           (!first && (c == '.' || std::isdigit(static_cast<unsigned char>(c))));
+  };
+  body = body.substr(0, kMaxBodyStart + 1);
+  size_t i = 1;  // past the "["
+  while (i < body.size() && is_space(body[i])) ++i;
+  if (i == body.size()) return true;
+  if (!is_name(body[i], true)) return false;
+  while (i < body.size() && is_name(body[i], false)) ++i;
+  while (i < body.size() && is_space(body[i])) ++i;
+  if (i > kMaxBodyStart) return false;
+  return i == body.size() || body[i] == '(';
+}
 
 std::string python_keyword_arguments(std::string_view arguments_json) {
   json args = json::parse(arguments_json.begin(), arguments_json.end(), nullptr, false);

@@ -1,6 +1,8 @@
 // Tool-call bodies → calls, for the JSON-based and tag-based formats.
 // Formats and leniency follow vLLM's tool parsers (hermes, llama3_json,
 // mistral, deepseek_v3/v31, qwen3coder) and llama.cpp's common/chat.cpp.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "text/json_shape.h"
@@ -106,6 +108,13 @@ size_t BodyEndScan::find(std::string_view text) {
     }
   }
   return std::string_view::npos;
+}
+
+bool may_be_json_calls(std::string_view body) {
+  body = body.substr(0, kMaxBodyStart + 1);
+  const size_t i = std::min(body.find_first_not_of(" \t\r\n"), body.size());
+  if (i > kMaxBodyStart) return false;
+  return i == body.size() || body[i] == '[' || body[i] == '{';
 }
 
 std::optional<Calls> parse_json_calls(std::string_view body) {
@@ -252,7 +261,9 @@ std::optional<Calls> parse_deepseek(std::string_view body) {
     std::string_view before = s.substr(0, sep), after = s.substr(sep + kSep.size(), end - sep - kSep.size());
     s = trim(s.substr(end + kEnd.size()));
     std::optional<ToolCall> call;
-    if (size_t fence = after.find("```"); fence != std::string_view::npos) {
+    // R1's fence comes before the arguments' brace; V3.1's arguments may
+    // hold fences of their own (code written to a file).
+    if (size_t fence = after.find("```"); fence < after.find('{')) {
       std::string_view code = after.substr(fence + 3);
       size_t close = code.rfind("```");
       if (close == std::string_view::npos) return std::nullopt;

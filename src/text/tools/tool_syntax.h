@@ -18,6 +18,9 @@ using Calls = std::vector<ToolCall>;
 // A section's body (between its opener and its closer) → its calls;
 // nullopt when it is not valid markup (the section is then content).
 using BodyParser = std::optional<Calls> (*)(std::string_view body);
+// Whether a body that has not ended yet may still become calls: false once
+// its start rules them out.
+using BodyStartCheck = bool (*)(std::string_view body);
 
 struct Section {
   std::string open{};
@@ -47,6 +50,10 @@ struct Section {
   // The body is a JSON call object (or an array starting with one) whose
   // name comes before its arguments object: the arguments can stream.
   bool json_call = false;
+  // Where the opener is also prose ("functools", a bare "["): a body whose
+  // start rules out calls gives the opener back as content at once, rather
+  // than holding the rest of the output for a close that never comes.
+  BodyStartCheck may_be_calls = nullptr;
 };
 
 // Compact JSON text of a value that holds the model's raw text (a bare
@@ -117,6 +124,12 @@ std::optional<Calls> parse_mistral(std::string_view body);
 std::optional<Calls> parse_deepseek(std::string_view body);
 std::optional<Calls> parse_functionary(std::string_view body);
 std::optional<Calls> parse_pythonic(std::string_view body);
+// Body start checks: JSON calls ("[" or "{" first), and a Python list of
+// calls ("[" then a name, dotted or not, and "("), within kMaxBodyStart
+// bytes (each piece checks the start again: it must stay short).
+constexpr size_t kMaxBodyStart = 256;
+bool may_be_json_calls(std::string_view body);
+bool may_be_python_calls(std::string_view body);
 
 // Arguments whose values are all strings (Qwen3-Coder's XML) → typed by
 // the parameter schema of the tool `name` in tools (OpenAI shape): "string"
