@@ -158,10 +158,15 @@ describe('structured output', () => {
     assert.equal(r.status, 400, JSON.stringify(r.body));
     expectErrorShape(assert, r.body, r.status);
     assert.match(r.body.error.message, /too ambiguous/);
-    // One that becomes too ambiguous only midway (at the second 'a' of the
-    // five it requires) fails that request as the client's error, not the
-    // server's: a 400, or an error event once the stream has begun.
-    const midway = { type: 'string', pattern: '^(?:' + 'a?'.repeat(4000) + ')*aaaaa$' };
+    // Thousands of optional parts in a row: millions of steps a byte.
+    r = await ask({ type: 'string', pattern: '^' + '.?'.repeat(4000) + '$' });
+    assert.equal(r.status, 400, JSON.stringify(r.body));
+    assert.match(r.body.error.message, /optional parts in a row/);
+    // One that becomes too ambiguous only midway (at the value's quote,
+    // after the key the grammar writes) fails that request as the client's
+    // error, not the server's: a 400, or an error event once the stream
+    // has begun.
+    const midway = { type: 'object', properties: { x: { anyOf: many } }, required: ['x'] };
     r = await ask(midway);
     assert.equal(r.status, 400, JSON.stringify(r.body));
     expectErrorShape(assert, r.body, r.status);

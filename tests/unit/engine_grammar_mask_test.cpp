@@ -67,6 +67,24 @@ TEST(GrammarMask, TrieWalkEqualsBruteForceOnASyntheticVocabulary) {
   expect_masks_match(v, R"({"type":"string","pattern":"^[^\\u00e9]{0,6}$"})", "\"h\xC3\xA8l lo\"");
 }
 
+// A mask or token that takes more steps than the matcher's budget is a
+// GrammarError (the engine ends that request alone), not seconds of the
+// step every request shares.
+TEST(GrammarMask, AMaskPastItsStepBudgetIsAnError) {
+  const auto v = std::make_shared<const Vocabulary>(test::synthetic_token_bytes());
+  ojson alike = ojson::array();
+  for (int i = 0; i < 200; ++i) alike.push_back({{"type", "string"}, {"pattern", "^a.{0," + std::to_string(50 + i) + "}$"}});
+  const auto g = compile_json_schema(ojson{{"anyOf", alike}});
+  std::vector<uint32_t> mask(v->mask_words());
+  Matcher roomy(g, v);
+  ASSERT_TRUE(roomy.accept_bytes("\"a"));
+  roomy.fill_mask(mask);  // 200 stacks over the trie: within the default budget
+  Matcher tight(g, v, 100'000);
+  ASSERT_TRUE(tight.accept_bytes("\"a"));
+  EXPECT_THROW(tight.fill_mask(mask), GrammarError);
+  EXPECT_THROW(tight.accept_bytes(std::string(2000, 'b')), GrammarError);
+}
+
 // A pattern's class takes plain tokens in bulk when it is the only run of
 // plain characters the stacks wait on, past its minimum count; tokens that
 // cross into what follows it must still be found (the walk covers them

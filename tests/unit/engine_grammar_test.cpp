@@ -559,13 +559,15 @@ TEST(GrammarPattern, PatternsAreBoundedInSizeAndNesting) {
 
 TEST(GrammarPattern, OptionalPartsUnderAStarGrowTheGrammarLinearly) {
   // (?:a?a?...a?)* without its empty string was one rule per suffix of the
-  // sequence: a square of the parts (4000 of them: 8M elements).
+  // sequence: a square of the parts (4000 of them: 8M elements). More than
+  // kMaxSkippableRun in a row are refused now (see below).
   auto pattern = [](int parts) {
     std::string p = "^(?:";
     for (int i = 0; i < parts; ++i) p += "a?";
     return p + ")*b$";
   };
-  EXPECT_LT(compile_json_schema(ojson{{"type", "string"}, {"pattern", pattern(4000)}})->rule_count(), 100000u);
+  const size_t most = GrammarBuilder::kMaxSkippableRun;
+  EXPECT_LT(compile_json_schema(ojson{{"type", "string"}, {"pattern", pattern(int(most))}})->rule_count(), 20 * most);
   // Matching it keeps a stack for each pair of parts two a's may be (the
   // stacks cap refuses 4000 parts at the second 'a'): fewer parts.
   const auto g = compile_json_schema(ojson{{"type", "string"}, {"pattern", pattern(40)}});
@@ -584,6 +586,68 @@ TEST(GrammarSchema, TooManyParseStacksAtOnceIsAnErrorNotAStall) {
   Matcher fine(compile_json_schema(ojson{{"anyOf", many}}));
   EXPECT_TRUE(fine.accept_bytes("\"abc\""));
   EXPECT_TRUE(fine.is_complete());
+}
+
+// A type list repeated at every level compiled the level below once per
+// entry: 2^59 compiles for a 2 KB body. A list names each type once, and
+// a grammar past GrammarBuilder::kMaxSize (an enum of millions) is
+// refused while it is built.
+TEST(GrammarSchema, SchemasThatGrowWithoutBoundAreRefusedWhileBuilt) {
+  ojson nested = {{"type", "null"}};
+  for (int i = 0; i < 59; ++i) nested = {{"type", {"array", "array"}}, {"items", nested}};
+  expect_error(nested.dump().c_str(), "type lists \"array\" twice", "/type");
+  ojson huge = ojson::array();
+  for (int i = 0; i < 2'000'000; ++i) huge.push_back(i);
+  expect_error(ojson{{"type", "array"}, {"items", {{"enum", huge}}}}.dump().c_str(), "larger than", "");
+}
+
+// An enum is a trie: 5000 values alike (each its own stack once they
+// were alternatives: "too ambiguous" at the 4097th, mid-generation) cost
+// one stack.
+TEST(GrammarSchema, EnumsOfManyValuesAlikeAreOneStack) {
+  ojson codes = ojson::array();
+  for (int i = 0; i < 5000; ++i) codes.push_back("code_" + std::to_string(i));
+  codes.push_back("code_1");  // a repeat
+  codes.push_back("code");    // a prefix of the others
+  const ojson schema = {{"type", "object"},
+                        {"properties", {{"c", {{"enum", codes}}}}},
+                        {"required", {"c"}},
+                        {"additionalProperties", false}};
+  const auto g = compile_json_schema(schema);
+  EXPECT_EQ(refused_at(g, R"({"c":"code_4999"})"), -1);
+  EXPECT_EQ(refused_at(g, R"({"c":"code"})"), -1);
+  EXPECT_EQ(refused_at(g, R"({"c":"code_"})"), 11);
+  EXPECT_EQ(refused_at(g, R"({"c":"code_5000"})"), 14);
+  EXPECT_EQ(refused_at(g, R"({"c":"cod"})"), 9);
+}
+
+// const and enum beside a type: values of another type are no output of
+// the schema (the model could write 1 for {"type":"string","enum":["a",1]}).
+TEST(GrammarSchema, EnumAndConstKeepToTheirType) {
+  const char* e = R"({"type": "string", "enum": ["a", 1, null]})";
+  EXPECT_EQ(refused_at(e, R"("a")"), -1);
+  EXPECT_EQ(refused_at(e, "1"), 0);
+  EXPECT_EQ(refused_at(e, "null"), 0);
+  const char* n = R"({"type": ["integer", "null"], "enum": [2.0, 2.5, null, "x"]})";
+  EXPECT_EQ(refused_at(n, "2.0"), -1);
+  EXPECT_EQ(refused_at(n, "null"), -1);
+  EXPECT_EQ(refused_at(n, "2.5"), 2);
+  expect_error(R"({"type": "integer", "const": "x"})", "const is not of the schema's type", "/const");
+  expect_error(R"({"type": "boolean", "enum": [1, "true"]})", "no value of enum", "/enum");
+}
+
+// A pattern of thousands of ".?" cost millions of steps a byte; more than
+// kMaxSkippableRun optional parts in a row are refused up front.
+TEST(GrammarPattern, LongRunsOfOptionalPartsAreRefused) {
+  const size_t most = GrammarBuilder::kMaxSkippableRun;
+  auto dots = [](size_t n) {
+    std::string p = "^";
+    for (size_t i = 0; i < n; ++i) p += ".?";
+    return ojson{{"type", "string"}, {"pattern", p + "$"}}.dump();
+  };
+  expect_error(dots(4000).c_str(), "optional parts in a row", "");
+  expect_error(dots(most + 1).c_str(), "optional parts in a row", "");
+  EXPECT_EQ(refused_at(dots(most).c_str(), R"("abc")"), -1);
 }
 
 TEST(GrammarSchema, UnsupportedRangesAndPatternsNameTheirPath) {

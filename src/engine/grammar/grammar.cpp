@@ -25,12 +25,23 @@ Element GrammarBuilder::byte_element(const ByteSet& set, int32_t min, int32_t ma
   return {Element::Kind::Bytes, set_id(set), min, max};
 }
 
+void GrammarBuilder::grow(size_t n) {
+  size_ += n;
+  if (size_ > kMaxSize)
+    throw GrammarError("the schema's grammar is larger than " + std::to_string(kMaxSize) +
+                       " rules and elements (a very large enum, or a schema repeated at every level)");
+}
+
 Expr GrammarBuilder::reserve() {
+  grow(1);
   grammar_->rules_.emplace_back();
   return Expr(grammar_->rules_.size() - 1);
 }
 
 void GrammarBuilder::define(Expr rule, std::vector<std::vector<Element>> alternatives) {
+  size_t n = alternatives.size();
+  for (const auto& alt : alternatives) n += alt.size();
+  grow(n);
   grammar_->rules_[size_t(rule)].alternatives = std::move(alternatives);
 }
 
@@ -39,6 +50,42 @@ Expr GrammarBuilder::literal(std::string_view bytes) {
   for (unsigned char c : bytes) seq.push_back(byte_element(single_byte(c)));
   const Expr e = reserve();
   define(e, {std::move(seq)});
+  return e;
+}
+
+Expr GrammarBuilder::literals(std::vector<std::string> options) {
+  if (options.empty()) throw std::logic_error("grammar: a choice of no literals");
+  std::sort(options.begin(), options.end());
+  options.erase(std::unique(options.begin(), options.end()), options.end());
+  return trie(options, 0);
+}
+
+// options: sorted, distinct, sharing their first `depth` bytes. A node is a
+// rule with one alternative per next byte: the bytes its options share
+// from there, then the node below where they part (an empty alternative
+// where one of them ends).
+Expr GrammarBuilder::trie(std::span<const std::string> options, size_t depth) {
+  std::vector<std::vector<Element>> alternatives;
+  size_t i = 0;
+  if (options[0].size() == depth) {  // sorted: the one that ends here comes first
+    alternatives.emplace_back();
+    i = 1;
+  }
+  while (i < options.size()) {
+    const char c = options[i][depth];
+    size_t j = i + 1;
+    while (j < options.size() && options[j][depth] == c) ++j;
+    const std::string &first = options[i], &last = options[j - 1];
+    size_t shared = depth + 1;
+    while (shared < first.size() && shared < last.size() && first[shared] == last[shared]) ++shared;
+    std::vector<Element> alt;
+    for (size_t k = depth; k < shared; ++k) alt.push_back(byte_element(single_byte(uint8_t(first[k]))));
+    if (j - i > 1) alt.push_back(ref(trie(options.subspan(i, j - i), shared)));
+    alternatives.push_back(std::move(alt));
+    i = j;
+  }
+  const Expr e = reserve();
+  define(e, std::move(alternatives));
   return e;
 }
 
@@ -124,6 +171,20 @@ void GrammarBuilder::refuse_left_recursion() const {
   }
 }
 
+void GrammarBuilder::refuse_long_skippable_runs() const {
+  for (const auto& rule : grammar_->rules_)
+    for (const auto& alt : rule.alternatives) {
+      size_t run = 0;
+      for (const Element& e : alt) {
+        run = grammar_->skippable(e) ? run + 1 : 0;
+        if (run > kMaxSkippableRun)
+          throw GrammarError("the schema has more than " + std::to_string(kMaxSkippableRun) +
+                             " optional parts in a row (a pattern like \".?.?.?...\"); write a bounded "
+                             "repetition instead (\".{0,40}\")");
+      }
+    }
+}
+
 void GrammarBuilder::analyze() {
   // Fixed points over the rules: which can match the empty string, then
   // which bytes each can start with.
@@ -179,10 +240,12 @@ std::shared_ptr<const Grammar> GrammarBuilder::build(Expr root) {
         if (e.kind == Element::Kind::Rule && e.max != 1 && grammar_->nullable(e.index))
           throw std::logic_error("grammar: a repeated rule matches the empty string");
   refuse_left_recursion();
+  refuse_long_skippable_runs();
   std::shared_ptr<const Grammar> done = std::move(grammar_);
   grammar_ = std::make_shared<Grammar>();
   cache_.clear();
   set_ids_.clear();
+  size_ = 0;
   Matcher{done};  // its first stacks: too many (an anyOf of thousands alike) is a GrammarError now
   return done;
 }

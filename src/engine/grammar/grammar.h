@@ -15,6 +15,7 @@
 #include <bitset>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -89,7 +90,21 @@ using Expr = int32_t;
 
 class GrammarBuilder {
  public:
+  // A grammar larger than this, counting rules, alternatives and
+  // elements, is refused with GrammarError: a schema whose grammar grows
+  // past it (an enum of millions, a type list repeated at every level)
+  // would hold memory and time no request should.
+  static constexpr size_t kMaxSize = size_t(1) << 20;
+  // Elements that may match nothing, in a row in one alternative: past
+  // this, GrammarError. Each one is a stack the matcher may be in at once,
+  // and reaching the last from the first costs a step each (a pattern of
+  // thousands of ".?" would cost millions of steps a byte).
+  static constexpr size_t kMaxSkippableRun = 64;
+
   Expr literal(std::string_view bytes);
+  // A choice of byte strings, as a trie: strings that start alike share
+  // their rules, so the matcher follows one stack, not one per string.
+  Expr literals(std::vector<std::string> options);
   Expr sequence(const std::vector<Expr>& parts);
   Expr choice(const std::vector<Expr>& options);
   // `e` repeated between min and max times (max -1: unbounded). `e` must
@@ -113,11 +128,15 @@ class GrammarBuilder {
 
  private:
   int32_t set_id(const ByteSet& set);
+  void grow(size_t n);  // counts n more toward kMaxSize
+  Expr trie(std::span<const std::string> options, size_t depth);
+  void refuse_long_skippable_runs() const;  // GrammarError
   void analyze();  // Grammar::first_ and nullable_
   void refuse_left_recursion() const;  // GrammarError
   std::shared_ptr<Grammar> grammar_ = std::make_shared<Grammar>();
   std::unordered_map<std::string, Expr> cache_;
   std::unordered_map<ByteSet, int32_t> set_ids_;  // into grammar_->sets_
+  size_t size_ = 0;
 };
 
 ByteSet byte_range(unsigned char lo, unsigned char hi);

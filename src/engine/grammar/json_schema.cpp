@@ -1,6 +1,7 @@
 #include "engine/grammar/json_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_set>
 #include <string>
@@ -66,12 +67,17 @@ class SchemaCompiler {
 
     alone_with_annotations(s, path);
     if (auto it = s.find("$ref"); it != s.end()) return reference(*it, path + "/$ref");
-    if (auto it = s.find("const"); it != s.end()) return b_.literal(it->dump());
+    if (auto it = s.find("const"); it != s.end()) {
+      if (!of_type(s, *it, path)) fail(path + "/const", "const is not of the schema's type");
+      return b_.literal(it->dump());
+    }
     if (auto it = s.find("enum"); it != s.end()) {
       if (!it->is_array() || it->empty()) fail(path + "/enum", "enum must be a non-empty array");
-      std::vector<Expr> options;
-      for (const auto& v : *it) options.push_back(b_.literal(v.dump()));
-      return b_.choice(options);
+      std::vector<std::string> options;  // the values of the schema's type, if it names one
+      for (const auto& v : *it)
+        if (of_type(s, v, path)) options.push_back(v.dump());
+      if (options.empty()) fail(path + "/enum", "no value of enum is of the schema's type");
+      return b_.literals(std::move(options));
     }
     for (const char* key : {"anyOf", "oneOf"})
       if (auto it = s.find(key); it != s.end()) {
@@ -100,12 +106,8 @@ class SchemaCompiler {
       return json_rules::any_value(b_);
     }
     if (type->is_string()) return typed(s, type->get<std::string>(), path);
-    if (!type->is_array() || type->empty()) fail(path + "/type", "type must be a string or a non-empty array");
     std::vector<Expr> options;
-    for (const auto& t : *type) {
-      if (!t.is_string()) fail(path + "/type", "type must be a string or a non-empty array");
-      options.push_back(typed(s, t.get<std::string>(), path));
-    }
+    for (const std::string& t : type_list(s, path)) options.push_back(typed(s, t, path));
     return b_.choice(options);
   }
 
@@ -123,6 +125,39 @@ class SchemaCompiler {
           fail(path + "/" + pointer_token(key), "\"" + key + "\" together with \"" + decider + "\" is not supported");
       return;
     }
+  }
+
+  // A list of types, each named once (JSON Schema requires that; a repeat
+  // would compile the schema again, at every level it nests).
+  static std::vector<std::string> type_list(const json& s, const std::string& path) {
+    const json& type = s["type"];
+    if (!type.is_array() || type.empty()) fail(path + "/type", "type must be a string or a non-empty array");
+    std::vector<std::string> types;
+    for (const auto& t : type) {
+      if (!t.is_string()) fail(path + "/type", "type must be a string or a non-empty array");
+      if (std::find(types.begin(), types.end(), t.get<std::string>()) != types.end())
+        fail(path + "/type", "type lists " + t.dump() + " twice");
+      types.push_back(t.get<std::string>());
+    }
+    return types;
+  }
+
+  // Whether a const or enum value is of the type the schema names beside
+  // it (any, where it names none).
+  static bool of_type(const json& s, const json& value, const std::string& path) {
+    auto it = s.find("type");
+    if (it == s.end()) return true;
+    const std::vector<std::string> types = it->is_string() ? std::vector{it->get<std::string>()} : type_list(s, path);
+    return std::any_of(types.begin(), types.end(), [&](const std::string& t) {
+      if (t == "integer") return value.is_number_integer() || (value.is_number_float() && std::trunc(value.get<double>()) == value.get<double>());
+      if (t == "number") return value.is_number();
+      if (t == "string") return value.is_string();
+      if (t == "boolean") return value.is_boolean();
+      if (t == "null") return value.is_null();
+      if (t == "array") return value.is_array();
+      if (t == "object") return value.is_object();
+      fail(path + "/type", "unknown type \"" + t + "\"");
+    });
   }
 
   [[noreturn]] static void fail(const std::string& path, const std::string& what) {

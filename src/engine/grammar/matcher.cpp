@@ -14,8 +14,9 @@ int32_t counted(const Element& e, int32_t count) { return e.max < 0 && count > e
 
 }  // namespace
 
-Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocabulary)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocabulary)) {
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocabulary,
+                 int64_t max_work)
+    : grammar_(std::move(grammar)), vocab_(std::move(vocabulary)), max_work_(max_work) {
   Stacks start;
   const int32_t root = grammar_->root();
   for (size_t a = 0; a < grammar_->rule(root).alternatives.size(); ++a) expand({root, int32_t(a), 0, 0, -1}, start);
@@ -81,7 +82,14 @@ void Matcher::add_top(Frame f, Stacks& out) {
   out.tops.push_back(top);
 }
 
+void Matcher::count_step() {
+  if (++work_ > max_work_)
+    throw GrammarError("the schema is too ambiguous: one token's choices took more than " + std::to_string(max_work_) +
+                       " steps to follow");
+}
+
 void Matcher::expand(Frame f, Stacks& out) {
+  count_step();
   const auto& alt = grammar_->rule(f.rule).alternatives[size_t(f.alt)];
   if (size_t(f.pos) == alt.size()) {
     // The alternative is done: continue in the parent, one repetition more.
@@ -105,6 +113,7 @@ void Matcher::expand(Frame f, Stacks& out) {
 }
 
 void Matcher::take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool entering) {
+  count_step();
   const auto& alt = grammar_->rule(f.rule).alternatives[size_t(f.alt)];
   if (size_t(f.pos) == alt.size()) return;  // an empty match: expand() took that path
   const Element& e = alt[size_t(f.pos)];
@@ -143,6 +152,7 @@ bool Matcher::step(uint8_t byte) {
 }
 
 bool Matcher::accept_bytes(std::string_view bytes) {
+  work_ = 0;
   const size_t mark = frames_.size();
   const std::vector<int32_t> saved = tops_;
   const bool saved_complete = complete_;

@@ -14,6 +14,9 @@
 // A grammar that keeps more than kMaxStacks stacks at once (a very
 // ambiguous schema: anyOf of thousands of alike options, nested bounded
 // counts) throws GrammarError: each token's mask costs in proportion to them.
+// So does a mask or token that takes more than kMaxWork steps (stacks
+// entered or left): the engine steps every request together, and one
+// request's mask must not hold the others for seconds.
 #pragma once
 
 #include <cstdint>
@@ -31,9 +34,12 @@ namespace hearth::grammar {
 class Matcher {
  public:
   static constexpr size_t kMaxStacks = 4096;
+  static constexpr int64_t kMaxWork = int64_t(1) << 26;
 
   // vocabulary may be null for byte-level use (accept_bytes only).
-  explicit Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocabulary = nullptr);
+  // max_work: the steps a mask or token may take (tests set less).
+  explicit Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const Vocabulary> vocabulary = nullptr,
+                   int64_t max_work = kMaxWork);
 
   // Advances over the token's bytes; false (and no change) if the grammar
   // refuses them. Tokens outside the vocabulary or without bytes are refused.
@@ -87,6 +93,7 @@ class Matcher {
   // just entered, so its optional elements may still be skipped.
   void take(Frame f, int32_t self, uint8_t byte, Stacks& out, bool entering);
   void add_top(Frame f, Stacks& out);
+  void count_step();  // GrammarError past kMaxWork
   uint64_t stack_hash(int32_t top) const;  // of its frames' fields, down to the root
   bool same_stack(int32_t a, int32_t b) const;
   // The stacks after reading `byte` from each of `from`.
@@ -112,6 +119,7 @@ class Matcher {
   std::vector<int32_t> tops_;
   bool complete_ = false;
   size_t compacted_size_ = 0;   // frames_.size() after the last compact()
+  int64_t work_ = 0, max_work_;  // steps since the mask or token began, and the most allowed
   Stacks next_;                 // scratch for step()
   TopIndex top_index_;          // scratch for add_top()
   std::vector<Stacks> levels_;  // scratch for walk(): the stacks at each trie depth

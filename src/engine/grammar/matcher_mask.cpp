@@ -93,6 +93,7 @@ void Matcher::fill_mask(std::span<uint32_t> mask) {
   if (!vocab_ || mask.size() != vocab_->mask_words())
     throw std::invalid_argument("grammar: the mask does not fit the vocabulary");
   std::fill(mask.begin(), mask.end(), 0u);
+  work_ = 0;
   if (const Bulk bulk = bulk_run(); bulk.room > 0) {
     const int32_t most = std::min(bulk.room, Vocabulary::kMaxPlainChars);
     if (bulk.rule == grammar_->string_char_rule()) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <string>
+#include <unordered_set>
 
 #include "engine/grammar/json_rules.h"
 #include "engine/grammar/json_schema.h"
@@ -42,16 +44,25 @@ std::optional<Expr> coder_value(GrammarBuilder& b, const ojson& schema) {
       return b.repeat(text_char, 0, -1);
     }
     if (!only_keys(schema, {"type", "enum"}) || !schema["enum"].is_array() || schema["enum"].empty()) return std::nullopt;
-    std::vector<Expr> options;
+    std::vector<std::string> options;
     for (const ojson& v : schema["enum"]) {
       if (!v.is_string() || v.get_ref<const std::string&>().find('<') != std::string::npos) return std::nullopt;
-      options.push_back(b.literal(v.get_ref<const std::string&>()));
+      options.push_back(v.get<std::string>());
     }
-    return b.choice(options);
+    return b.literals(std::move(options));
   }
   if (type == "integer" || type == "number" || type == "boolean" || type == "object" || type == "array")
     return json_schema(b, schema);
   return std::nullopt;
+}
+
+// The strings of a `required` list (a set: a body may list a name a
+// million times).
+std::unordered_set<std::string> names(const ojson& required) {
+  std::unordered_set<std::string> out;
+  for (const ojson& r : required)
+    if (r.is_string()) out.insert(r.get<std::string>());
+  return out;
 }
 
 // <tool_call>\n<function=NAME>\n(<parameter=KEY>\nVALUE\n</parameter>\n)*</function>\n</tool_call>,
@@ -63,13 +74,13 @@ std::optional<Expr> coder_call(GrammarBuilder& b, const std::string& name, const
     const ojson& props = parameters->value("properties", ojson::object());
     const ojson& required = parameters->value("required", ojson::array());
     if (!props.is_object() || !required.is_array()) return std::nullopt;
+    const std::unordered_set<std::string> must_have = names(required);
     for (const auto& [key, schema] : props.items()) {
       if (key.find('>') != std::string::npos || key.find('<') != std::string::npos) return std::nullopt;
       auto value = coder_value(b, schema);
       if (!value) return std::nullopt;
       const Expr param = b.sequence({b.literal("<parameter=" + key + ">\n"), *value, b.literal("\n</parameter>\n")});
-      const bool must = std::find(required.begin(), required.end(), ojson(key)) != required.end();
-      parts.push_back(must ? param : b.repeat(param, 0, 1));
+      parts.push_back(must_have.count(key) ? param : b.repeat(param, 0, 1));
     }
   }
   parts.push_back(b.literal("</function>\n</tool_call>"));
@@ -97,15 +108,15 @@ std::optional<Expr> python_value(GrammarBuilder& b, const ojson& schema) {
     return b.sequence({b.literal("\""), b.repeat(ch, 0, -1), b.literal("\"")});
   }
   if (type == "string" && only_keys(schema, {"type", "enum"}) && schema["enum"].is_array() && !schema["enum"].empty()) {
-    std::vector<Expr> options;
+    std::vector<std::string> options;
     for (const ojson& v : schema["enum"]) {
       if (!v.is_string()) return std::nullopt;
       const std::string& text = v.get_ref<const std::string&>();
       for (unsigned char c : text)
         if (c < 0x20 || c == '"' || c == '\\') return std::nullopt;
-      options.push_back(b.literal("\"" + text + "\""));
+      options.push_back("\"" + text + "\"");
     }
-    return b.choice(options);
+    return b.literals(std::move(options));
   }
   if (type == "integer" || type == "number") return json_schema(b, schema);
   if (type == "boolean" && only_keys(schema, {"type"})) return b.choice({b.literal("True"), b.literal("False")});
@@ -121,6 +132,7 @@ std::optional<Expr> python_call(GrammarBuilder& b, const std::string& name, cons
     const ojson& props = parameters->value("properties", ojson::object());
     const ojson& required = parameters->value("required", ojson::array());
     if (!props.is_object() || !required.is_array()) return std::nullopt;
+    const std::unordered_set<std::string> must_have = names(required);
     std::vector<std::pair<std::string, const ojson*>> items;
     for (const auto& [key, schema] : props.items()) items.emplace_back(key, &schema);
     for (auto it = items.rbegin(); it != items.rend(); ++it) {
@@ -131,7 +143,7 @@ std::optional<Expr> python_call(GrammarBuilder& b, const std::string& name, cons
       if (!value) return std::nullopt;
       const Expr param = b.sequence({b.literal(key + "="), *value});
       const Expr as_first = b.sequence({param, rest}), as_next = b.sequence({b.literal(", "), param, rest});
-      if (std::find(required.begin(), required.end(), ojson(key)) != required.end()) {
+      if (must_have.count(key)) {
         first = as_first, rest = as_next;
       } else {
         first = b.choice({as_first, first}), rest = b.choice({as_next, rest});
