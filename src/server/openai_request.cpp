@@ -1,5 +1,7 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -208,6 +210,17 @@ json arguments_object(const json& arguments, size_t& containers_left) {
   return parsed;
 }
 
+// A tool's name, as OpenAI and Anthropic take it (1 to 64 letters, digits,
+// "_" and "-"; "." too, as MCP clients write): a name is written into the
+// model's markup and a constrained call's grammar, where "<", ">", "(" or
+// a space would end it early.
+void check_tool_name(const std::string& name, const std::string& where) {
+  const bool ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+  if (!ok) throw bad_request(where, "'" + where + "' must be 1 to 64 letters, digits, '_', '-' or '.', got " + quote(json(name)));
+}
+
 void check_function_tools(const json& tools, const std::string& where) {
   if (!tools.is_array()) wrong_type(where, "an array", tools);
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -220,8 +233,8 @@ void check_function_tools(const json& tools, const std::string& where) {
     const json* fn = field(t, "function");
     if (!fn || !fn->is_object()) throw bad_request(at + ".function", "'" + at + ".function' must be an object");
     const json* name = field(*fn, "name");
-    if (!name || !name->is_string() || name->get_ref<const std::string&>().empty())
-      throw bad_request(at + ".function.name", "'" + at + ".function.name' must be a non-empty string");
+    if (!name || !name->is_string()) wrong_type(at + ".function.name", "a string", name ? *name : json());
+    check_tool_name(name->get_ref<const std::string&>(), at + ".function.name");
     if (const json* p = field(*fn, "parameters"); p && !p->is_object())
       wrong_type(at + ".function.parameters", "a JSON Schema object", *p);
   }
@@ -237,7 +250,7 @@ json flat_function_tools(const json& tools, const char* schema_key, bool schema_
     if (!t.is_object()) wrong_type(w, "an object", t);
     check_type(field(t, "type"), w);
     const std::string& name = required_string(t, "name", w);
-    if (name.empty()) throw bad_request(w + ".name", "'" + w + ".name' must not be empty");
+    check_tool_name(name, w + ".name");
     json fn = {{"name", name}};
     if (const json* d = field(t, "description")) {
       if (!d->is_string()) wrong_type(w + ".description", "a string", *d);
