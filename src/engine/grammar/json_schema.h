@@ -6,7 +6,8 @@
 //   $ref to any JSON pointer in the root ("#/$defs/x", "#/definitions/x"),
 //   recursive ones included; true (any value). These decide the value on
 //   their own: another validation keyword beside them is refused (const and
-//   enum may name their type). Without a type, the schema is taken as the
+//   enum may name their type: enum values of another type are left out, a
+//   const of another type is refused). A type list names each type once. Without a type, the schema is taken as the
 //   type its keywords are about (properties: object, items: array,
 //   maxLength, pattern: string; minimum...: number), else any value.
 // - object: properties are emitted in schema order; `required` ones always,
