@@ -30,6 +30,8 @@ const char kIndexHtml[] = R"HEARTH_HTML(<!doctype html>
   .msg.assistant { align-self:flex-start; background:var(--bot); }
   .msg.error { align-self:flex-start; color:var(--err); border-color:var(--err); }
   .meta { font-size:12px; color:var(--muted); margin-top:4px; white-space:normal; }
+  details.reasoning { color:var(--muted); font-size:13px; margin-bottom:6px; }
+  details.reasoning summary { cursor:pointer; white-space:normal; }
   aside { width:250px; border-left:1px solid var(--line); padding:10px 14px; overflow-y:auto; font-size:13px; }
   aside label { display:block; margin:8px 0 2px; color:var(--muted); }
   aside input, aside textarea { width:100%; font:inherit; padding:4px 6px; background:var(--bot); color:var(--fg); border:1px solid var(--line); border-radius:6px; }
@@ -159,15 +161,32 @@ function setBusy(busy) {
   stopBtn.disabled = !busy;
 }
 
+// The thinking of a reasoning model, folded above its reply (shown open
+// while it streams); it is not sent back with the conversation.
+function addReasoning(div) {
+  const details = document.createElement("details");
+  details.className = "reasoning";
+  details.open = true;
+  const summary = document.createElement("summary");
+  summary.textContent = "Thinking";
+  const body = document.createElement("span");
+  details.append(summary, body);
+  div.insertBefore(details, div.firstChild);
+  return body;
+}
+
 async function send() {
   const text = input.value.trim();
   if (!text || controller) return;
   input.value = "";
-  history.push({ role: "user", content: text });
+  // This conversation's turns: "New chat" during the reply starts another,
+  // which the end of this one must not write into.
+  const turns = history;
+  turns.push({ role: "user", content: text });
   addMessage("user", text);
   const messages = [];
   if ($("system").value.trim()) messages.push({ role: "system", content: $("system").value.trim() });
-  messages.push(...history);
+  messages.push(...turns);
   const body = { model: modelId || "default", messages, stream: true, stream_options: { include_usage: true } };
   numberField(body, "temperature"); numberField(body, "top_p"); numberField(body, "top_k", true);
   numberField(body, "min_p"); numberField(body, "repetition_penalty"); numberField(body, "max_tokens", true);
@@ -175,12 +194,12 @@ async function send() {
 
   const div = addMessage("assistant", "");
   const out = div.querySelector(".text");
-  controller = new AbortController();
+  const mine = controller = new AbortController();
   setBusy(true);
   const t0 = performance.now();
-  let tFirst = 0, reply = "", finish = null, usage = null, chunks = 0;
+  let tFirst = 0, reply = "", thinking = "", thinkingEl = null, finish = null, usage = null;
   try {
-    const r = await fetch("/v1/chat/completions", { method: "POST", headers: headers(), body: JSON.stringify(body), signal: controller.signal });
+    const r = await fetch("/v1/chat/completions", { method: "POST", headers: headers(), body: JSON.stringify(body), signal: mine.signal });
     if (!r.ok) throw await failure(r);
     const reader = r.body.getReader();
     const decoder = new TextDecoder();
@@ -202,18 +221,25 @@ async function send() {
           if (j.usage) usage = j.usage;
           const c = j.choices && j.choices[0];
           if (!c) continue;
-          if (c.delta && c.delta.content) {
-            if (!tFirst) tFirst = performance.now();
-            reply += c.delta.content;
-            out.textContent = reply;
-            chunks++;
-            chat.scrollTop = chat.scrollHeight;
+          const d = c.delta || {};
+          // The first token may be thinking or a tool call, not content.
+          if (!tFirst && (d.content || d.reasoning_content || d.tool_calls)) tFirst = performance.now();
+          if (d.reasoning_content) {
+            thinkingEl = thinkingEl || addReasoning(div);
+            thinking += d.reasoning_content;
+            thinkingEl.textContent = thinking;
           }
+          if (d.content) {
+            if (thinkingEl) thinkingEl.parentElement.open = false;
+            reply += d.content;
+            out.textContent = reply;
+          }
+          if (d.reasoning_content || d.content) chat.scrollTop = chat.scrollHeight;
           if (c.finish_reason) finish = c.finish_reason;
         }
       }
     }
-    history.push({ role: "assistant", content: reply });
+    turns.push({ role: "assistant", content: reply });
     const secs = (performance.now() - (tFirst || t0)) / 1000;
     let meta = `finish: ${finish}`;
     if (usage) meta += ` · ${usage.prompt_tokens} prompt + ${usage.completion_tokens} generated tokens`;
@@ -222,16 +248,18 @@ async function send() {
     addMeta(div, meta);
   } catch (e) {
     if (e.name === "AbortError") {
-      history.push({ role: "assistant", content: reply });
+      turns.push({ role: "assistant", content: reply });
       addMeta(div, "stopped");
     } else {
       div.className = "msg error";
       out.textContent = (reply ? reply + "\n" : "") + "Error: " + e.message;
-      history.pop();
+      turns.pop();
     }
   } finally {
-    controller = null;
-    setBusy(false);
+    if (controller === mine) {  // not after "New chat" let another begin
+      controller = null;
+      setBusy(false);
+    }
     refreshStatus();
   }
 }
@@ -371,10 +399,17 @@ document.addEventListener("keydown", (e) => { if (e.key === "Escape" && rec) rec
 sendBtn.addEventListener("click", send);
 stopBtn.addEventListener("click", () => controller && controller.abort());
 input.addEventListener("keydown", (e) => {
+  // Enter that confirms an input method's composition (Japanese, Chinese)
+  // is not a send.
+  if (e.isComposing || e.keyCode === 229) return;
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); send(); }
 });
 $("new").addEventListener("click", () => {
-  if (controller) controller.abort();
+  if (controller) {
+    controller.abort();
+    controller = null;
+    setBusy(false);
+  }
   history = [];
   chat.textContent = "";
   input.focus();

@@ -71,6 +71,74 @@ describe('web page', { skip: !fs.existsSync(CHROMIUM) && `no browser at ${CHROMI
     await page.close();
   });
 
+  // A reasoning model's stream, served to the page by the browser itself
+  // (playwright's route): thinking shows folded above the reply, and the
+  // first-token time counts from the first thought.
+  test('reasoning shows as Thinking above the reply; an IME Enter does not send', async () => {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    const sent = [];
+    await page.route('**/v1/chat/completions', async (route) => {
+      sent.push(JSON.parse(route.request().postData()));
+      const chunk = (delta, extra = {}) => 'data: ' + JSON.stringify({ choices: [{ index: 0, delta, finish_reason: null }], ...extra }) + '\n\n';
+      const body = chunk({ role: 'assistant' }) + chunk({ reasoning_content: 'The user greets; ' }) +
+        chunk({ reasoning_content: 'greet back.' }) + chunk({ content: 'Hello' }) + chunk({ content: ' there!' }) +
+        'data: ' + JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) + '\n\n' +
+        'data: ' + JSON.stringify({ choices: [], usage: { prompt_tokens: 5, completion_tokens: 7 } }) + '\n\ndata: [DONE]\n\n';
+      await route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body });
+    });
+    await page.goto(srv.url + '/');
+    // Enter while an input method composes is its confirmation, not a send.
+    await page.fill('#input', 'こんにちは');
+    await page.evaluate(() => document.getElementById('input').dispatchEvent(
+      new KeyboardEvent('keydown', { key: 'Enter', isComposing: true, bubbles: true, cancelable: true })));
+    assert.equal(await page.locator('.msg.user').count(), 0);
+    await page.press('#input', 'Enter');
+    await page.waitForSelector('.msg.assistant .meta');
+    assert.equal(await page.textContent('.msg.assistant .text'), 'Hello there!');
+    assert.equal(await page.textContent('.msg.assistant details.reasoning span'), 'The user greets; greet back.');
+    assert.equal(await page.textContent('.msg.assistant details.reasoning summary'), 'Thinking');
+    assert.equal(await page.$eval('.msg.assistant details.reasoning', (d) => d.open), false, 'folded once the reply began');
+    assert.match(await page.textContent('.msg.assistant .meta'), /finish: stop · 5 prompt \+ 7 generated tokens/);
+    // The next turn sends the reply back, not the thinking.
+    await page.fill('#input', 'And you?');
+    await page.press('#input', 'Enter');
+    await page.waitForFunction(() => document.querySelectorAll('.msg.assistant .meta').length === 2);
+    assert.deepEqual(sent[1].messages.slice(0, 2), [{ role: 'user', content: 'こんにちは' }, { role: 'assistant', content: 'Hello there!' }]);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  // "New chat" while a reply streams: the old reply must not land in the new
+  // conversation, and the next message goes out at once.
+  test('New chat during a reply starts clean', async () => {
+    const page = await browser.newPage();
+    const sent = [];
+    page.on('request', (r) => { if (r.url().endsWith('/v1/chat/completions')) sent.push(JSON.parse(r.postData())); });
+    await page.goto(srv.url + '/');
+    await page.fill('#temperature', '1');
+    await page.fill('#max_tokens', '');
+    await page.fill('#input', 'Go on forever.');
+    await page.click('#send');
+    await page.waitForFunction(() => document.querySelector('.msg.assistant .text')?.textContent.length > 0, null, { timeout: 30000 });
+    await page.click('#new');
+    await page.fill('#max_tokens', '5');
+    await page.fill('#input', 'A new start.');
+    await page.press('#input', 'Enter');
+    await page.waitForSelector('.msg.assistant .meta', { timeout: 30000 });
+    assert.equal(sent.length, 2);
+    assert.deepEqual(sent[1].messages, [{ role: 'user', content: 'A new start.' }]);
+    assert.equal(await page.locator('.msg.user').count(), 1);
+    await page.fill('#input', 'Then?');
+    await page.press('#input', 'Enter');
+    await page.waitForFunction(() => document.querySelectorAll('.msg.assistant .meta').length === 2, null, { timeout: 30000 });
+    assert.equal(sent[2].messages.length, 3, JSON.stringify(sent[2].messages));
+    assert.equal(sent[2].messages[0].content, 'A new start.');
+    await page.fill('#max_tokens', '');
+    await page.close();
+  });
+
   test('the stop button ends a running reply', async () => {
     const page = await browser.newPage();
     await page.goto(srv.url + '/');
