@@ -27,14 +27,14 @@ void run_tasks(ThreadPool* pool, int64_t n, const std::function<void(int64_t)>& 
 }  // namespace
 
 Sampler::Sampler(const SamplingParams& params)
-    : params_(params), rng_(params.seed ? *params.seed : std::random_device{}()) {}
+    : Sampler(params, std::mt19937_64(params.seed ? *params.seed : std::random_device{}())) {}
+
+Sampler::Sampler(const SamplingParams& params, std::mt19937_64 rng) : params_(params), rng_(rng) {}
 
 void Sampler::release_scratch() {
-  auto release = [](auto& v) { std::remove_reference_t<decltype(v)>().swap(v); };
-  release(order_), release(window_), release(member_), release(gathered_), release(edge_);
-  release(bucket_ids_), release(weights_), release(block_sums_), release(bucket_mass_);
-  release(chunk_mass_), release(bucket_total_), release(envelope_);
-  sorted_ = partitioned_ = 0;
+  // All but the parameters and the random state is scratch: a fresh
+  // sampler with those has none (nor can a new buffer be forgotten here).
+  *this = Sampler(params_, rng_);
 }
 
 int32_t Sampler::argmax(std::span<const float> logits) {

@@ -73,6 +73,7 @@ class Sampler {
   static int32_t argmax(std::span<const float> logits);
 
  private:
+  Sampler(const SamplingParams& params, std::mt19937_64 rng);
   // min_p's and top_p's cut: the survivors are the tokens with a logit at
   // or above the returned value; keep becomes about how many there are.
   float min_p_top_p_cut(std::span<const float> logits, float top, int64_t& keep, ThreadPool* pool);
@@ -93,6 +94,8 @@ class Sampler {
   void sort_prefix(std::span<const float> logits, int64_t k);
   void partition(std::span<const float> logits, int64_t keep);
 
+  // The sampler's state: its parameters and its random numbers. Everything
+  // below them is scratch for one call (release_scratch).
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<int32_t> order_;

@@ -428,6 +428,29 @@ TEST(Sampler, SameSeedSameTokens) {
   EXPECT_EQ(a, b);
 }
 
+// Releasing the scratch (a kept generation checkpoint's sampler) keeps the
+// parameters and the random state: the draws go on as they would have.
+TEST(Sampler, ReleasingScratchKeepsTheSequence) {
+  SamplingParams p;
+  p.seed = 77;
+  p.temperature = 0.8f;
+  p.top_p = 0.9f;
+  p.repetition_penalty = 1.1f;
+  std::vector<int32_t> kept, released;
+  for (auto* out : {&kept, &released}) {
+    Sampler s(p);
+    std::mt19937 gen(5);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    for (int i = 0; i < 60; ++i) {
+      std::vector<float> logits(5000);
+      for (auto& v : logits) v = normal(gen);
+      out->push_back(s.sample(logits, *out));
+      if (out == &released && i % 3 == 0) s.release_scratch();
+    }
+  }
+  EXPECT_EQ(kept, released);
+}
+
 TEST(Sampler, FrequenciesFollowTheTemperedDistribution) {
   SamplingParams p;
   p.seed = 9;
