@@ -2,6 +2,9 @@
 // model's chat template and the engine with its prompt cache: each turn
 // renders the whole conversation again, puts back the ids of the replies as
 // they were generated, and prefills only what follows the cached prefix.
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -19,6 +22,8 @@ const char* kHelp = R"(usage: hearth chat [--model DIR] [--system TEXT] [options
 
 Reads your messages line by line; the model's replies stream to stdout.
 Commands: /reset forgets the conversation, /exit (or end of input) quits.
+Ctrl-C during a reply stops it (what it wrote stays in the conversation);
+at the prompt it quits.
 
   --model DIR          model directory (default: the bundled stories260k)
   --system TEXT        a system message to start the conversation with
@@ -30,6 +35,25 @@ Commands: /reset forgets the conversation, /exit (or end of input) quits.
   --prompt-cache GB    KV kept for reuse between turns (default: half the KV budget; 0: off)
   --stats              after each reply, print its prompt, cached and generated tokens to stderr
 )";
+
+// Ctrl-C while a reply streams: the reply stops at its next token.
+std::atomic<bool> interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);  // set from a signal handler
+
+// SIGINT stops the reply for as long as one of these lives; at the prompt it
+// ends the program as usual.
+struct InterruptReply {
+  struct sigaction old {};
+  InterruptReply() {
+    interrupted = false;
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { interrupted = true; };
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, &old);
+  }
+  ~InterruptReply() { sigaction(SIGINT, &old, nullptr); }
+};
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
@@ -102,7 +126,9 @@ int cmd_chat(int argc, char** argv) {
     }
     text::StreamDecoder stream(*tokenizer, true);
     Reply reply;
+    const InterruptReply on_ctrl_c;
     while (auto ev = handle->next()) {
+      if (interrupted) handle->stop();  // the tokens already made still come
       if (std::find(eos.begin(), eos.end(), ev->token) != eos.end()) continue;
       reply.ids.push_back(ev->token);
       std::string piece = stream.push(ev->token);
@@ -115,6 +141,12 @@ int cmd_chat(int argc, char** argv) {
     std::printf("%s\n", tail.c_str());
     std::fflush(stdout);
     const FinishInfo& info = handle->finish();
+    if (!info.error.empty()) {  // the turn failed: it leaves no trace in the conversation
+      std::fprintf(stderr, "error: %s\n", info.error.c_str());
+      messages.erase(messages.size() - 1);
+      continue;
+    }
+    if (interrupted) std::fputs("[stopped]\n", stderr);
     if (args.has("stats"))
       std::fprintf(stderr, "[prompt %lld tokens, %lld cached; %lld generated]\n", (long long)info.prompt_tokens,
                    (long long)info.cached_tokens, (long long)info.generated_tokens);

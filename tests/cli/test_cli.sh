@@ -143,6 +143,24 @@ check "bench --streams 0 is refused" clean_error $rc
 check "bench --streams: a count that is not a number is refused" clean_error $rc
 check "... by name" contains "$tmp/e7" "--streams: 'x' is not a stream count"
 
+# Ctrl-C during a reply stops that reply, not the session: a random-weight
+# 0.6B model writes on for minutes (no EOS, 40k context) until it comes.
+"$hearth" mkmodel --arch qwen3 --preset qwen3-0.6b --dtype bf16 --quant mlx4 --out "$tmp/long" >/dev/null 2>&1
+mkfifo "$tmp/chat.in"
+"$hearth" chat --model "$tmp/long" --stats <"$tmp/chat.in" >"$tmp/chat4" 2>"$tmp/chat4.err" &
+chat_pid=$!
+exec 3>"$tmp/chat.in"
+echo "Tell me a long story." >&3
+for _ in $(seq 600); do [ -s "$tmp/chat4" ] && break; sleep 0.1; done
+kill -INT "$chat_pid"
+for _ in $(seq 300); do grep -q "generated\]" "$tmp/chat4.err" && break; sleep 0.1; done
+echo "/exit" >&3
+exec 3>&-
+timeout 60 tail --pid="$chat_pid" -f /dev/null; wait "$chat_pid"; rc=$?
+check "chat: Ctrl-C stops the reply and the session goes on to /exit" test "$rc" -eq 0
+check "chat: ... saying so" contains "$tmp/chat4.err" "[stopped]"
+rm -rf "$tmp/long"
+
 # fit reads headers only; the loaded model (bench) and a running server
 # (/stats) must agree with it. The KV figure is worked out from config.json.
 "$hearth" mkmodel --arch qwen3 --dtype bf16 --quant mlx4 --group-size 32 --out "$tmp/q4" >/dev/null 2>&1
