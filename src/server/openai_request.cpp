@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/grammar/json_rules.h"
 #include "engine/grammar/json_schema.h"
 #include "server/api_error.h"
 #include "engine/grammar/tool_calls.h"
@@ -386,21 +387,48 @@ ApiRequest parse_chat_request(const json& body) {
   return r;
 }
 
-std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format) {
+namespace {
+
+// The response format's value as an expression of b; nullopt for text.
+std::optional<grammar::Expr> response_format_value(grammar::GrammarBuilder& b, const ResponseFormat& format) {
   switch (format.kind) {
-    case ResponseFormat::Kind::Text:
-      return nullptr;
-    case ResponseFormat::Kind::JsonObject:
-      return grammar::compile_json_object();
-    case ResponseFormat::Kind::JsonSchema:
-      break;
+    case ResponseFormat::Kind::Text: return std::nullopt;
+    case ResponseFormat::Kind::JsonObject: return grammar::json_rules::any_object(b);
+    case ResponseFormat::Kind::JsonSchema: return grammar::json_schema(b, format.schema);
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format, const ApiRequest* tools_of,
+                                                                text::ToolCallFormat call_format) {
   const std::string& at = format.schema_field;
   try {
-    return grammar::compile_json_schema(format.schema);
+    grammar::GrammarBuilder b;
+    const std::optional<grammar::Expr> answer = response_format_value(b, format);
+    if (!answer) return nullptr;
+    // Tools offered beside it (tool_choice auto): a call, or the answer in
+    // the format, as OpenAI's models may (the final answer keeps to it).
+    std::optional<grammar::Expr> calls;
+    if (tools_of && tools_of->tools.is_array() && !tools_of->tools.empty() &&
+        tools_of->tool_choice.mode == ToolChoice::Mode::Auto && call_format != text::ToolCallFormat::None) {
+      try {
+        calls = grammar::tool_calls(b, call_format, tools_of->tools, "", tools_of->tool_choice.parallel);
+      } catch (const grammar::GrammarError& e) {
+        throw bad_request("tools", std::string("a tool's parameters are not supported beside a response format: ") +
+                                       e.what());
+      }
+    }
+    return b.build(calls ? b.choice({*answer, *calls}) : *answer);
   } catch (const grammar::GrammarError& e) {
     throw bad_request(at, "'" + at + "' is not supported: " + e.what());
   }
+}
+
+std::shared_ptr<const grammar::Grammar> compile_output_grammar(const ApiRequest& r, text::ToolCallFormat format) {
+  if (auto calls = compile_tool_choice(r, format)) return calls;  // the call is the answer
+  return compile_response_format(r.response_format, &r, format);
 }
 
 std::shared_ptr<const grammar::Grammar> compile_tool_choice(const ApiRequest& r, text::ToolCallFormat format) {

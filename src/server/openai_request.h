@@ -113,10 +113,16 @@ void check_tool_choice(const ToolChoice& choice, const nlohmann::ordered_json& t
 void set_reasoning_effort(const std::string& effort, const std::string& where, ApiRequest& r);
 ApiRequest parse_completion_request(const nlohmann::ordered_json& body);
 
-// The grammar that constrains the output (null for free text). A schema
-// the compiler does not support is a 400 naming
+// The grammar that constrains the output (null for free text): a required
+// or named tool call; else the response format, or beside it a call of the
+// request's tools where tool_choice is auto (either may come).
+std::shared_ptr<const grammar::Grammar> compile_output_grammar(const ApiRequest& request, text::ToolCallFormat format);
+// The response format alone (tools_of null), or with tools_of's tools
+// beside it. A schema the compiler does not support is a 400 naming
 // response_format.json_schema.schema, with the keyword and its JSON pointer.
-std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format);
+std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format,
+                                                                const ApiRequest* tools_of = nullptr,
+                                                                text::ToolCallFormat call_format = {});
 // tool_choice "required" or a named tool as a grammar of calls in the
 // model's format (null when it asks for none, or the format is not
 // constrained); a parameter schema it cannot compile is a 400 naming tools.

@@ -68,9 +68,7 @@ std::shared_ptr<Job> Server::Impl::start(const http::Request& req, ApiRequest ap
   g.stop_ids = model.eos_ids;
   g.top_logprobs = api.logprobs;
   g.session = api.session;
-  // A required tool call wins over a response format: the call is the answer.
-  auto grammar = compile_tool_choice(api, prompts->output_format().tool_calls);
-  if (!grammar) grammar = compile_response_format(api.response_format);
+  auto grammar = compile_output_grammar(api, prompts->output_format().tool_calls);
   // A grammar holds the output to its format from the first token, which
   // leaves no room to close a reasoning block the prompt opened.
   const bool reasoning = !grammar && text::prompt_opens_reasoning(prompts->output_format(), rendered);

@@ -107,8 +107,7 @@ void start(ApiRequest& api, const PromptBuilder& builder) {
   api.sampling.apply_to(sampling);
   for (const auto& [id, bias] : sampling.logit_bias)
     if (id < 0 || size_t(id) >= vocab) throw bad_request("logit_bias", "outside the vocabulary");
-  auto grammar = compile_tool_choice(api, builder.output_format().tool_calls);
-  if (!grammar) grammar = compile_response_format(api.response_format);
+  auto grammar = compile_output_grammar(api, builder.output_format().tool_calls);
 
   // A few tokens from made-up logits, decoded as the engine decodes them:
   // the request's sampling, its grammar, the stop id.

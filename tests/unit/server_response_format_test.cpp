@@ -60,5 +60,36 @@ TEST(ResponseFormat, BadShapesAndUnsupportedSchemasAre400sNamingTheField) {
             "response_format.json_schema.schema");
 }
 
+// With tools offered (tool_choice auto) the model may call one instead of
+// answering in the format, as OpenAI's may; required or named calls are
+// the answer, and with tool_choice none or no tool-call format only the
+// format is written.
+TEST(ResponseFormat, ToolsOfferedBesideItMayBeCalled) {
+  json body = chat_with(json::parse(R"({"type":"json_schema","json_schema":{"name":"a",
+      "schema":{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}}})"));
+  body["tools"] = json::parse(R"([{"type":"function","function":{"name":"lookup",
+      "parameters":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}}])");
+  const std::string answer = R"({"ok":true})";
+  const std::string call = text::render_tool_call(text::ToolCallFormat::Hermes, "lookup", R"({"q":"x"})");
+  auto takes = [](const std::shared_ptr<const grammar::Grammar>& g, const std::string& text) {
+    grammar::Matcher m(g);
+    return m.accept_bytes(text) && m.is_complete();
+  };
+  const auto either = compile_output_grammar(parse_chat_request(body), text::ToolCallFormat::Hermes);
+  EXPECT_TRUE(takes(either, answer));
+  EXPECT_TRUE(takes(either, call));
+  EXPECT_FALSE(takes(either, R"({"ok":1})"));
+  EXPECT_FALSE(takes(either, text::render_tool_call(text::ToolCallFormat::Hermes, "other", R"({"q":"x"})")));
+  const auto no_format = compile_output_grammar(parse_chat_request(body), text::ToolCallFormat::None);
+  EXPECT_TRUE(takes(no_format, answer));
+  EXPECT_FALSE(takes(no_format, call));
+  body["tool_choice"] = "none";
+  EXPECT_FALSE(takes(compile_output_grammar(parse_chat_request(body), text::ToolCallFormat::Hermes), call));
+  body["tool_choice"] = "required";
+  const auto required = compile_output_grammar(parse_chat_request(body), text::ToolCallFormat::Hermes);
+  EXPECT_TRUE(takes(required, call));
+  EXPECT_FALSE(takes(required, answer));
+}
+
 }  // namespace
 }  // namespace hearth::server

@@ -155,12 +155,11 @@ std::optional<Expr> python_call(GrammarBuilder& b, const std::string& name, cons
 
 }  // namespace
 
-std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, const nlohmann::ordered_json& tools,
-                                                  std::string_view only_name, bool parallel) {
+std::optional<Expr> tool_calls(GrammarBuilder& b, text::ToolCallFormat format, const nlohmann::ordered_json& tools,
+                               std::string_view only_name, bool parallel) {
   // The format's text around a call's arguments, found by rendering a
   // marker where they go.
   constexpr std::string_view kArguments = "\x01";
-  GrammarBuilder b;
   std::vector<Expr> calls;
   for (const auto& tool : tools) {
     const auto& fn = tool["function"];
@@ -171,26 +170,33 @@ std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, c
     if (format == text::ToolCallFormat::Qwen3Coder || format == text::ToolCallFormat::Gemma) {
       auto call = format == text::ToolCallFormat::Gemma ? python_call(b, name, any ? nullptr : &*it)
                                                          : coder_call(b, name, any ? nullptr : &*it);
-      if (!call) return nullptr;
+      if (!call) return std::nullopt;
       calls.push_back(*call);
       continue;
     }
     const std::string text = text::render_tool_call(format, name, kArguments);
     const size_t at = text.find(kArguments);
-    if (at == std::string::npos) return nullptr;
+    if (at == std::string::npos) return std::nullopt;
     const nlohmann::ordered_json object = {{"type", "object"}};
     calls.push_back(b.sequence({b.literal(text.substr(0, at)), json_schema(b, any ? object : *it),
                                 b.literal(text.substr(at + kArguments.size()))}));
   }
-  if (calls.empty()) return nullptr;
+  if (calls.empty()) return std::nullopt;
   const Expr call = calls.size() == 1 ? calls[0] : b.choice(calls);
   if (format == text::ToolCallFormat::Gemma) {  // one Python list: [a(..)] or [a(..), b(..)]
     std::vector<Expr> list = {b.literal("["), call};
     if (parallel) list.push_back(b.repeat(b.sequence({b.literal(", "), call}), 0, -1));
     list.push_back(b.literal("]"));
-    return b.build(b.sequence(list));
+    return b.sequence(list);
   }
-  return b.build(parallel ? b.repeat(call, 1, -1) : call);
+  return parallel ? b.repeat(call, 1, -1) : call;
+}
+
+std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, const nlohmann::ordered_json& tools,
+                                                  std::string_view only_name, bool parallel) {
+  GrammarBuilder b;
+  const std::optional<Expr> calls = tool_calls(b, format, tools, only_name, parallel);
+  return calls ? b.build(*calls) : nullptr;
 }
 
 }  // namespace hearth::grammar

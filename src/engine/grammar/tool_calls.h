@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -26,5 +27,9 @@ namespace hearth::grammar {
 // Throws GrammarError for a parameter schema it cannot compile.
 std::shared_ptr<const Grammar> compile_tool_calls(text::ToolCallFormat format, const nlohmann::ordered_json& tools,
                                                   std::string_view only_name, bool parallel);
+// The same calls as an expression of b (to be a choice beside another
+// answer); nullopt where compile_tool_calls gives null.
+std::optional<Expr> tool_calls(GrammarBuilder& b, text::ToolCallFormat format, const nlohmann::ordered_json& tools,
+                               std::string_view only_name, bool parallel);
 
 }  // namespace hearth::grammar
