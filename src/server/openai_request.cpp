@@ -337,6 +337,9 @@ ApiRequest parse_chat_request(const json& body) {
       throw bad_request(at + ".role", "'" + at + ".role' must be one of system, developer, user, assistant, tool; got " +
                                           quote(*role));
     json out = m;
+    // A key sent as null is a key not sent (the SDKs' model_dump() writes
+    // "tool_calls": null): templates test for presence, then iterate.
+    for (auto it = out.begin(); it != out.end();) it = it->is_null() ? out.erase(it) : std::next(it);
     auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
       if (*role != "assistant") throw bad_request(at + ".content", "'" + at + ".content' is required");

@@ -110,6 +110,16 @@ TEST(ServerRequest, ContentPartsAreJoined) {
   EXPECT_TRUE(r.messages[1].contains("tool_calls"));
 }
 
+// What the SDKs' model_dump() sends back: optional keys as null. Templates
+// test "'tool_calls' in message" and then iterate it, which a null fails.
+TEST(ServerRequest, NullKeysOfAMessageAreKeysNotSent) {
+  json body = chat();
+  body["messages"].push_back({{"role", "assistant"}, {"content", "Hello"}, {"tool_calls", nullptr},
+                              {"name", nullptr}, {"refusal", nullptr}, {"audio", nullptr}});
+  const ApiRequest r = parse_chat_request(body);
+  EXPECT_EQ(r.messages[1], json({{"role", "assistant"}, {"content", "Hello"}}));
+}
+
 TEST(ServerRequest, MaxCompletionTokensWins) {
   EXPECT_EQ(*parse_chat_request(chat({{"max_tokens", 5}, {"max_completion_tokens", 9}})).max_tokens, 9);
   EXPECT_EQ(*parse_chat_request(chat({{"max_tokens", 5.0}})).max_tokens, 5);  // integral floats are integers
