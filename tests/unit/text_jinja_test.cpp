@@ -393,6 +393,24 @@ TEST(TextJinja, BoundedWorkAndMemory) {
   limit("{{ [1, 2]|batch(9223372036854775807, 0)|list }}");
   limit("{{ [1, 2]|slice(9223372036854775807)|list }}");
   EXPECT_EQ(render("{{ [1, 2, 3][1::9223372036854775807] }}{{ 'abc'[::-9223372036854775807] }}"), "[2]c");
+  // Searches: `in` over a list of 10^5 in a loop of 10^5 (a client's
+  // `required` tested for each of its properties) counts each element,
+  // and a search in a string is linear.
+  work("{% set l = range(99999)|list %}{% for i in l %}{% if -1 in l %}{% endif %}{% endfor %}");
+  work("{% set l = range(99999)|list %}{% for i in l %}{% if -1 is in(l) %}{% endif %}{% endfor %}");
+  EXPECT_EQ(render("{{ ('a' * 2000000 ~ 'b') in 'a' * 4000000 }}"), "False");
+  // A string looped over character by character: a value each, checked
+  // before they are built; a recursive loop nests within the call limit.
+  limit("{% for c in 'x' * 30000000 %}{% break %}{% endfor %}");
+  limit("{% for c in 'ab' recursive %}{{ loop(c) }}{% endfor %}");
+  EXPECT_EQ(render("{% for c in ['a', ['b', ['c']]] recursive %}{{ c if c is string else loop(c) }}{% endfor %}"),
+            "abc");
+  // Integer edges Python gets right: no trap, no overflow.
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) // -1 }} {{ (-9223372036854775807 - 1) % -1 }} "
+                   "{{ 7 // -1 }} {{ range(0, 9223372036854775807, 4611686018427387904)|list }} "
+                   "{{ range(-9223372036854775807 - 1, 9223372036854775807, 4611686018427387904)|length }}"),
+            "9.223372036854776e+18 0 -7 [0, 4611686018427387904] 4");
+  EXPECT_EQ(render("{{ (-9223372036854775807 - 1)|abs }}"), "9.223372036854776e+18");
   // A smaller budget, as the fuzz harness uses; real templates use little.
   hearth::text::jinja::RenderLimits tight;
   tight.max_steps = 1000;

@@ -51,6 +51,8 @@ class Interpreter {
   Value call_macro(const Stmt& def, const ScopePtr& parent, CallArgs& args, const Value& caller);
   // Runs a for loop over `iterable` (also used by recursive loop(...) calls).
   Flow run_for(const Stmt& s, const Value& iterable, const ScopePtr& scope, std::string& out, int depth);
+  // loop(...) of a recursive loop: run_for within the call depth limit.
+  void run_recursive_loop(const Stmt& s, const Value& iterable, const ScopePtr& scope, std::string& out, int depth);
 
   // Counts `steps` units of work against RenderLimits::max_steps.
   void charge(int64_t steps) {

@@ -174,8 +174,10 @@ Value Interpreter::eval_compare(const Expr& e, const ScopePtr& scope) {
     else if (op == ">") ok = less(right, left);
     else if (op == "<=") ok = less(left, right) || equals(left, right);
     else if (op == ">=") ok = less(right, left) || equals(left, right);
-    else if (op == "in") ok = contains(right, left);
-    else ok = !contains(right, left);  // notin
+    else {
+      charge(scan_cost(right));  // the search, not just its answer
+      ok = op == "in" ? contains(right, left) : !contains(right, left);  // in, notin
+    }
     if (!ok) return Value(false);
     left = std::move(right);
   }

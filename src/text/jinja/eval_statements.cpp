@@ -86,6 +86,7 @@ class LoopObject : public Object, public std::enable_shared_from_this<LoopObject
   LoopObject(std::vector<Value> items, int depth, const Stmt* stmt, ScopePtr scope)
       : items_(std::move(items)), depth_(depth), stmt_(stmt), scope_(std::move(scope)) {}
   std::string type_name() const override { return "LoopContext"; }
+  const std::vector<Value>& items() const { return items_; }
   std::string repr() const override {
     return "<LoopContext " + std::to_string(index0 + 1) + "/" + std::to_string(items_.size()) + ">";
   }
@@ -118,7 +119,7 @@ class LoopObject : public Object, public std::enable_shared_from_this<LoopObject
       throw_type_error("Tried to call non recursive loop. Maybe you forgot the 'recursive' modifier.");
     if (args.args.size() != 1) throw_type_error("loop() takes exactly one argument");
     std::string out;
-    in.run_for(*stmt_, args.args[0], scope_, out, depth_ + 1);
+    in.run_recursive_loop(*stmt_, args.args[0], scope_, out, depth_ + 1);
     return Value(out);
   }
 
@@ -270,17 +271,32 @@ Flow Interpreter::run_for(const Stmt& s, const Value& iterable, const ScopePtr& 
     if (!s.else_body.empty()) return exec(s.else_body, enter_frame(scope, s.else_locals), out);
     return Flow::Normal;
   }
-  auto loop = std::make_shared<LoopObject>(items, depth, &s, scope);
+  auto loop = std::make_shared<LoopObject>(std::move(items), depth, &s, scope);  // it holds them, not a copy
   Value loop_value = Value::object(loop);
-  for (size_t i = 0; i < items.size(); ++i) {
+  const std::vector<Value>& looped = loop->items();
+  for (size_t i = 0; i < looped.size(); ++i) {
     charge(4);  // a scope of its own: costlier than an expression
     loop->index0 = i;
     auto iter_scope = enter_frame(scope, s.frame_locals);
-    assign(*s.target, items[i], iter_scope);
+    assign(*s.target, looped[i], iter_scope);
     iter_scope->vars["loop"] = loop_value;
     if (exec(s.body, iter_scope, out) == Flow::Break) break;
   }
   return Flow::Normal;
+}
+
+// A recursive loop's loop(...) nests like a macro call: the same depth
+// limit (a string's one character iterates to itself, for ever).
+void Interpreter::run_recursive_loop(const Stmt& s, const Value& iterable, const ScopePtr& scope, std::string& out,
+                                     int depth) {
+  if (call_depth_ >= kMaxCallDepth)
+    throw TemplateError(TemplateError::Kind::Limit, "maximum recursion depth exceeded in a recursive loop");
+  ++call_depth_;
+  struct Leave {
+    int& depth;
+    ~Leave() { --depth; }
+  } leave{call_depth_};
+  run_for(s, iterable, scope, out, depth);
 }
 
 Value Interpreter::call_macro(const Stmt& def, const ScopePtr& parent, CallArgs& args, const Value& caller) {

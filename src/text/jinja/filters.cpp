@@ -88,7 +88,10 @@ Value keep_markup(const Value& like, std::string s) { return like.is_markup() ? 
 
 Value f_abs(Interpreter&, const Value& v, CallArgs&) {
   if (v.is_float()) return Value(std::fabs(v.as_float()));
-  if (v.is_int() || v.is_bool()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  if (v.is_int() || v.is_bool()) {
+    if (v.as_int() == INT64_MIN) return Value(-v.as_float());  // no int64 for it
+    return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  }
   if (v.is_undefined()) v.fail_undefined();
   throw_type_error("bad operand type for abs(): '" + v.type_name() + "'");
 }

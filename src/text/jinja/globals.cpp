@@ -30,14 +30,16 @@ Value g_range(Interpreter&, CallArgs& a) {
   else if (n.size() == 3) start = n[0], stop = n[1], step = n[2];
   else throw_type_error("range expected 1 to 3 arguments, got " + std::to_string(n.size()));
   if (step == 0) throw_type_error("range() arg 3 must not be zero");
-  int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                           : (start > stop ? (start - stop - step - 1) / -step : 0);
+  // In 128 bits: stop - start + step - 1 overflows int64 at its ends.
+  const __int128 span = step > 0 ? __int128(stop) - start : __int128(start) - stop;
+  const __int128 by = step > 0 ? __int128(step) : -__int128(step);
+  const __int128 count = span > 0 ? (span + by - 1) / by : 0;
   if (count > kMaxRange)
     throw TemplateError(TemplateError::Kind::Limit,
                         "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   std::vector<Value> out;
-  out.reserve(count);
-  for (int64_t i = 0; i < count; ++i) out.emplace_back(start + i * step);
+  out.reserve(size_t(count));
+  for (int64_t i = 0; i < int64_t(count); ++i) out.emplace_back(int64_t(start + __int128(i) * step));
   std::string repr = "range(" + std::to_string(start) + ", " + std::to_string(stop);
   if (step != 1) repr += ", " + std::to_string(step);
   return Value::range(std::move(out), repr + ")");

@@ -50,7 +50,11 @@ bool t_sameas(Interpreter&, const Value& v, CallArgs& a) {
     default: return false;
   }
 }
-bool t_in(Interpreter&, const Value& v, CallArgs& a) { return contains(arg(a, "in"), v); }
+bool t_in(Interpreter& in, const Value& v, CallArgs& a) {
+  const Value& container = arg(a, "in");
+  in.charge(scan_cost(container));
+  return contains(container, v);
+}
 bool t_odd(Interpreter&, const Value& v, CallArgs&) { return equals(binary_op("%", v, Value(2)), Value(1)); }
 bool t_even(Interpreter&, const Value& v, CallArgs&) { return equals(binary_op("%", v, Value(2)), Value(0)); }
 bool t_divisibleby(Interpreter&, const Value& v, CallArgs& a) {

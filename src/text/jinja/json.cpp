@@ -32,6 +32,7 @@ static Value from_json_at(const nlohmann::ordered_json& j, int depth) {
     case T::number_float: return Value(j.get<double>());
     case T::string: return Value(j.get<std::string>());
     case T::array: {
+      check_list_size(j.size());  // before the reserve, not after the list is built
       std::vector<Value> items;
       items.reserve(j.size());
       for (const auto& x : j) items.push_back(from_json_at(x, depth + 1));

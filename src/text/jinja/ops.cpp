@@ -139,6 +139,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (ints) {
       if (b.as_int() == 0) throw_type_error("integer division or modulo by zero");
       int64_t x = a.as_int(), y = b.as_int();
+      if (y == -1) {  // INT64_MIN / -1 traps: negate, past int64 as a float (as + does)
+        int64_t r;
+        if (!__builtin_sub_overflow(int64_t{0}, x, &r)) return Value(r);
+        return Value(-a.as_float());
+      }
       int64_t q = x / y;
       if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
       return Value(q);
@@ -151,6 +156,7 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
     if (ints) {
       if (b.as_int() == 0) throw_type_error("integer division or modulo by zero");
       int64_t x = a.as_int(), y = b.as_int();
+      if (y == -1) return Value(int64_t{0});  // INT64_MIN % -1 traps
       int64_t r = x % y;
       if (r != 0 && ((r < 0) != (y < 0))) r += y;
       return Value(r);

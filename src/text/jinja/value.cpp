@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "text/jinja/error.h"
 #include "text/jinja/unicode.h"
@@ -399,14 +400,28 @@ std::string hash_key(const Value& v) {
   type_error("unhashable type: '" + v.type_name() + "'");
 }
 
+int64_t scan_cost(const Value& container) {
+  if (container.is_string()) return 1 + static_cast<int64_t>(container.str().size() >> 4);
+  if (container.kind() == Kind::List) return 1 + static_cast<int64_t>(container.items().size());
+  return 1;
+}
+
 bool contains(const Value& container, const Value& item) {
   switch (container.kind()) {
     case Kind::String:
       if (!item.is_string())
         type_error("'in <string>' requires string as left operand, not " + item.type_name());
-      return container.str().find(item.str()) != std::string::npos;
+      // memmem: linear, where std::string::find is not (a client's key in
+      // a client's string).
+      return item.str().empty() ||
+             memmem(container.str().data(), container.str().size(), item.str().data(), item.str().size()) != nullptr;
     case Kind::List:
-      for (const auto& x : iterate(container))
+      if (container.is_iterator()) {
+        for (const auto& x : iterate(container))
+          if (equals(x, item)) return true;
+        return false;
+      }
+      for (const auto& x : container.items())  // not a copy of the list per test
         if (equals(x, item)) return true;
       return false;
     case Kind::Dict:
@@ -437,6 +452,7 @@ std::vector<Value> iterate(const Value& v) {
     case Kind::String: {
       std::vector<Value> chars;
       const std::string& s = v.str();
+      check_list_size(py::length(s));  // a Value per character: ~100 bytes each
       for (size_t i = 0; i < s.size();) {
         size_t start = i;
         py::decode(s, i);

@@ -191,6 +191,9 @@ bool equals(const Value& a, const Value& b);
 bool less(const Value& a, const Value& b);
 // Python `a in b`.
 bool contains(const Value& container, const Value& item);
+// The work of such a search through `container`, in the render's steps
+// (eval.h): one per element, one per 16 bytes of a string.
+int64_t scan_cost(const Value& container);
 
 // The dict-key identity of a value; throws for unhashable values.
 std::string hash_key(const Value& v);
