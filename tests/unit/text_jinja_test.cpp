@@ -345,6 +345,11 @@ TEST(TextJinja, LimitsInsteadOfCrashes) {
   for (int i = 0; i < 5000; ++i) deep_json += "[";
   for (int i = 0; i < 5000; ++i) deep_json += "]";
   EXPECT_EQ(render_error("{{ x }}", R"({"x": )" + deep_json + "}").kind(), TemplateError::Kind::Limit);
+  // A request's variables of a million small numbers (2 MB of JSON, 100 MB
+  // as values) are refused before the template runs, used or not.
+  std::string many = "[0";
+  for (int i = 0; i < 1100000; ++i) many += ",0";
+  EXPECT_EQ(render_error("{{ 1 }}", R"({"unused": )" + many + "]}").kind(), TemplateError::Kind::Limit);
 }
 
 // A template is bounded in the work one render does and in the memory any

@@ -14,9 +14,16 @@ namespace hearth::text::jinja {
 
 namespace {
 constexpr int kMaxJsonDepth = 512;
+// Values in one conversion (the render's variables: a request's messages,
+// tools and kwargs): ~100 bytes each, so a body of small numbers cannot
+// become gigabytes before the template reads any of it.
+constexpr int64_t kMaxJsonValues = int64_t{1} << 20;
 }
 
-static Value from_json_at(const nlohmann::ordered_json& j, int depth) {
+static Value from_json_at(const nlohmann::ordered_json& j, int depth, int64_t& left) {
+  if (--left < 0)
+    throw TemplateError(TemplateError::Kind::Limit,
+                        "template input too large (more than " + std::to_string(kMaxJsonValues) + " values)");
   if (depth > kMaxJsonDepth)
     throw TemplateError(TemplateError::Kind::Limit, "template input nested too deeply");
   using T = nlohmann::ordered_json::value_t;
@@ -35,19 +42,22 @@ static Value from_json_at(const nlohmann::ordered_json& j, int depth) {
       check_list_size(j.size());  // before the reserve, not after the list is built
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& x : j) items.push_back(from_json_at(x, depth + 1));
+      for (const auto& x : j) items.push_back(from_json_at(x, depth + 1, left));
       return Value::list(std::move(items));
     }
     case T::object: {
       auto d = std::make_shared<DictData>();
-      for (const auto& [k, v] : j.items()) d->set(Value(k), from_json_at(v, depth + 1));
+      for (const auto& [k, v] : j.items()) d->set(Value(k), from_json_at(v, depth + 1, left));
       return Value::dict(std::move(d));
     }
     default: return Value::none();
   }
 }
 
-Value from_json(const nlohmann::ordered_json& j) { return from_json_at(j, 0); }
+Value from_json(const nlohmann::ordered_json& j) {
+  int64_t left = kMaxJsonValues;
+  return from_json_at(j, 0, left);
+}
 
 namespace {
 
