@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "core/bf16_matmul.h"
@@ -61,11 +62,34 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::filesystem::path& dir) {
   m->weights_ = io::Safetensors::open_dir(dir);
   m->rope_ = make_rope_table(m->config_);
   m->load_weights();
+  // A tensor the config does not call for (biases with attention_bias
+  // false, a layer past num_hidden_layers) would be a silent difference
+  // from the checkpoint's own model: said, as transformers says it.
+  if (const std::vector<std::string> unread = m->unread_tensors(); !unread.empty()) {
+    std::string names;
+    for (size_t i = 0; i < unread.size() && i < 3; ++i) names += (i ? ", " : "") + unread[i];
+    std::fprintf(stderr, "hearth: warning: %zu tensors of %s are not used by the model config.json describes (%s%s)\n",
+                 unread.size(), dir.string().c_str(), names.c_str(), unread.size() > 3 ? ", ..." : "");
+  }
   return m;
 }
 
-Matrix LlamaModel::load_matrix(const std::string& module, int64_t rows, int64_t cols) const {
+std::vector<std::string> LlamaModel::unread_tensors() const {
+  std::vector<std::string> out;
+  for (const auto& [name, info] : weights_.tensors()) {
+    if (read_.count(&info)) continue;
+    // Skipped by every loader: rotary tables (recomputed), a tied model's
+    // stored head (the embedding serves).
+    if (name.ends_with("rotary_emb.inv_freq")) continue;
+    if (config_.tie_word_embeddings && name.starts_with("lm_head.")) continue;
+    out.push_back(name);
+  }
+  return out;
+}
+
+Matrix LlamaModel::load_matrix(const std::string& module, int64_t rows, int64_t cols) {
   const io::TensorInfo& w = weights_.get(module + ".weight");
+  read_.insert(&w);
   Matrix m;
   m.rows = rows;
   m.cols = cols;
@@ -90,6 +114,7 @@ Matrix LlamaModel::load_matrix(const std::string& module, int64_t rows, int64_t 
                              " is not a multiple of the group size " +
                              std::to_string(spec.group_size));
   const io::TensorInfo& biases = weights_.get(module + ".biases");
+  read_.insert({scales, &biases});
   if (w.dtype != DType::U32)
     throw std::runtime_error("tensor " + w.describe() + " must be U32 (packed codes)");
   expect_shape(w, {rows, cols * spec.bits / 32});
@@ -107,8 +132,9 @@ Matrix LlamaModel::load_matrix(const std::string& module, int64_t rows, int64_t 
   return m;
 }
 
-std::vector<float> LlamaModel::load_vector(const std::string& name, int64_t n) const {
+std::vector<float> LlamaModel::load_vector(const std::string& name, int64_t n) {
   const io::TensorInfo& t = weights_.get(name);
+  read_.insert(&t);
   expect_float(t);
   expect_shape(t, {n});
   std::vector<float> v(static_cast<size_t>(n));

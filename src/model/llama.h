@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -91,13 +92,17 @@ class LlamaModel {
   };
   LlamaModel() = default;
   void load_weights();
-  Matrix load_matrix(const std::string& module, int64_t rows, int64_t cols) const;
-  std::vector<float> load_vector(const std::string& name, int64_t n) const;
+  Matrix load_matrix(const std::string& module, int64_t rows, int64_t cols);
+  std::vector<float> load_vector(const std::string& name, int64_t n);
+  // The checkpoint's tensors load_weights() did not read, but for the ones
+  // every loader skips; a warning names them.
+  std::vector<std::string> unread_tensors() const;
 
   std::filesystem::path dir_;
   std::string prefix_;  // "model." or "" (see the file comment)
   io::ModelConfig config_;
   io::Safetensors weights_;
+  std::unordered_set<const io::TensorInfo*> read_;  // by load_matrix / load_vector
   RopeTable rope_;
   Matrix embed_, lm_head_;
   std::vector<float> final_norm_;

@@ -182,6 +182,7 @@ class Hearth:
         p = run(cmd)
         check(not crashed(p), f"hearth generate crashed ({p.returncode}): {p.err.strip()[-400:]}")
         check(p.returncode == 0, f"hearth generate failed ({p.returncode}): {p.err.strip()[-400:]}")
+        check("warning" not in p.err, f"hearth generate warned: {p.err.strip()[-400:]}")
         steps = []
         for line in p.out.splitlines():
             if line.strip():
@@ -929,6 +930,19 @@ class Suite(Tests):
             notes.append(expect_error(self.model("llama", "f32"), ["512", "99999", "range", "vocab"],
                                       ids="1,99999"))
 
+        def unread_tensor(notes):
+            # Biases a config without attention_bias does not call for: the
+            # model runs without them, and says so (as transformers does).
+            def add_bias(cfg, tensors):
+                tensors["model.layers.0.self_attn.q_proj.bias"] = np.zeros(cfg["num_attention_heads"] * cfg["head_dim"],
+                                                                           np.float32)
+            d = self.variant(self.model("llama", "f32"), "llama-unread-bias", lambda cfg: None, add_bias)
+            p = run([self.hearth.path, "generate", "--model", d, "--prompt-ids", "1,2", "--max-tokens", "2"])
+            check(not crashed(p) and p.returncode == 0, f"exit {p.returncode}: {p.err.strip()[-300:]}")
+            check("warning: 1 tensors" in p.err and "model.layers.0.self_attn.q_proj.bias" in p.err,
+                  f"no warning naming the tensor: {p.err.strip()[-300:]!r}")
+            notes.append(p.err.strip().splitlines()[0][:120])
+
         for name, fn in [("missing model dir", missing_dir), ("truncated model.safetensors", truncated),
                          ("header length past end", header_too_long), ("data offset out of bounds", offset_oob),
                          ("header not JSON", bad_header_json), ("unknown architecture", unknown_arch),
@@ -936,7 +950,7 @@ class Suite(Tests):
                          ("missing tensor", missing_tensor), ("wrong tensor dtype", wrong_dtype),
                          ("quantization bits disagree with shapes", quant_bits_mismatch),
                          ("unsupported quantization mode", unknown_quant_mode),
-                         ("prompt id out of range", bad_ids)]:
+                         ("prompt id out of range", bad_ids), ("a tensor config.json does not call for", unread_tensor)]:
             self.test(f"bad input: {name}", fn)
 
 
