@@ -211,15 +211,15 @@ json arguments_object(const json& arguments, size_t& containers_left) {
   return parsed;
 }
 
-// A tool's name, as OpenAI and Anthropic take it (1 to 64 letters, digits,
-// "_" and "-"; "." too, as MCP clients write): a name is written into the
-// model's markup and a constrained call's grammar, where "<", ">", "(" or
-// a space would end it early.
+// A tool's name, as Anthropic takes it (1 to 128 letters, digits, "_" and
+// "-"; OpenAI's limit is 64; "." too, as MCP clients write): a name is
+// written into the model's markup and a constrained call's grammar, where
+// "<", ">", "(" or a space would end it early.
 void check_tool_name(const std::string& name, const std::string& where) {
-  const bool ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+  const bool ok = !name.empty() && name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
   });
-  if (!ok) throw bad_request(where, "'" + where + "' must be 1 to 64 letters, digits, '_', '-' or '.', got " + quote(json(name)));
+  if (!ok) throw bad_request(where, "'" + where + "' must be 1 to 128 letters, digits, '_', '-' or '.', got " + quote(json(name)));
 }
 
 void check_function_tools(const json& tools, const std::string& where) {
@@ -406,25 +406,32 @@ std::optional<grammar::Expr> response_format_value(grammar::GrammarBuilder& b, c
 
 std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format, const ApiRequest* tools_of,
                                                                 text::ToolCallFormat call_format) {
-  const std::string& at = format.schema_field;
-  try {
+  // Tools offered beside it (tool_choice auto): a call, or the answer in
+  // the format, as OpenAI's models may (the final answer keeps to it).
+  const bool with_tools = tools_of && tools_of->tools.is_array() && !tools_of->tools.empty() &&
+                          tools_of->tool_choice.mode == ToolChoice::Mode::Auto &&
+                          call_format != text::ToolCallFormat::None;
+  auto build = [&](bool tools) -> std::shared_ptr<const grammar::Grammar> {
     grammar::GrammarBuilder b;
     const std::optional<grammar::Expr> answer = response_format_value(b, format);
     if (!answer) return nullptr;
-    // Tools offered beside it (tool_choice auto): a call, or the answer in
-    // the format, as OpenAI's models may (the final answer keeps to it).
     std::optional<grammar::Expr> calls;
-    if (tools_of && tools_of->tools.is_array() && !tools_of->tools.empty() &&
-        tools_of->tool_choice.mode == ToolChoice::Mode::Auto && call_format != text::ToolCallFormat::None) {
-      try {
-        calls = grammar::tool_calls(b, call_format, tools_of->tools, "", tools_of->tool_choice.parallel);
-      } catch (const grammar::GrammarError& e) {
-        throw bad_request("tools", std::string("a tool's parameters are not supported beside a response format: ") +
-                                       e.what());
-      }
-    }
+    if (tools) calls = grammar::tool_calls(b, call_format, tools_of->tools, "", tools_of->tool_choice.parallel);
     return b.build(calls ? b.choice({*answer, *calls}) : *answer);
+  };
+  if (with_tools) {
+    try {
+      return build(true);
+    } catch (const grammar::GrammarError&) {
+      // A tool's parameters the grammar cannot take (uniqueItems, a
+      // tuple...): the format alone, as before tools could be called
+      // beside it; a format it cannot take is the 400 below.
+    }
+  }
+  try {
+    return build(false);
   } catch (const grammar::GrammarError& e) {
+    const std::string& at = format.schema_field;
     throw bad_request(at, "'" + at + "' is not supported: " + e.what());
   }
 }

@@ -230,7 +230,7 @@ async function send() {
             thinkingEl.textContent = thinking;
           }
           if (d.content) {
-            if (thinkingEl) thinkingEl.parentElement.open = false;
+            if (thinkingEl && !reply) thinkingEl.parentElement.open = false;  // once: the reader may open it again
             reply += d.content;
             out.textContent = reply;
           }

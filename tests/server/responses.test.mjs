@@ -118,7 +118,7 @@ describe('Responses', () => {
       [{ input: 'x', tools: [{ type: 'web_search' }] }, 'tools[0].type'],
       // A name the model's markup cannot hold ("<", ">", a space end it early).
       [{ input: 'x', tools: [{ type: 'function', name: 'a>b', parameters: {} }] }, 'tools[0].name'],
-      [{ input: 'x', tools: [{ type: 'function', name: 'x'.repeat(65), parameters: {} }] }, 'tools[0].name'],
+      [{ input: 'x', tools: [{ type: 'function', name: 'x'.repeat(129), parameters: {} }] }, 'tools[0].name'],
       [{ input: 'x', tool_choice: 'required' }, 'tool_choice'],
       [{ input: 'x', max_output_tokens: 0 }, 'max_output_tokens'],
       [{ input: 'x', previous_response_id: 5 }, 'previous_response_id'],

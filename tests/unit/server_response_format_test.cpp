@@ -83,6 +83,14 @@ TEST(ResponseFormat, ToolsOfferedBesideItMayBeCalled) {
   const auto no_format = compile_output_grammar(parse_chat_request(body), text::ToolCallFormat::None);
   EXPECT_TRUE(takes(no_format, answer));
   EXPECT_FALSE(takes(no_format, call));
+  // A tool whose parameters the grammar cannot take (a set: uniqueItems)
+  // leaves the format alone, as before tools could be called beside it.
+  json unsupported = body;
+  unsupported["tools"][0]["function"]["parameters"]["properties"]["q"] =
+      json::parse(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})");
+  const auto format_only = compile_output_grammar(parse_chat_request(unsupported), text::ToolCallFormat::Hermes);
+  EXPECT_TRUE(takes(format_only, answer));
+  EXPECT_FALSE(takes(format_only, call));
   body["tool_choice"] = "none";
   EXPECT_FALSE(takes(compile_output_grammar(parse_chat_request(body), text::ToolCallFormat::Hermes), call));
   body["tool_choice"] = "required";

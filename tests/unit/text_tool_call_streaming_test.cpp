@@ -97,6 +97,9 @@ TEST(ToolCallStreaming, CutShortOrBrokenMarkupEndsTheCallAndIsContent) {
   // are content only, never arguments too.
   const std::string open = R"(<tool_call>{"name": "w", "arguments": {"q": "abc</tool_call> Sure, done.)";
   expect_trace(kHermes, open, {"S:w", R"(A:{"q": "abc)", R"(X:{"q": "abc)", "C:" + open});
+  // Nor does a name left open: no call starts with the close in its name.
+  const std::string open_name = R"(<tool_call>{"name": "w</tool_call> ok", "arguments": {}}</tool_call>)";
+  expect_trace(kHermes, open_name, {"C:" + open_name});
 }
 
 TEST(ToolCallStreaming, OffByDefault) {

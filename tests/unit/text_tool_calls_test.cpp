@@ -281,6 +281,7 @@ x")])"),
             (Events{"T:get_product_name_by_PID {\"PID\":\"807ZPKBL9V\"}", "T:f {\"s\":\"a]b\",\"t\":[1,[2,3]]}"}));
   EXPECT_EQ(parse(kGemma, "[1, 2] are numbers"), (Events{"C:[1, 2] are numbers"}));
   EXPECT_EQ(parse(kGemma, "See [docs](x) and [f(a=1)]"), (Events{"C:See [docs](x) and [f(a=1)]"}));
+  EXPECT_EQ(parse(kGemma, "[2fa_code(x=1)]"), (Events{"T:2fa_code {\"x\":1}"}));  // a name may lead with a digit
   EXPECT_EQ(parse(kGemma, "[Note: I can't browse] Here's what I know."),
             (Events{"C:[Note: I can't browse] Here's what I know."}));
 }

@@ -197,7 +197,7 @@ struct OutputParser::State {
     if (st.given_up || st.scan.complete() || st.scan.failed()) return;
     if (!st.started) {
       using State = tools::CallHeader::State;
-      const tools::CallHeader h = tools::json_call_header(buf);
+      const tools::CallHeader h = tools::json_call_header(std::string_view(buf).substr(0, limit));
       // Each push reads the header again: one that never reaches its
       // arguments (a name of megabytes) is parsed whole at the end instead.
       if (h.state == State::NoMatch || (h.state == State::Incomplete && buf.size() > kMaxCallHeader)) st.given_up = true;

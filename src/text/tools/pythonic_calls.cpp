@@ -235,9 +235,9 @@ std::string python_literal(const json& v) {
 std::optional<Calls> parse_pythonic(std::string_view body) { return PythonReader(body).calls(); }
 
 bool may_be_python_calls(std::string_view body) {
+  // As identifier() reads a call's name: a digit may lead (tool names may).
   auto is_name = [](char c, bool first) {
-    return std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
-           (!first && (c == '.' || std::isdigit(static_cast<unsigned char>(c))));
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (!first && c == '.');
   };
   body = body.substr(0, kMaxBodyStart + 1);
   size_t i = 1;  // past the "["
