@@ -402,34 +402,23 @@ std::optional<grammar::Expr> response_format_value(grammar::GrammarBuilder& b, c
   return std::nullopt;
 }
 
+// The response format's grammar, with calls of `tools` (null: none) in
+// call_format beside it; null for text. Throws GrammarError.
+std::shared_ptr<const grammar::Grammar> format_grammar(const ResponseFormat& format, const json* tools,
+                                                       text::ToolCallFormat call_format, bool parallel) {
+  grammar::GrammarBuilder b;
+  const std::optional<grammar::Expr> answer = response_format_value(b, format);
+  if (!answer) return nullptr;
+  std::optional<grammar::Expr> calls;
+  if (tools) calls = grammar::tool_calls(b, call_format, *tools, "", parallel);
+  return b.build(calls ? b.choice({*answer, *calls}) : *answer);
+}
+
 }  // namespace
 
-std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format, const ApiRequest* tools_of,
-                                                                text::ToolCallFormat call_format) {
-  // Tools offered beside it (tool_choice auto): a call, or the answer in
-  // the format, as OpenAI's models may (the final answer keeps to it).
-  const bool with_tools = tools_of && tools_of->tools.is_array() && !tools_of->tools.empty() &&
-                          tools_of->tool_choice.mode == ToolChoice::Mode::Auto &&
-                          call_format != text::ToolCallFormat::None;
-  auto build = [&](bool tools) -> std::shared_ptr<const grammar::Grammar> {
-    grammar::GrammarBuilder b;
-    const std::optional<grammar::Expr> answer = response_format_value(b, format);
-    if (!answer) return nullptr;
-    std::optional<grammar::Expr> calls;
-    if (tools) calls = grammar::tool_calls(b, call_format, tools_of->tools, "", tools_of->tool_choice.parallel);
-    return b.build(calls ? b.choice({*answer, *calls}) : *answer);
-  };
-  if (with_tools) {
-    try {
-      return build(true);
-    } catch (const grammar::GrammarError&) {
-      // A tool's parameters the grammar cannot take (uniqueItems, a
-      // tuple...): the format alone, as before tools could be called
-      // beside it; a format it cannot take is the 400 below.
-    }
-  }
+std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format) {
   try {
-    return build(false);
+    return format_grammar(format, nullptr, text::ToolCallFormat::None, false);
   } catch (const grammar::GrammarError& e) {
     const std::string& at = format.schema_field;
     throw bad_request(at, "'" + at + "' is not supported: " + e.what());
@@ -438,7 +427,19 @@ std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFo
 
 std::shared_ptr<const grammar::Grammar> compile_output_grammar(const ApiRequest& r, text::ToolCallFormat format) {
   if (auto calls = compile_tool_choice(r, format)) return calls;  // the call is the answer
-  return compile_response_format(r.response_format, &r, format);
+  // Tools offered beside a response format (tool_choice auto): a call, or
+  // the answer in the format, as OpenAI's models may (the final answer
+  // keeps to it).
+  if (r.tools.is_array() && !r.tools.empty() && r.tool_choice.mode == ToolChoice::Mode::Auto &&
+      format != text::ToolCallFormat::None) {
+    try {
+      return format_grammar(r.response_format, &r.tools, format, r.tool_choice.parallel);
+    } catch (const grammar::GrammarError&) {
+      // A tool's parameters the grammar cannot take (uniqueItems, a
+      // tuple...): the format alone; a format it cannot take is a 400 there.
+    }
+  }
+  return compile_response_format(r.response_format);
 }
 
 std::shared_ptr<const grammar::Grammar> compile_tool_choice(const ApiRequest& r, text::ToolCallFormat format) {

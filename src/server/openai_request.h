@@ -117,12 +117,10 @@ ApiRequest parse_completion_request(const nlohmann::ordered_json& body);
 // or named tool call; else the response format, or beside it a call of the
 // request's tools where tool_choice is auto (either may come).
 std::shared_ptr<const grammar::Grammar> compile_output_grammar(const ApiRequest& request, text::ToolCallFormat format);
-// The response format alone (tools_of null), or with tools_of's tools
-// beside it. A schema the compiler does not support is a 400 naming
-// response_format.json_schema.schema, with the keyword and its JSON pointer.
-std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format,
-                                                                const ApiRequest* tools_of = nullptr,
-                                                                text::ToolCallFormat call_format = {});
+// The response format alone. A schema the compiler does not support is a
+// 400 naming response_format.json_schema.schema, with the keyword and its
+// JSON pointer.
+std::shared_ptr<const grammar::Grammar> compile_response_format(const ResponseFormat& format);
 // tool_choice "required" or a named tool as a grammar of calls in the
 // model's format (null when it asks for none, or the format is not
 // constrained); a parameter schema it cannot compile is a 400 naming tools.

@@ -410,22 +410,30 @@ TEST(Sampler, XtcDropsTopChoicesButKeepsTheLeastLikelyAboveThreshold) {
   EXPECT_EQ(Sampler(p).sample(logits), 0);
 }
 
+// `draws` tokens from a sampler of p, each row normal(0, spread) logits over
+// `vocab` tokens from a generator seeded with `rows`, each draw penalized
+// by the ones before; release_every > 0: release_scratch() after every
+// release_every-th draw.
+std::vector<int32_t> draw_sequence(const SamplingParams& p, int draws, int vocab, float spread, uint32_t rows,
+                                   int release_every = 0) {
+  Sampler s(p);
+  std::mt19937 gen(rows);
+  std::normal_distribution<float> normal(0.0f, spread);
+  std::vector<int32_t> out;
+  for (int i = 0; i < draws; ++i) {
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (auto& v : logits) v = normal(gen);
+    out.push_back(s.sample(logits, out));
+    if (release_every > 0 && i % release_every == 0) s.release_scratch();
+  }
+  return out;
+}
+
 TEST(Sampler, SameSeedSameTokens) {
   SamplingParams p;
   p.seed = 1234;
   p.xtc_probability = 0.3f;
-  std::vector<int32_t> a, b;
-  for (auto* out : {&a, &b}) {
-    Sampler s(p);
-    std::mt19937 gen(3);
-    std::normal_distribution<float> normal;
-    for (int i = 0; i < 100; ++i) {
-      std::vector<float> logits(32);
-      for (auto& v : logits) v = normal(gen);
-      out->push_back(s.sample(logits, *out));
-    }
-  }
-  EXPECT_EQ(a, b);
+  EXPECT_EQ(draw_sequence(p, 100, 32, 1.0f, 3), draw_sequence(p, 100, 32, 1.0f, 3));
 }
 
 // Releasing the scratch (a kept generation checkpoint's sampler) keeps the
@@ -436,19 +444,7 @@ TEST(Sampler, ReleasingScratchKeepsTheSequence) {
   p.temperature = 0.8f;
   p.top_p = 0.9f;
   p.repetition_penalty = 1.1f;
-  std::vector<int32_t> kept, released;
-  for (auto* out : {&kept, &released}) {
-    Sampler s(p);
-    std::mt19937 gen(5);
-    std::normal_distribution<float> normal(0.0f, 2.0f);
-    for (int i = 0; i < 60; ++i) {
-      std::vector<float> logits(5000);
-      for (auto& v : logits) v = normal(gen);
-      out->push_back(s.sample(logits, *out));
-      if (out == &released && i % 3 == 0) s.release_scratch();
-    }
-  }
-  EXPECT_EQ(kept, released);
+  EXPECT_EQ(draw_sequence(p, 60, 5000, 2.0f, 5), draw_sequence(p, 60, 5000, 2.0f, 5, 3));
 }
 
 TEST(Sampler, FrequenciesFollowTheTemperedDistribution) {
