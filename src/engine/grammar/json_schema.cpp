@@ -68,14 +68,15 @@ class SchemaCompiler {
     alone_with_annotations(s, path);
     if (auto it = s.find("$ref"); it != s.end()) return reference(*it, path + "/$ref");
     if (auto it = s.find("const"); it != s.end()) {
-      if (!of_type(s, *it, path)) fail(path + "/const", "const is not of the schema's type");
+      if (!of_type(declared_types(s, path), *it, path)) fail(path + "/const", "const is not of the schema's type");
       return b_.literal(it->dump());
     }
     if (auto it = s.find("enum"); it != s.end()) {
       if (!it->is_array() || it->empty()) fail(path + "/enum", "enum must be a non-empty array");
+      const std::vector<std::string> types = declared_types(s, path);
       std::vector<std::string> options;  // the values of the schema's type, if it names one
       for (const auto& v : *it)
-        if (of_type(s, v, path)) options.push_back(v.dump());
+        if (of_type(types, v, path)) options.push_back(v.dump());
       if (options.empty()) fail(path + "/enum", "no value of enum is of the schema's type");
       return b_.literals(std::move(options));
     }
@@ -105,9 +106,10 @@ class SchemaCompiler {
       if (json_ranges::has_bounds(s)) return typed(s, "number", path);
       return json_rules::any_value(b_);
     }
-    if (type->is_string()) return typed(s, type->get<std::string>(), path);
+    const std::vector<std::string> types = declared_types(s, path);
+    if (types.size() == 1) return typed(s, types[0], path);
     std::vector<Expr> options;
-    for (const std::string& t : type_list(s, path)) options.push_back(typed(s, t, path));
+    for (const std::string& t : types) options.push_back(typed(s, t, path));
     return b_.choice(options);
   }
 
@@ -127,10 +129,14 @@ class SchemaCompiler {
     }
   }
 
-  // A list of types, each named once (JSON Schema requires that; a repeat
-  // would compile the schema again, at every level it nests).
-  static std::vector<std::string> type_list(const json& s, const std::string& path) {
-    const json& type = s["type"];
+  // The types the schema names (none where it has no "type"); a list names
+  // each once (JSON Schema requires that; a repeat would compile the schema
+  // again, at every level it nests).
+  static std::vector<std::string> declared_types(const json& s, const std::string& path) {
+    auto it = s.find("type");
+    if (it == s.end()) return {};
+    const json& type = *it;
+    if (type.is_string()) return {type.get<std::string>()};
     if (!type.is_array() || type.empty()) fail(path + "/type", "type must be a string or a non-empty array");
     std::vector<std::string> types;
     for (const auto& t : type) {
@@ -142,12 +148,10 @@ class SchemaCompiler {
     return types;
   }
 
-  // Whether a const or enum value is of the type the schema names beside
-  // it (any, where it names none).
-  static bool of_type(const json& s, const json& value, const std::string& path) {
-    auto it = s.find("type");
-    if (it == s.end()) return true;
-    const std::vector<std::string> types = it->is_string() ? std::vector{it->get<std::string>()} : type_list(s, path);
+  // Whether a const or enum value is of one of the types the schema names
+  // beside it (any, where it names none).
+  static bool of_type(const std::vector<std::string>& types, const json& value, const std::string& path) {
+    if (types.empty()) return true;
     return std::any_of(types.begin(), types.end(), [&](const std::string& t) {
       if (t == "integer") return value.is_number_integer() || (value.is_number_float() && std::trunc(value.get<double>()) == value.get<double>());
       if (t == "number") return value.is_number();
