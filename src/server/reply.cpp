@@ -46,6 +46,7 @@ bool ReplyStream::next(std::vector<ReplyEvent>& out) {
         r.call = {ends || e.kind == In::ToolCallStart ? open_call_id_ : call_id(),
                   std::move(e.call.name), std::move(e.call.arguments)};
         r.ends_streamed = ends;
+        r.broken = ends && e.broken;
         tool_calls_ += e.kind == In::ToolCall && !e.broken;
       }
       out.push_back(std::move(r));
@@ -75,7 +76,9 @@ Reply collect(ReplyStream& stream) {
       switch (e.kind) {
         case ReplyEvent::Kind::Content: r.content += e.text; break;
         case ReplyEvent::Kind::Reasoning: r.reasoning += e.text; break;
-        case ReplyEvent::Kind::ToolCall: r.calls.push_back(std::move(e.call)); break;
+        case ReplyEvent::Kind::ToolCall:
+          if (!e.broken) r.calls.push_back(std::move(e.call));
+          break;
         case ReplyEvent::Kind::ToolCallStart:
         case ReplyEvent::Kind::ToolCallArguments: break;  // the ToolCall that ends it has it all
       }

@@ -25,6 +25,10 @@ struct ReplyEvent {
   // ToolCall: it ends the call ToolCallStart opened, whose arguments (these)
   // have all been sent as ToolCallArguments.
   bool ends_streamed = false;
+  // ToolCall with ends_streamed: its markup did not parse, so it is no call
+  // (the text follows as content); a protocol that already announced it
+  // must say so, and a later turn must not show it as made.
+  bool broken = false;
   std::vector<TokenLogprob> logprobs;  // the tokens released with this event
 };
 

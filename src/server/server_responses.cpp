@@ -34,12 +34,14 @@ class ResponseOutput {
         return arguments_delta(e.text);
       case ReplyEvent::Kind::ToolCall:
         if (e.ends_streamed) {  // its arguments are out already
-          reply_.calls.push_back(e.call);
-          return close();
+          // A call whose markup did not parse stays in the output as an
+          // incomplete item (it was announced), but is no call the model made.
+          if (!e.broken) reply_.calls.push_back(e.call);
+          return close(e.call.arguments, e.broken ? "incomplete" : "completed");
         }
         if (!open_call(e.call)) return false;
         reply_.calls.push_back(e.call);
-        return arguments_delta(e.call.arguments) && close();
+        return arguments_delta(e.call.arguments) && close(e.call.arguments);
     }
     return true;
   }
@@ -56,8 +58,9 @@ class ResponseOutput {
     return emit_("response.function_call_arguments.delta", {{"item_id", item()["id"]}, {"output_index", index()}, {"delta", text}});
   }
 
-  // Ends the open item (its .done events).
-  bool close() {
+  // Ends the open item (its .done events); a function call's with these
+  // arguments and status.
+  bool close(const std::string& call_arguments = {}, const char* status = "completed") {
     if (open_.empty()) return true;
     ojson& it = item();
     const std::string type = std::exchange(open_, {});
@@ -71,11 +74,11 @@ class ResponseOutput {
       ok = emit_("response.reasoning_text.done", {{"item_id", it["id"]}, {"output_index", index()}, {"content_index", 0},
                                                   {"text", it["content"][0]["text"]}});
     } else {
-      it["arguments"] = reply_.calls.back().arguments;
+      it["arguments"] = call_arguments;
       ok = emit_("response.function_call_arguments.done",
                  {{"item_id", it["id"]}, {"output_index", index()}, {"name", it["name"]}, {"arguments", it["arguments"]}});
     }
-    if (it.contains("status")) it["status"] = "completed";
+    if (it.contains("status")) it["status"] = status;
     return ok && emit_("response.output_item.done", {{"output_index", index()}, {"item", it}});
   }
 
