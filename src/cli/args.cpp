@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -55,9 +56,11 @@ double Args::number(const std::string& name, double fallback) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;
   char* end = nullptr;
-  double v = std::strtod(it->second.c_str(), &end);
+  const double v = std::strtod(it->second.c_str(), &end);
   if (it->second.empty() || *end != '\0')
     throw std::runtime_error("option --" + name + " expects a number, got '" + it->second + "'");
+  if (!(std::abs(v) <= kMaxNumber))
+    throw std::runtime_error("option --" + name + " must be between -1e9 and 1e9, got '" + it->second + "'");
   return v;
 }
 

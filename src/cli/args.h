@@ -23,6 +23,9 @@ class Args {
   // (never a wrap to another value by a narrowing cast).
   long long integer(const std::string& name, long long fallback, long long min = LLONG_MIN,
                     long long max = LLONG_MAX) const;
+  // A number within ±kMaxNumber (finite): seconds, GB and the like stay far
+  // from the limits of the integer types they are turned into.
+  static constexpr double kMaxNumber = 1e9;
   double number(const std::string& name, double fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
 

@@ -22,8 +22,8 @@ const char* kHelp = R"(usage: hearth chat [--model DIR] [--system TEXT] [options
 
 Reads your messages line by line; the model's replies stream to stdout.
 Commands: /reset forgets the conversation, /exit (or end of input) quits.
-Ctrl-C during a reply stops it (what it wrote stays in the conversation);
-at the prompt it quits.
+Ctrl-C during a reply stops it, even while the prompt is still being read
+(what it wrote stays in the conversation); at the prompt it quits.
 
   --model DIR          model directory (default: the bundled stories260k)
   --system TEXT        a system message to start the conversation with
@@ -36,23 +36,33 @@ at the prompt it quits.
   --stats              after each reply, print its prompt, cached and generated tokens to stderr
 )";
 
-// Ctrl-C while a reply streams: the reply stops at its next token.
+// Ctrl-C while a reply is made (its prompt read, or its tokens written):
+// the reply stops at the engine's next step.
 std::atomic<bool> interrupted{false};
-static_assert(std::atomic<bool>::is_always_lock_free);  // set from a signal handler
+std::atomic<RequestHandle*> replying{nullptr};
+// Both are set from a signal handler, as is RequestHandle::stop's flag.
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<RequestHandle*>::is_always_lock_free);
 
-// SIGINT stops the reply for as long as one of these lives; at the prompt it
+// SIGINT stops `reply` for as long as one of these lives; at the prompt it
 // ends the program as usual.
 struct InterruptReply {
   struct sigaction old {};
-  InterruptReply() {
+  explicit InterruptReply(RequestHandle& reply) {
     interrupted = false;
+    replying = &reply;
     struct sigaction sa {};
-    sa.sa_handler = [](int) { interrupted = true; };
+    sa.sa_handler = [](int) {
+      interrupted = true;
+      if (RequestHandle* h = replying.load()) h->stop();  // the tokens already made still come
+    };
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, &old);
   }
-  ~InterruptReply() { sigaction(SIGINT, &old, nullptr); }
+  ~InterruptReply() {
+    sigaction(SIGINT, &old, nullptr);
+    replying = nullptr;
+  }
 };
 }  // namespace
 
@@ -126,9 +136,8 @@ int cmd_chat(int argc, char** argv) {
     }
     text::StreamDecoder stream(*tokenizer, true);
     Reply reply;
-    const InterruptReply on_ctrl_c;
+    const InterruptReply on_ctrl_c(*handle);
     while (auto ev = handle->next()) {
-      if (interrupted) handle->stop();  // the tokens already made still come
       if (std::find(eos.begin(), eos.end(), ev->token) != eos.end()) continue;
       reply.ids.push_back(ev->token);
       std::string piece = stream.push(ev->token);
@@ -150,6 +159,10 @@ int cmd_chat(int argc, char** argv) {
     if (args.has("stats"))
       std::fprintf(stderr, "[prompt %lld tokens, %lld cached; %lld generated]\n", (long long)info.prompt_tokens,
                    (long long)info.cached_tokens, (long long)info.generated_tokens);
+    if (reply.ids.empty() && interrupted) {  // stopped before its first token: the turn leaves no trace
+      messages.erase(messages.size() - 1);
+      continue;
+    }
     messages.push_back({{"role", "assistant"}, {"content", reply.text}});
     replies.push_back(std::move(reply));
   }

@@ -81,6 +81,13 @@ check "bench: ... naming the range" contains "$tmp/e12" "--repeats must be in [1
 timeout 30 "$hearth" serve --max-header-bytes 99999999999999999999 --port 0 >/dev/null 2>"$tmp/e13"; rc=$?
 check "serve: a number past 64 bits is refused" clean_error $rc
 check "serve: ... as out of range" contains "$tmp/e13" "is out of range"
+# A huge or infinite number of GB or seconds would overflow the byte or
+# nanosecond counts it turns into.
+for opt in "--ssd-demote-idle inf" "--ssd-spill-queue 1e300" "--kv-budget nan"; do
+  timeout 30 "$hearth" serve --ssd-cache "$tmp/ssd-refused" $opt --port 0 >/dev/null 2>"$tmp/e14"; rc=$?
+  check "serve: $opt is refused" clean_error $rc
+  check "serve: ... naming the range" contains "$tmp/e14" "must be between -1e9 and 1e9"
+done
 "$hearth" transcribe "$tmp/none.wav" --model "$tmp/nope" --format txt >/dev/null 2>"$tmp/e10"; rc=$?
 check "transcribe: an unknown --format is refused before anything loads" clean_error $rc
 check "transcribe: ... by name" contains "$tmp/e10" "--format must be"
@@ -154,11 +161,20 @@ echo "Tell me a long story." >&3
 for _ in $(seq 600); do [ -s "$tmp/chat4" ] && break; sleep 0.1; done
 kill -INT "$chat_pid"
 for _ in $(seq 300); do grep -q "generated\]" "$tmp/chat4.err" && break; sleep 0.1; done
+# Ctrl-C while a long prompt is read (tens of seconds on 2 cores) stops it
+# there, before a token is made; the turn leaves no trace.
+long_prompt=$(for i in $(seq 150); do printf 'The quick brown fox jumps. '; done)
+echo "$long_prompt" >&3
+sleep 2
+kill -INT "$chat_pid"
+for _ in $(seq 1200); do [ "$(grep -c "generated\]" "$tmp/chat4.err")" -ge 2 ] && break; sleep 0.1; done
 echo "/exit" >&3
 exec 3>&-
 timeout 60 tail --pid="$chat_pid" -f /dev/null; wait "$chat_pid"; rc=$?
 check "chat: Ctrl-C stops the reply and the session goes on to /exit" test "$rc" -eq 0
 check "chat: ... saying so" contains "$tmp/chat4.err" "[stopped]"
+check "chat: Ctrl-C while the prompt is read stops before the first token" \
+  sh -c 'grep "generated\]" "$1" | tail -1 | grep -q "; 0 generated\]"' _ "$tmp/chat4.err"
 rm -rf "$tmp/long"
 
 # fit reads headers only; the loaded model (bench) and a running server
