@@ -48,6 +48,28 @@ TEST(ToolCallGrammar, EachJsonFormatAcceptsItsOwnCallsOnly) {
   }
 }
 
+// Tool names may hold '-' and '.' (server/tool_names): in every format, the
+// call the grammar allows for such a name reads back as that name.
+TEST(ToolCallGrammar, NamesWithDashesAndDotsReadBackInEveryFormat) {
+  const ojson tools = ojson::parse(R"([{"type":"function","function":{"name":"get-weather.v2",
+      "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])");
+  for (auto format : {ToolCallFormat::Hermes, ToolCallFormat::Qwen3Coder, ToolCallFormat::Llama3Json, ToolCallFormat::Mistral,
+                      ToolCallFormat::DeepSeek, ToolCallFormat::FireFunction, ToolCallFormat::FunctionaryV31,
+                      ToolCallFormat::CommandR7B, ToolCallFormat::Gemma}) {
+    SCOPED_TRACE(int(format));
+    const std::string call = text::render_tool_call(format, "get-weather.v2", R"({"city":"Oslo"})");
+    EXPECT_TRUE(accepts_whole(compile_tool_calls(format, tools, "get-weather.v2", false), call)) << call;
+    text::OutputParser parser({format, "", ""}, true, false, &tools);
+    std::vector<text::OutputEvent> events;
+    parser.feed(call, events);
+    parser.finish(events);
+    ASSERT_EQ(events.size(), 1u) << call;
+    EXPECT_EQ(events[0].kind, text::OutputEvent::Kind::ToolCall) << call;
+    EXPECT_EQ(events[0].call.name, "get-weather.v2");
+    EXPECT_EQ(ojson::parse(events[0].call.arguments), ojson::parse(R"({"city":"Oslo"})"));
+  }
+}
+
 TEST(ToolCallGrammar, NoneIsNotConstrained) { EXPECT_FALSE(compile_tool_calls(ToolCallFormat::None, kTools, "", false)); }
 
 const ojson kPythonTools = ojson::parse(R"([

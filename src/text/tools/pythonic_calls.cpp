@@ -16,6 +16,11 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// A digit may lead: tool names may start with one.
+bool is_name_char(char c, bool first, bool tool_name) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (tool_name && (c == '-' || (!first && c == '.')));
+}
+
 class PythonReader {
  public:
   explicit PythonReader(std::string_view s) : s_(s) {}
@@ -50,11 +55,11 @@ class PythonReader {
     had_newline_ = false;
     while (pos_ < s_.size() && is_space(s_[pos_])) had_newline_ |= s_[pos_++] == '\n';
   }
-  std::string identifier(bool dotted) {
+  // A keyword argument's name, or with `tool_name` a call's: a tool's name
+  // may also hold '-' and (not first) '.' (OpenAI's names are no Python's).
+  std::string identifier(bool tool_name) {
     size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_' ||
-                                (dotted && s_[pos_] == '.' && pos_ > start)))
-      ++pos_;
+    while (pos_ < s_.size() && is_name_char(s_[pos_], pos_ == start, tool_name)) ++pos_;
     return std::string(s_.substr(start, pos_ - start));
   }
 
@@ -235,10 +240,7 @@ std::string python_literal(const json& v) {
 std::optional<Calls> parse_pythonic(std::string_view body) { return PythonReader(body).calls(); }
 
 bool may_be_python_calls(std::string_view body) {
-  // As identifier() reads a call's name: a digit may lead (tool names may).
-  auto is_name = [](char c, bool first) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (!first && c == '.');
-  };
+  auto is_name = [](char c, bool first) { return is_name_char(c, first, true); };
   body = body.substr(0, kMaxBodyStart + 1);
   size_t i = 1;  // past the "["
   while (i < body.size() && is_space(body[i])) ++i;
