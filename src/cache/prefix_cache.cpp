@@ -34,19 +34,22 @@ std::vector<BlockHash> PrefixCache::chain(std::span<const int32_t> tokens) const
 PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::string& session) {
   PrefixMatch m;
   m.chain = chain(tokens);
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   ++stats_.prefix_scans;
   const uint64_t now = ++clock_;
   const Clock::time_point at = Clock::now();
-  for (const BlockHash& h : m.chain) {
-    auto it = entries_.find(h);
+  for (size_t i = 0; i < m.chain.size(); ++i) {
+    auto it = entries_.find(m.chain[i]);
     if (it == entries_.end()) break;
-    it->second.used = now;
-    it->second.used_at = at;
-    m.blocks.push_back(it->second.block);
+    Entry& e = it->second;
+    const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
+    if (e.parent != (i > 0 ? m.chain[i - 1] : root_) || !std::ranges::equal(e.tokens, ids)) break;
+    e.used = now;
+    e.used_at = at;
+    m.blocks.push_back(e.block);
   }
   if (ssd_ && !m.blocks.empty()) ssd_->touch(std::span(m.chain).first(m.blocks.size()));
-  if (ssd_ && m.blocks.size() < m.chain.size()) restore(tokens, m);
+  if (ssd_ && m.blocks.size() < m.chain.size()) restore(tokens, m, lock);
   m.tokens = int64_t(m.blocks.size()) * block_tokens_;
   ++(m.blocks.empty() ? stats_.misses : stats_.hits);
   stats_.hit_tokens += m.tokens;
@@ -59,7 +62,7 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
   return m;
 }
 
-void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
+void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m, std::unique_lock<std::mutex>& lock) {
   const size_t from = m.blocks.size();
   const size_t on_disk = ssd_->contains_prefix(std::span(m.chain).subspan(from));
   if (on_disk == 0) return;
@@ -76,6 +79,8 @@ void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
   try {
     // One eviction for all of them: each eviction scans the whole index.
     if (const int64_t short_by = int64_t(on_disk) - kv_.blocks_free(); short_by > 0) evict_locked(short_by);
+    blocks.reserve(on_disk);  // no push_back can fail holding a block no list has
+    run.reserve(on_disk);
     for (size_t i = 0; i < on_disk; ++i) {
       std::optional<int32_t> block = kv_.allocate();
       if (!block) break;
@@ -85,20 +90,31 @@ void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
     // memory (the kernel zeroes each new page first) as much as by the disk.
     auto parent_of = [&](size_t i) { return i > 0 ? m.chain[i - 1] : root_; };
     std::vector<char> ok(blocks.size(), 0);
+    auto ids_of = [&](size_t i) { return tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_)); };
     auto read = [&](int t, int) {
       const size_t i = from + size_t(t);
-      const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
-      ok[size_t(t)] = ssd_->read(m.chain[i], parent_of(i), ids, kv_.block_data(blocks[size_t(t)]));
+      ok[size_t(t)] = ssd_->read(m.chain[i], parent_of(i), ids_of(i), kv_.block_data(blocks[size_t(t)]));
     };
-    if (pool_) pool_->run(int(blocks.size()), read);
-    else for (int t = 0; t < int(blocks.size()); ++t) read(t, 0);
+    // Read without the lock, so that stats() and close_session() on other
+    // threads do not wait on the disk. The index cannot change meanwhile:
+    // only this thread looks up, publishes and evicts; and the blocks read
+    // into hold only our references.
+    lock.unlock();
+    try {
+      if (pool_) pool_->run(int(blocks.size()), read);
+      else for (int t = 0; t < int(blocks.size()); ++t) read(t, 0);
+    } catch (...) {
+      lock.lock();
+      throw;
+    }
+    lock.lock();
     // The run that read back whole from the start is indexed; a corrupt
     // block (counted and removed by the store) ends it. A block RAM has
     // already (a child kept while its parent was evicted) continues it with
     // the copy in RAM, now counted as the restored parent's child.
     for (size_t t = 0; t < blocks.size() && ok[t]; ++t) {
       const BlockHash& hash = m.chain[from + t];
-      if (!index(hash, parent_of(from + t), blocks[t])) {
+      if (!index(hash, parent_of(from + t), ids_of(from + t), blocks[t])) {
         Entry& e = entries_.at(hash);
         if (!e.counted)
           if (auto p = entries_.find(e.parent); p != entries_.end()) ++p->second.children, e.counted = true;
@@ -126,12 +142,13 @@ void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m) {
   }
 }
 
-bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, int32_t block) {
+bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> ids, int32_t block) {
   const auto p = entries_.find(parent);
   const bool counted = p != entries_.end();
   const int64_t depth = counted ? p->second.depth + 1 : 1;
   // Inserted first: a failed allocation leaves no reference or count behind.
-  if (!entries_.try_emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0, counted}).second)
+  if (!entries_.try_emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0, counted, {ids.begin(), ids.end()}})
+           .second)
     return false;
   if (counted) ++entries_.at(parent).children;  // (the insertion may have moved it)
   kv_.retain(block);
@@ -147,7 +164,7 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
     const auto ids = tokens.subspan(at, size_t(block_tokens_));
     const BlockHash h = chain_hash(cursor.parent, ids);
     const int32_t block = blocks[size_t(cursor.blocks)];
-    index(h, cursor.parent, block);
+    index(h, cursor.parent, ids, block);
     if (auto it = entries_.find(h); it != entries_.end()) it->second.used = clock_;
     if (ssd_) ssd_->put(h, cursor.parent, ids, kv_.block_data(block));  // write-behind
     cursor.parent = h;

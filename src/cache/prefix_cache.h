@@ -124,14 +124,19 @@ class PrefixCache {
     // a parent evicted while no request held it may come back later with
     // none of the children indexed meanwhile counted.
     bool counted;
+    // The block's tokens: a lookup checks them and the parent, not the
+    // hash alone, so no crafted collision can attach another prompt's KV.
+    std::vector<int32_t> tokens;
   };
   struct Session {
     BlockHash tip;
     int64_t blocks = 0;
     uint64_t set = 0;  // clock tick of the last publish under this id
   };
-  bool index(const BlockHash& hash, const BlockHash& parent, int32_t block);  // mutex held
-  void restore(std::span<const int32_t> tokens, PrefixMatch& m);            // mutex held
+  // Mutex held; `ids` are the block's tokens.
+  bool index(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> ids, int32_t block);
+  // Mutex held by `lock`, and let go while the blocks are read.
+  void restore(std::span<const int32_t> tokens, PrefixMatch& m, std::unique_lock<std::mutex>& lock);
   // Frees up to n leaves that only the cache holds and that `may_go` accepts.
   int64_t evict_locked(int64_t n, const std::function<bool(const BlockHash&, const Entry&)>& may_go = {});
   void enforce_cap();
