@@ -93,18 +93,13 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   record_bytes_ =
       sizeof(RecordHeader) + uint64_t(opt_.block_tokens) * sizeof(int32_t) + opt_.block_bytes;
   std::error_code ec;
-  const bool created = std::filesystem::create_directories(ns_dir_, ec);
-  // The records hold prompts (their token ids): the owner's alone. A folder
-  // that was there keeps the permissions someone gave it.
-  if (created && !ec)
-    std::filesystem::permissions(ns_dir_, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::replace, ec);
+  std::filesystem::create_directories(ns_dir_, ec);
   if (ec)
     throw std::runtime_error("cannot create cache directory " + ns_dir_.string() + ": " +
                              ec.message());
 
   const std::string lock_path = (opt_.dir / "LOCK").string();
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock_fd_ < 0)
     throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
   // Non-blocking: a second server on the same directory must fail at once, not hang.
@@ -117,9 +112,19 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
     throw std::runtime_error("cannot lock " + lock_path + ": " + std::strerror(err));
   }
   try {
-    dir_fd_ = ::open(ns_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    dir_fd_ = ::open(ns_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dir_fd_ < 0)
       throw std::runtime_error("cannot open " + ns_dir_.string() + ": " + std::strerror(errno));
+    // The records hold prompts (their token ids) and KV the server trusts:
+    // the folder must be this user's, and is made the owner's alone (one
+    // someone else made first could be read or have records planted in it;
+    // its name, from the model's files, is no secret).
+    struct stat st {};
+    if (::fstat(dir_fd_, &st) != 0 || st.st_uid != ::geteuid())
+      throw std::runtime_error("cache directory " + ns_dir_.string() +
+                               " belongs to another user; choose a cache directory of your own");
+    if ((st.st_mode & 077) != 0 && ::fchmod(dir_fd_, 0700) != 0)
+      throw std::runtime_error("cannot make " + ns_dir_.string() + " private: " + std::strerror(errno));
     scan_records();
   } catch (...) {
     close_fds();
@@ -210,7 +215,9 @@ void SsdStore::scan_records() {
     opt_.max_bytes = std::max<uint64_t>(
         1, ((space_ec ? 0 : space.available) + stats_.bytes + stats_.other_bytes) / 2);
   }
-  evict_over_cap();  // max_bytes may have been lowered since the last run
+  Evicted evicted;
+  evict_over_cap(evicted);  // max_bytes may have been lowered since the last run
+  delete_files(evicted);
 }
 
 std::deque<SsdStore::OtherRecord> SsdStore::other_namespaces_records() const {
@@ -263,7 +270,6 @@ void SsdStore::mark_used(const BlockHash& hash, Entry& e) {
 void SsdStore::remove_entry(const BlockHash& hash) {
   auto it = index_.find(hash);
   if (it == index_.end()) return;
-  ::unlinkat(dir_fd_, (hash.hex() + kRecordSuffix).c_str(), 0);
   const Entry e = it->second;
   stats_.bytes -= e.bytes;
   if (e.children == 0) leaves_.erase(e.used);
@@ -277,20 +283,30 @@ void SsdStore::remove_entry(const BlockHash& hash) {
 
 // Other namespaces' records go first, the oldest first: a model updated in
 // place leaves its old namespace behind, never to be read again.
-void SsdStore::evict_over_cap() {
+void SsdStore::evict_over_cap(Evicted& out) {
   while (stats_.bytes + stats_.other_bytes > opt_.max_bytes) {
     if (!others_.empty()) {
-      const OtherRecord r = std::move(others_.front());
+      OtherRecord r = std::move(others_.front());
       others_.pop_front();
       stats_.other_bytes -= r.bytes;
-      std::error_code ec;
-      if (std::filesystem::remove(r.path, ec)) ++stats_.evicted;
-      std::filesystem::remove(r.path.parent_path(), ec);  // once it is empty
+      out.others.push_back(std::move(r.path));
+      ++stats_.evicted;
       continue;
     }
     if (leaves_.empty()) break;
-    remove_entry(leaves_.begin()->second);
+    const BlockHash hash = leaves_.begin()->second;
+    out.records.push_back(hash.hex() + kRecordSuffix);
+    remove_entry(hash);
     ++stats_.evicted;
+  }
+}
+
+void SsdStore::delete_files(const Evicted& files) const {
+  for (const std::string& name : files.records) ::unlinkat(dir_fd_, name.c_str(), 0);
+  for (const std::filesystem::path& path : files.others) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    std::filesystem::remove(path.parent_path(), ec);  // once it is empty
   }
 }
 
@@ -309,22 +325,26 @@ void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<con
     }
     return pending_.count(hash) > 0;
   };
+  // A full queue drops the block being put: blocks are put parents first,
+  // so what stays queued is the start of a chain (restorable), and what is
+  // dropped is its end (a future miss, never a wrong answer).
+  const uint64_t bytes = tokens.size() * sizeof(int32_t) + payload.size();
+  auto full = [&] { return !queue_.empty() && queued_bytes_ + bytes > opt_.queue_bytes; };
   {
     std::lock_guard lk(mu_);
     if (already_have()) return;
+    if (full()) {
+      ++stats_.dropped_spills;
+      return;
+    }
   }
   Job job{0, hash, parent, {tokens.begin(), tokens.end()}, {payload.begin(), payload.end()}};
-  bool dropped = false;
   {
     std::lock_guard lk(mu_);
     if (already_have()) return;
-    // The oldest queued write is the least likely to be wanted again soon.
-    while (!queue_.empty() && queued_bytes_ + job.bytes() > opt_.queue_bytes) {
-      queued_bytes_ -= queue_.front().bytes();
-      pending_.erase(queue_.front().hash);
-      queue_.pop_front();
+    if (full()) {
       ++stats_.dropped_spills;
-      dropped = true;
+      return;
     }
     job.seq = ++next_seq_;
     queued_bytes_ += job.bytes();
@@ -332,7 +352,6 @@ void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<con
     queue_.push_back(std::move(job));
   }
   work_cv_.notify_one();
-  if (dropped) done_cv_.notify_all();  // a flush() may have been waiting for a dropped write
 }
 
 void SsdStore::touch(std::span<const BlockHash> hashes) {
@@ -370,6 +389,7 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
     // not hang the engine (it waits on this) or lead elsewhere.
     fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0 && (errno == ENOENT || errno == ELOOP)) {  // gone or replaced: stop offering it
+      if (errno == ELOOP) ::unlinkat(dir_fd_, name.c_str(), 0);  // (a link: quick)
       remove_entry(hash);
       ++stats_.skipped;
     }
@@ -398,6 +418,7 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
     struct stat now {};
     if (it != index_.end() && ::fstatat(dir_fd_, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
         now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+      ::unlinkat(dir_fd_, name.c_str(), 0);  // (rare: a corrupt record)
       remove_entry(hash);
       ++stats_.skipped;
     }
@@ -506,8 +527,14 @@ void SsdStore::writer_loop() {
         }
         pending_.erase(w.hash);
       }
-      evict_over_cap();
+      Evicted evicted;
+      evict_over_cap(evicted);
       if (flush_target_ && last_seq >= flush_target_) flush_target_ = 0;
+      // Deleted by this thread before its next write, so a block put again
+      // meanwhile is written after its old file is gone, never before.
+      lk.unlock();
+      delete_files(evicted);
+      lk.lock();
     } catch (...) {
       // An allocation failed (nothing else throws here), and the thread
       // must not end the server: the batch is given up, counted as failed

@@ -43,7 +43,7 @@ struct SsdStoreOptions {
   // fills from one run to the next.
   uint64_t max_bytes = 0;
   uint64_t queue_bytes = 2ull << 30;  // cap on bytes waiting in the write queue; past it the
-                                      // OLDEST queued write is dropped and counted
+                                      // block being put is dropped and counted
   BlockHash ns;                       // namespace (model identity + KV format)
   size_t block_bytes = 0;             // payload size of every record
   int block_tokens = 0;               // tokens per block
@@ -55,7 +55,7 @@ struct SsdStoreStats {
   uint64_t other_bytes = 0;    // other namespaces' records, kept under max_bytes
   int64_t spills = 0;          // records written (committed)
   int64_t restores = 0;        // successful read() calls
-  int64_t dropped_spills = 0;  // queued writes dropped because the queue was over queue_bytes
+  int64_t dropped_spills = 0;  // writes dropped because the queue was over queue_bytes
   int64_t failed_spills = 0;   // writes that failed (I/O error, disk full): counted, file removed
   int64_t skipped = 0;         // corrupt / truncated / foreign / half-written files removed
   int64_t evicted = 0;         // records removed to stay under max_bytes
@@ -141,9 +141,16 @@ class SsdStore {
   void writer_loop();
   // With mu_ held:
   void add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes);
-  void remove_entry(const BlockHash& hash);  // unlinks the file too
+  void remove_entry(const BlockHash& hash);  // from the index only: the caller unlinks the file
   void mark_used(const BlockHash& hash, Entry& e);
-  void evict_over_cap();
+  // Files an eviction took out of the index: deleted after mu_ is let go,
+  // so that put() and read() never wait on the file system freeing MBs.
+  struct Evicted {
+    std::vector<std::string> records;            // this namespace's, by name in dir_fd_
+    std::vector<std::filesystem::path> others;   // other namespaces' records
+  };
+  void evict_over_cap(Evicted& out);
+  void delete_files(const Evicted& files) const;  // without mu_
   uint64_t oldest_unfinished_seq() const;
   void close_fds();
 

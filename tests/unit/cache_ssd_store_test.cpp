@@ -545,6 +545,30 @@ TEST_F(SsdStoreTest, OtherNamespacesRecordsCountAgainstTheCapAndGoFirstOldestFir
   EXPECT_TRUE(fs::exists(root_ / "not-a-namespace" / "x.kvb"));
 }
 
+// A namespace folder someone made before the server (its name comes from
+// the model's files): an open one is made private, another user's or a
+// link is refused.
+TEST_F(SsdStoreTest, AFolderThatWasThereIsMadePrivateOrRefused) {
+  fs::create_directories(ns_dir());
+  fs::permissions(ns_dir(), fs::perms::all);
+  { SsdStore s(options()); }
+  EXPECT_EQ(fs::status(ns_dir()).permissions(), fs::perms::owner_all);
+  fs::remove_all(ns_dir());
+  fs::create_directories(root_ / "elsewhere");
+  fs::create_directory_symlink(root_ / "elsewhere", ns_dir());
+  EXPECT_THROW(SsdStore s(options()), std::runtime_error);
+  fs::remove(ns_dir());
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a folder to another user needs root";
+  fs::create_directories(ns_dir());
+  ASSERT_EQ(::chown(ns_dir().c_str(), 65534, 65534), 0);
+  try {
+    SsdStore s(options());
+    ADD_FAILURE() << "another user's folder was taken";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("another user"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(SsdStoreTest, RecordsAreTheOwnersAloneAndAFifoInARecordsPlaceDoesNotHang) {
   auto chain = make_chain(chain_root_, 2);
   SsdStore s(options());
@@ -595,7 +619,9 @@ TEST_F(SsdStoreTest, APausedWriterQueuesAndFlushWritesAnyway) {
   for (const Block& b : chain) EXPECT_TRUE(read_ok(s, b));
 }
 
-TEST_F(SsdStoreTest, AFullQueueDropsTheOldestWrites) {
+// A full queue drops the block being put: what waits is a chain's start,
+// which restores, not its end, which could not without the start.
+TEST_F(SsdStoreTest, AFullQueueDropsNewWritesSoAChainsStartIsKept) {
   constexpr size_t kBig = 1 << 16;
   constexpr int kPuts = 40;
   SsdStoreOptions o = options();
@@ -609,7 +635,8 @@ TEST_F(SsdStoreTest, AFullQueueDropsTheOldestWrites) {
   EXPECT_EQ(st.dropped_spills, kPuts - 2);
   EXPECT_EQ(st.pending_spills, 2);
   EXPECT_LE(st.pending_spill_bytes, o.queue_bytes);
-  put(s, chain[0], kBig);  // a dropped block is no longer "queued": it can be put again
+  put(s, chain[0], kBig);  // queued already: nothing to drop
+  put(s, chain[5], kBig);  // dropped again
   EXPECT_EQ(s.stats().dropped_spills, kPuts - 1);
   s.set_paused(false);
   auto f = s.flush();
@@ -620,10 +647,12 @@ TEST_F(SsdStoreTest, AFullQueueDropsTheOldestWrites) {
   EXPECT_EQ(st.entries, 2);
   EXPECT_EQ(st.pending_spills, 0);
   EXPECT_EQ(st.pending_spill_bytes, 0u);
-  // The newest survive.
   EXPECT_TRUE(read_ok(s, chain[0], kBig));
-  EXPECT_TRUE(read_ok(s, chain[kPuts - 1], kBig));
-  EXPECT_FALSE(s.contains(chain[kPuts - 2].hash));
+  EXPECT_TRUE(read_ok(s, chain[1], kBig));
+  EXPECT_FALSE(s.contains(chain[2].hash));
+  std::vector<BlockHash> hashes;
+  for (const Block& b : chain) hashes.push_back(b.hash);
+  EXPECT_EQ(s.contains_prefix(hashes), 2u);
 }
 
 TEST_F(SsdStoreTest, AFullQueueUnderARunningWriterStaysBounded) {
@@ -644,7 +673,7 @@ TEST_F(SsdStoreTest, AFullQueueUnderARunningWriterStaysBounded) {
   auto f = s.flush();  // how many were dropped depends on the disk's speed
   EXPECT_EQ(f.written + f.dropped, kPuts);
   EXPECT_EQ(s.stats().entries, f.written);
-  EXPECT_TRUE(read_ok(s, chain.back(), kBig));
+  EXPECT_TRUE(read_ok(s, chain.front(), kBig));  // a chain's start is never what is dropped
 }
 
 TEST_F(SsdStoreTest, AFailedWriteIsCountedAndTheStoreKeepsWorking) {
