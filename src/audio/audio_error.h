@@ -25,4 +25,10 @@ struct AudioTooLong : AudioError {
   using AudioError::AudioError;
 };
 
+// Thrown out of decode_audio() and transcribe() when the caller's
+// cancelled() says so (the client has gone). No AudioError: the input was fine.
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("the audio work was cancelled") {}
+};
+
 }  // namespace hearth::audio

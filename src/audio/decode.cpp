@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -24,6 +25,8 @@ namespace hearth::audio {
 namespace {
 
 constexpr int kMinRate = 1000, kMaxRate = 768000, kMaxChannels = 64;
+// About the lowest bit rate speech codecs go to (AMR at 4.75 kb/s, Opus at 6).
+constexpr double kMinBytesPerSecond = 500;
 // The demuxers FFmpeg may pick: audio containers only. Without this list it
 // would also accept playlists (HLS, concat) that open other files or URLs.
 constexpr const char* kFormats =
@@ -75,14 +78,26 @@ void check_shape(int rate, int channels) {
     throw AudioError("unsupported channel count " + std::to_string(channels) + " (1 to 64 are)");
 }
 
+// What one decode may make and read, and whether to go on at all.
+struct Limits {
+  size_t max_samples;  // 16 kHz mono output
+  // Input samples, every channel counted: kInputPerOutput per output sample
+  // (768 kHz mono, or 48 kHz in 16 channels), so that a small upload of
+  // compressed silence at a high rate in many channels, which makes little
+  // output, cannot take minutes of CPU to read.
+  uint64_t max_input;
+  const std::function<bool()>& cancelled;
+  uint64_t input = 0;
+};
+constexpr uint64_t kInputPerOutput = 48;
+
 // Averages the channels to mono and resamples to 16 kHz float, appending to
 // `out`. swr's own downmix weights channels by speaker position; a custom
 // matrix of 1/n makes it the plain mean.
 class Resampler {
  public:
-  Resampler(int channels, AVSampleFormat format, int rate, std::vector<float>& out,
-            size_t max_samples)
-      : channels_(channels), format_(format), rate_(rate), out_(out), max_samples_(max_samples) {
+  Resampler(int channels, AVSampleFormat format, int rate, std::vector<float>& out, Limits& limits)
+      : channels_(channels), format_(format), rate_(rate), out_(out), limits_(limits) {
     check_shape(rate, channels);
     AVChannelLayout in, mono = AV_CHANNEL_LAYOUT_MONO;
     av_channel_layout_default(&in, channels);
@@ -106,6 +121,12 @@ class Resampler {
 
   // n samples per channel, in the layout of the format given (planar or not).
   void push(const uint8_t* const* data, int n) {
+    if (limits_.cancelled && limits_.cancelled()) throw Cancelled();
+    limits_.input += uint64_t(n) * uint64_t(channels_);
+    if (limits_.input > limits_.max_input)
+      throw AudioTooLong("the audio holds more than " + std::to_string(limits_.max_input) +
+                         " samples across its channels (" + std::to_string(limits_.max_samples / kSampleRate) +
+                         " seconds at 768 kHz, or at 48 kHz in 16 channels)");
     const int cap = swr_get_out_samples(swr_.get(), n);
     if (cap < 0) fail(av_error(cap));
     const size_t old = out_.size();
@@ -114,9 +135,11 @@ class Resampler {
     const int got = swr_convert(swr_.get(), &dst, cap, const_cast<const uint8_t**>(data), n);
     if (got < 0) fail(av_error(got));
     out_.resize(old + size_t(got));
-    if (out_.size() > max_samples_)
-      throw AudioTooLong("the audio is longer than " +
-                         std::to_string(max_samples_ / kSampleRate) + " seconds");
+    if (out_.size() > limits_.max_samples) throw too_long(limits_);
+  }
+
+  static AudioTooLong too_long(const Limits& limits) {
+    return AudioTooLong("the audio is longer than " + std::to_string(limits.max_samples / kSampleRate) + " seconds");
   }
 
   void finish() { push(nullptr, 0); }  // the samples the resampler's filter still holds
@@ -127,7 +150,7 @@ class Resampler {
   int format_;
   int rate_;
   std::vector<float>& out_;
-  size_t max_samples_;
+  Limits& limits_;
 };
 
 // Room for about `seconds` of output (one more block when it is known
@@ -136,16 +159,21 @@ void reserve_for(double seconds, std::vector<float>& out, size_t max_samples) {
   if (seconds > 0) out.reserve(size_t(std::min(seconds * kSampleRate * 1.01 + 4096, double(max_samples) + 4096)));
 }
 
-void decode_wav(std::span<const uint8_t> bytes, std::vector<float>& out, size_t max_samples) {
-  const Pcm pcm = parse_wav(bytes);
-  Resampler r(pcm.channels, AV_SAMPLE_FMT_FLT, pcm.sample_rate, out, max_samples);
-  const size_t frames = pcm.samples.size() / size_t(pcm.channels);
-  reserve_for(double(frames) / pcm.sample_rate, out, max_samples);
+void decode_wav(std::span<const uint8_t> bytes, std::vector<float>& out, Limits& limits) {
+  const WavReader wav(bytes);
+  Resampler r(wav.channels(), AV_SAMPLE_FMT_FLT, wav.sample_rate(), out, limits);  // checks the shape
+  // The length is exact (the data chunk was cut to the bytes there): a file
+  // too long is refused before a sample is converted.
+  const double seconds = double(wav.frames()) / wav.sample_rate();
+  if (seconds * kSampleRate > double(limits.max_samples)) throw Resampler::too_long(limits);
+  reserve_for(seconds, out, limits.max_samples);
   constexpr size_t kBlock = size_t(1) << 16;  // frames per call: swr counts in int
-  for (size_t f = 0; f < frames; f += kBlock) {
-    const uint8_t* plane =
-        reinterpret_cast<const uint8_t*>(pcm.samples.data() + f * size_t(pcm.channels));
-    r.push(&plane, int(std::min(kBlock, frames - f)));
+  std::vector<float> block(std::min(kBlock, wav.frames()) * size_t(wav.channels()));
+  for (size_t f = 0; f < wav.frames(); f += kBlock) {
+    const size_t n = std::min(kBlock, wav.frames() - f);
+    wav.read(f, n, block.data());
+    const uint8_t* plane = reinterpret_cast<const uint8_t*>(block.data());
+    r.push(&plane, int(n));
   }
   r.finish();
 }
@@ -184,7 +212,7 @@ int refuse_open(AVFormatContext*, AVIOContext**, const char*, int, AVDictionary*
   return AVERROR(EPERM);
 }
 
-void decode_ffmpeg(std::span<const uint8_t> bytes, std::vector<float>& out, size_t max_samples) {
+void decode_ffmpeg(std::span<const uint8_t> bytes, std::vector<float>& out, Limits& limits) {
   static std::once_flag quiet;
   std::call_once(quiet,
                  [] { av_log_set_level(AV_LOG_QUIET); });  // errors come back as AudioError instead
@@ -222,7 +250,11 @@ void decode_ffmpeg(std::span<const uint8_t> bytes, std::vector<float>& out, size
   ctx->pkt_timebase = stream->time_base;
   if ((err = avcodec_open2(ctx.get(), codec, nullptr)) < 0) fail(av_error(err));
 
-  if (fmt->duration > 0) reserve_for(double(fmt->duration) / AV_TIME_BASE, out, max_samples);
+  // A duration the header claims is trusted only as far as the upload could
+  // hold it (a 1 KB file that claims 3 hours reserves no 700 MB).
+  if (fmt->duration > 0)
+    reserve_for(std::min(double(fmt->duration) / AV_TIME_BASE, double(bytes.size()) / kMinBytesPerSecond), out,
+                limits.max_samples);
   std::unique_ptr<AVPacket, FreePacket> packet(check_alloc(av_packet_alloc()));
   std::unique_ptr<AVFrame, FreeFrame> frame(check_alloc(av_frame_alloc()));
   std::optional<Resampler> resampler;
@@ -238,8 +270,7 @@ void decode_ffmpeg(std::span<const uint8_t> bytes, std::vector<float>& out, size
       if (!resampler || !resampler->matches(channels, frame->format, frame->sample_rate)) {
         if (resampler) resampler->finish();  // the format changed mid-stream
         resampler.reset();
-        resampler.emplace(channels, AVSampleFormat(frame->format), frame->sample_rate, out,
-                          max_samples);
+        resampler.emplace(channels, AVSampleFormat(frame->format), frame->sample_rate, out, limits);
       }
       resampler->push(frame->extended_data, frame->nb_samples);
       av_frame_unref(frame.get());
@@ -262,19 +293,21 @@ bool looks_like_wav(std::span<const uint8_t> bytes) {
          std::memcmp(bytes.data() + 8, "WAVE", 4) == 0;
 }
 
-std::vector<float> decode_audio(std::span<const uint8_t> bytes, double max_seconds) {
+std::vector<float> decode_audio(std::span<const uint8_t> bytes, double max_seconds,
+                                const std::function<bool()>& cancelled) {
   if (bytes.empty()) throw AudioError("the audio is empty");
   const size_t max_samples = size_t(std::clamp(max_seconds, 0.0, 1e9) * kSampleRate);
+  Limits limits{max_samples, uint64_t(max_samples) * kInputPerOutput, cancelled};
   std::vector<float> out;
   bool pcm_wav = looks_like_wav(bytes);
   if (pcm_wav) {
     try {
-      decode_wav(bytes, out, max_samples);
+      decode_wav(bytes, out, limits);
     } catch (const CompressedWav&) {
       pcm_wav = false;
     }
   }
-  if (!pcm_wav) decode_ffmpeg(bytes, out, max_samples);
+  if (!pcm_wav) decode_ffmpeg(bytes, out, limits);
   // What waits for a transcription holds only its samples (a copy: only
   // when a duration the file did not say left much room).
   if (out.capacity() - out.size() > out.size() / 8) out.shrink_to_fit();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -28,8 +29,11 @@ void clip_to_full_scale(std::span<float> samples);
 
 // 16 kHz mono samples, never empty, all finite, clipped to [-1, 1]. Unreadable, empty, NaN
 // or stream-less (no audio track) input throws AudioError with a message for
-// the client; audio longer than max_seconds, AudioTooLong. Any sample rate from 1 kHz to 768 kHz and up to 64 channels.
-std::vector<float> decode_audio(std::span<const uint8_t> bytes,
-                                double max_seconds = kMaxDecodeSeconds);
+// the client; audio longer than max_seconds, or holding more than 48 input
+// samples (rate x channels) per output sample of that length, AudioTooLong.
+// Any sample rate from 1 kHz to 768 kHz and up to 64 channels. `cancelled`
+// (if given) is asked between blocks of samples: true throws Cancelled.
+std::vector<float> decode_audio(std::span<const uint8_t> bytes, double max_seconds = kMaxDecodeSeconds,
+                                const std::function<bool()>& cancelled = {});
 
 }  // namespace hearth::audio

@@ -15,11 +15,18 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\n\r\f\v") + 1 - b);
 }
 
-// A cue's text, with "-->" (the cue timing arrow) made harmless, as openai-whisper does.
+// A cue's text, with "-->" (the cue timing arrow) made harmless, as
+// openai-whisper does, and no blank line (one ends a cue in SRT and VTT, and
+// Whisper's vocabulary has newlines): a run of line breaks becomes one.
 std::string cue_text(const std::string& s) {
   std::string out = trim(s);
   for (size_t at; (at = out.find("-->")) != std::string::npos;) out.replace(at, 3, "->");
-  return out;
+  std::string lines;
+  for (char c : out) {
+    if (c == '\r') c = '\n';
+    if (c != '\n' || lines.empty() || lines.back() != '\n') lines += c;
+  }
+  return lines;
 }
 
 }  // namespace

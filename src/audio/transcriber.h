@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "audio/audio_error.h"
 #include "audio/vad.h"
 #include "audio/whisper_decoding.h"
 
@@ -91,11 +92,6 @@ struct Transcript {
   std::vector<Segment> segments;
   std::optional<std::vector<SpeechSpan>> speech;  // what the VAD found, when it ran
   std::optional<VocabularyUsage> vocabulary;       // with TranscribeOptions::vocabulary
-};
-
-// Thrown out of transcribe() when hooks.cancelled says so.
-struct Cancelled : std::runtime_error {
-  Cancelled() : std::runtime_error("the transcription was cancelled") {}
 };
 
 struct TranscribeHooks {

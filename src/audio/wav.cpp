@@ -72,9 +72,9 @@ Format parse_fmt(const uint8_t* p, uint32_t size) {
 }
 
 // One sample of `bits` at p, as float.
-float sample(const Format& f, const uint8_t* p) {
-  if (f.tag == kFormatFloat) {
-    if (f.bits == 32) {
+float sample(bool is_float, int bits, const uint8_t* p) {
+  if (is_float) {
+    if (bits == 32) {
       float v;
       std::memcpy(&v, p, 4);  // WAV is little-endian, as are the CPUs hearth runs on
       return v;
@@ -83,7 +83,7 @@ float sample(const Format& f, const uint8_t* p) {
     std::memcpy(&v, p, 8);
     return float(v);
   }
-  switch (f.bits) {
+  switch (bits) {
     case 8:
       return float(int(p[0]) - 128) / 128.0f;
     case 16:
@@ -99,14 +99,13 @@ float sample(const Format& f, const uint8_t* p) {
 
 }  // namespace
 
-Pcm parse_wav(std::span<const uint8_t> bytes) {
+WavReader::WavReader(std::span<const uint8_t> bytes) {
   const uint8_t* b = bytes.data();
   const size_t n = bytes.size();
   if (n < 12 || std::memcmp(b, "RIFF", 4) != 0 || std::memcmp(b + 8, "WAVE", 4) != 0)
     fail("no RIFF/WAVE header");
   Format fmt;
   bool have_fmt = false;
-  const uint8_t* data = nullptr;
   size_t data_size = 0;
   // The RIFF size field is not trusted (streamed files leave it wrong): the
   // chunks run to the end of the bytes.
@@ -120,26 +119,39 @@ Pcm parse_wav(std::span<const uint8_t> bytes) {
       fmt = parse_fmt(b + body, uint32_t(size));
       have_fmt = true;
     } else if (std::memcmp(id, "data", 4) == 0) {
-      if (data) fail("two data chunks");
-      data = b + body;
+      if (data_) fail("two data chunks");
+      data_ = b + body;
       data_size = size >= left ? left : size_t(size);  // 0xFFFFFFFF or cut short: what is there
     }
     if (size >= left) break;
     pos = body + size + (size & 1);
   }
   if (!have_fmt) fail("no fmt chunk");
-  if (!data) fail("no data chunk");
-  const size_t frames = data_size / size_t(fmt.block_align);
-  Pcm pcm;
-  pcm.sample_rate = fmt.sample_rate;
-  pcm.channels = fmt.channels;
-  pcm.samples.resize(frames * size_t(fmt.channels));
-  const size_t width = size_t(fmt.bits / 8);
-  for (size_t i = 0; i < pcm.samples.size(); ++i) {
-    const float v = sample(fmt, data + i * width);
+  if (!data_) fail("no data chunk");
+  frames_ = data_size / size_t(fmt.block_align);
+  rate_ = fmt.sample_rate;
+  channels_ = fmt.channels;
+  bits_ = fmt.bits;
+  float_ = fmt.tag == kFormatFloat;
+}
+
+void WavReader::read(size_t from, size_t n, float* out) const {
+  const size_t width = size_t(bits_ / 8), count = n * size_t(channels_);
+  const uint8_t* p = data_ + from * size_t(channels_) * width;
+  for (size_t i = 0; i < count; ++i) {
+    const float v = sample(float_, bits_, p + i * width);
     if (!std::isfinite(v)) throw AudioError("invalid WAV file: a float sample is NaN or infinite");
-    pcm.samples[i] = v;
+    out[i] = v;
   }
+}
+
+Pcm parse_wav(std::span<const uint8_t> bytes) {
+  const WavReader wav(bytes);
+  Pcm pcm;
+  pcm.sample_rate = wav.sample_rate();
+  pcm.channels = wav.channels();
+  pcm.samples.resize(wav.frames() * size_t(wav.channels()));
+  wav.read(0, wav.frames(), pcm.samples.data());
   return pcm;
 }
 

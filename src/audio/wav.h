@@ -21,11 +21,32 @@ struct Pcm {
   std::vector<float> samples;  // interleaved: frame f, channel c at [f * channels + c]
 };
 
+// A WAV's header, read and checked, and its samples converted a run of
+// frames at a time (a caller checks the rate, channels and length before
+// converting anything, and holds no float copy of the whole file).
+//
 // Unknown chunks are skipped (odd sizes padded to even, as RIFF requires). A
 // data chunk that claims 0xFFFFFFFF bytes or more than the file holds (a WAV
 // written while streaming) is read as far as the file goes, in whole frames.
 // Integers map to [-1, 1): s / 2^(bits-1), 8-bit as (u - 128) / 128; floats
 // are kept as they are but must be finite.
+class WavReader {
+ public:
+  explicit WavReader(std::span<const uint8_t> bytes);  // AudioError, CompressedWav
+  int sample_rate() const { return rate_; }
+  int channels() const { return channels_; }
+  size_t frames() const { return frames_; }
+  // Frames [from, from + n) into out, interleaved (n * channels() floats).
+  void read(size_t from, size_t n, float* out) const;
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t frames_ = 0;
+  int rate_ = 0, channels_ = 0, bits_ = 0;
+  bool float_ = false;
+};
+
+// The whole file at once.
 Pcm parse_wav(std::span<const uint8_t> bytes);
 
 }  // namespace hearth::audio

@@ -92,9 +92,10 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   check_audio_bytes(r.audio.size(), "file");
   std::vector<float> samples;
   try {
-    samples = audio::decode_audio(
-        std::span(reinterpret_cast<const uint8_t*>(r.audio.data()), r.audio.size()),
-        opt.max_audio_seconds);
+    samples = audio::decode_audio(std::span(reinterpret_cast<const uint8_t*>(r.audio.data()), r.audio.size()),
+                                  opt.max_audio_seconds, [client = req.client] { return client->gone(); });
+  } catch (const audio::Cancelled&) {
+    throw client_closed();
   } catch (const audio::AudioTooLong& e) {
     throw ApiError(413, std::string(e.what()) + " (--max-audio-seconds)", "invalid_request_error",
                    "file", "request_too_large");

@@ -76,7 +76,10 @@ std::vector<float> session_audio(const http::Request& req, double room_seconds, 
                    "invalid_request_error", {}, "unsupported_media_type");
   if (req.body.empty()) return {};  // nothing new: the answer says where the session is
   try {
-    return audio::decode_audio(as_bytes(req.body), std::min(room_seconds, max_part_seconds));
+    return audio::decode_audio(as_bytes(req.body), std::min(room_seconds, max_part_seconds),
+                               [client = req.client] { return client->gone(); });
+  } catch (const audio::Cancelled&) {
+    throw client_closed();
   } catch (const audio::AudioTooLong&) {
     throw too_long();
   } catch (const audio::AudioError& e) {

@@ -170,6 +170,46 @@ TEST(Decode, LimitsDuration) {
   EXPECT_THROW(decode_audio(wav16(16000, 1, s), 2.0), AudioError);
 }
 
+// A WAV's length is known from its header: one too long is refused before
+// a sample is converted (the NaN past the limit is never reached).
+TEST(Decode, AWavTooLongIsRefusedBeforeItsSamplesAreRead) {
+  const std::vector<float> s(16000 * 3, 0.1f);
+  Bytes b = wav16(16000, 1, s);
+  b.resize(b.size() - s.size() * 2);  // 32-bit float samples instead, NaN from the second second
+  b[20] = 3, b[34] = 32, b[32] = 4, b[28] = 0x00, b[29] = 0xFA, b[30] = 0;  // tag, bits, align, 64000 B/s
+  for (size_t i = 0; i < s.size(); ++i) {
+    const float v = i < 16000 ? 0.1f : std::nanf("");
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    b.insert(b.end(), p, p + 4);
+  }
+  const uint32_t data = uint32_t(s.size() * 4);
+  std::memcpy(&b[40], &data, 4);
+  EXPECT_THROW(decode_audio(b, 10.0), AudioError);  // read: the NaN
+  try {
+    decode_audio(b, 2.0);
+    ADD_FAILURE() << "accepted";
+  } catch (const AudioTooLong&) {
+  }
+}
+
+// Little output from much input (64 channels at 48 kHz: 192 input samples
+// per output sample) is refused past 48 per output sample of the limit.
+TEST(Decode, LimitsInputSamplesAcrossChannels) {
+  const std::vector<float> one_second_64(48000 * 64, 0.1f), one_second_8(48000 * 8, 0.1f);
+  EXPECT_THROW(decode_audio(wav16(48000, 64, one_second_64), 1.5), AudioTooLong);
+  EXPECT_EQ(decode_audio(wav16(48000, 8, one_second_8), 1.5).size(), 16000u);
+  EXPECT_EQ(decode_audio(wav16(48000, 64, one_second_64), 5.0).size(), 16000u);
+}
+
+// The caller's cancelled() (the client left) stops a decode on either path.
+TEST(Decode, ACancelledDecodeStops) {
+  const std::vector<float> s(16000, 0.1f);
+  EXPECT_THROW(decode_audio(wav16(16000, 1, s), kMaxDecodeSeconds, [] { return true; }), Cancelled);
+  EXPECT_EQ(decode_audio(wav16(16000, 1, s), kMaxDecodeSeconds, [] { return false; }).size(), 16000u);
+  LOAD_OR_SKIP(flac, "jfk.flac");
+  EXPECT_THROW(decode_audio(flac, kMaxDecodeSeconds, [] { return true; }), Cancelled);
+}
+
 // G.711 mu-law, as telephony systems write WAVs: the exact reader leaves
 // compressed samples to FFmpeg, which expands each byte by the standard's
 // table (an independent copy of it here).

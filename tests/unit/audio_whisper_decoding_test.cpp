@@ -133,5 +133,15 @@ TEST(Subtitles, SrtAndVtt) {
   EXPECT_THROW(format_transcript(t, "xml", "transcribe"), std::invalid_argument);
 }
 
+// A blank line would end the cue early: line breaks in a segment's text
+// (Whisper can write them) stay single.
+TEST(Subtitles, ACueHasNoBlankLine) {
+  Transcript t = two_segments();
+  t.segments[0].text = " Hello.\n\n\nThere.\r\nYes.";
+  EXPECT_EQ(format_transcript(t, "srt", "transcribe").body.substr(0, 52),
+            "1\n00:00:00,000 --> 00:00:01,500\nHello.\nThere.\nYes.\n\n");
+  EXPECT_NE(format_transcript(t, "vtt", "transcribe").body.find("\nHello.\nThere.\nYes.\n\n00:01.500"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hearth::audio
