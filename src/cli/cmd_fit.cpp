@@ -21,17 +21,19 @@ namespace {
 
 const char* kUsage =
     "usage: hearth fit [--model DIR] [--memory GB] [--kv-type auto|f32|bf16] [--kv-budget GB]\n"
-    "                  [--ctx-size N] [--max-batch N] [--json]\n"
+    "                  [--ctx-size N] [--max-batch N] [--ssd-cache DIR [--ssd-spill-queue GB]] [--json]\n"
     "  Says whether the model fits in memory and what `hearth serve` with the same\n"
     "  options would make of it: the KV pool, the context, the streams at full context.\n"
     "  Reads config.json and the safetensors headers only. Exits 1 if the weights do not fit.\n"
     "  --memory GB   plan for this much available memory (default: what is available now)\n"
     "  --kv-type, --kv-budget, --ctx-size, --max-batch: as for hearth serve\n"
+    "  --ssd-cache DIR, --ssd-spill-queue GB: as for hearth serve, whose SSD write queue\n"
+    "                (default 2 GB) comes out of the memory the KV pool may take\n"
     "  --json        print the plan as one JSON object\n";
 
 
-double positive_gb(const Args& args, const std::string& name) {
-  const double v = args.number(name, 0);
+double positive_gb(const Args& args, const std::string& name, double fallback = 0) {
+  const double v = args.number(name, fallback);
   if (!(v > 0)) throw std::runtime_error("--" + name + " must be > 0 (GB)");
   return v;
 }
@@ -44,7 +46,8 @@ int cmd_fit(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  args.allow_only({"model", "memory", "kv-type", "kv-budget", "ctx-size", "max-batch", "json", "help"});
+  args.allow_only({"model", "memory", "kv-type", "kv-budget", "ctx-size", "max-batch", "ssd-cache", "ssd-spill-queue",
+                   "json", "help"});
   args.no_positional();
   const auto dir = model_dir(args);
   const CheckpointFootprint f = LlamaModel::footprint(dir);
@@ -60,6 +63,8 @@ int cmd_fit(int argc, char** argv) {
   in.ctx_size = args.integer("ctx-size", 0);
   if (in.ctx_size < 0) throw std::runtime_error("--ctx-size must be >= 1");
   const int64_t max_batch = args.integer("max-batch", 8, 1, 4096);  // as serve takes it
+  if (args.has("ssd-spill-queue") && !args.has("ssd-cache")) throw std::runtime_error("--ssd-spill-queue needs --ssd-cache DIR");
+  if (args.has("ssd-cache")) in.ssd_queue_bytes = uint64_t(positive_gb(args, "ssd-spill-queue", 2) * kGB);
   const AdmissionInfo plan = plan_memory(in);
 
   const bool weights_fit = f.weight_bytes <= plan.usable_bytes;
@@ -75,6 +80,7 @@ int cmd_fit(int argc, char** argv) {
                         {"weights_bytes", f.weight_bytes},
                         {"available_bytes", in.available_bytes},
                         {"usable_bytes", plan.usable_bytes},
+                        {"ssd_queue_bytes", plan.ssd_queue_bytes},
                         {"weights_fit", weights_fit},
                         {"kv_type", std::string(dtype_name(in.shape.dtype))},
                         {"kv_bytes_per_token", int64_t(token_bytes)},
@@ -91,8 +97,10 @@ int cmd_fit(int argc, char** argv) {
   std::printf("model         %s (%s, %d layers, %d KV heads x %d)\n", io::model_name(dir).c_str(),
               c.architecture.c_str(), c.num_layers, c.num_kv_heads, c.head_dim);
   std::printf("weights       %s\n", size_text(double(f.weight_bytes)).c_str());
-  std::printf("memory        %s %s; serve budgets 85%% of it: %s\n", size_text(double(in.available_bytes)).c_str(),
-              args.has("memory") ? "(--memory)" : "available now", size_text(double(plan.usable_bytes)).c_str());
+  std::printf("memory        %s %s; serve budgets 85%% of it%s: %s\n", size_text(double(in.available_bytes)).c_str(),
+              args.has("memory") ? "(--memory)" : "available now",
+              plan.ssd_queue_bytes ? (", less the SSD write queue's " + size_text(double(plan.ssd_queue_bytes))).c_str() : "",
+              size_text(double(plan.usable_bytes)).c_str());
   if (!weights_fit) {
     std::printf("does not fit: the weights need %s more\n", size_text(double(f.weight_bytes - plan.usable_bytes)).c_str());
     return 1;

@@ -88,7 +88,8 @@ Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
                                 ") must be at least the batch size (" + std::to_string(options.max_batch) + ")");
   const KvCacheShape shape = model_->kv_shape(options.kv_type.value_or(model_->native_kv_type()));
   admission_ = plan_memory({model_->weight_bytes(), memory_available(), options.kv_budget, shape,
-                            model_->config().max_position_embeddings, options.ctx_size});
+                            model_->config().max_position_embeddings, options.ctx_size,
+                            options.ssd_dir.empty() ? 0 : options.ssd_queue_bytes});
   kv_ = std::make_unique<KvCache>(shape, admission_.kv_blocks);
   ctx_size_ = admission_.enforced_context_tokens;
   const int64_t cache_bytes = options.prompt_cache >= 0 ? options.prompt_cache : int64_t(kv_->bytes() / 2);

@@ -8,7 +8,9 @@ namespace hearth {
 AdmissionInfo plan_memory(const MemoryPlanInput& in) {
   AdmissionInfo a;
   a.weights_bytes = in.weights_bytes;
-  a.usable_bytes = in.available_bytes / 100 * 85;
+  if (in.ssd_queue_bytes > 0) a.ssd_queue_bytes = size_t(in.ssd_queue_bytes + 2 * KvCache::block_bytes(in.shape));
+  const size_t share = in.available_bytes / 100 * 85;
+  a.usable_bytes = share > a.ssd_queue_bytes ? share - a.ssd_queue_bytes : 0;
   const size_t beside_weights = a.usable_bytes > a.weights_bytes ? a.usable_bytes - a.weights_bytes : 0;
   const int64_t wanted_ctx = in.ctx_size > 0 ? std::min(in.ctx_size, in.model_context) : in.model_context;
   const int64_t min_blocks = KvCache::blocks_for_tokens(in.shape, std::min<int64_t>(wanted_ctx, 256));

@@ -18,6 +18,10 @@ struct MemoryPlanInput {
   KvCacheShape shape;
   int64_t model_context = 0;  // max_position_embeddings
   int64_t ctx_size = 0;       // the context asked for; 0: the model's
+  // The SSD tier's write queue cap (0: no tier). It fills when blocks are
+  // made faster than the disk takes them, so it and two blocks more (one
+  // being written, one being copied in) come out of the usable memory.
+  uint64_t ssd_queue_bytes = 0;
 };
 
 // What the engine admits: the context it enforces and the memory it budgets.
@@ -26,6 +30,7 @@ struct AdmissionInfo {
   int64_t enforced_context_tokens = 0;  // the context limit requests get (ctx_size)
   size_t memory_budget_bytes = 0;       // the KV pool
   size_t usable_bytes = 0;              // the memory the default budget was taken from
+  size_t ssd_queue_bytes = 0;           // kept out of it for the SSD write queue
   size_t weights_bytes = 0;
   int64_t kv_blocks = 0;                // the KV pool in blocks of shape.block_tokens
 };

@@ -139,6 +139,7 @@ ojson Server::Impl::stats() const {
         {"enforced_context_tokens", ad.enforced_context_tokens},
         {"memory_budget_bytes", ad.memory_budget_bytes},
         {"usable_bytes", ad.usable_bytes},
+        {"ssd_queue_bytes", ad.ssd_queue_bytes},
         {"weights_bytes", ad.weights_bytes},
         {"preemptions", st.preemptions},
         {"pressure_evictions", st.pressure_evictions}}},

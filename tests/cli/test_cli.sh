@@ -191,8 +191,8 @@ for m in "" "$tmp/q4"; do
                   f.kv_bytes_per_token===2*c.num_hidden_layers*c.num_key_value_heads*hd*bytes)) process.exit(1)' \
     "$tmp/fit.json" "$tmp/fitb.json" "${m:-$(dirname "$0")/../../models/stories260k}" "$([ -n "$m" ] && echo BF16 || echo F32)"
 done
-"$hearth" fit --kv-budget 0.0002 --ctx-size 300 --json >"$tmp/fit.json" 2>/dev/null
-"$hearth" serve --kv-budget 0.0002 --ctx-size 300 --port 0 >"$tmp/serve.out" 2>/dev/null &
+"$hearth" fit --kv-budget 0.0002 --ctx-size 300 --ssd-cache "$tmp/fit-ssd" --ssd-spill-queue 0.5 --json >"$tmp/fit.json" 2>/dev/null
+"$hearth" serve --kv-budget 0.0002 --ctx-size 300 --ssd-cache "$tmp/fit-ssd" --ssd-spill-queue 0.5 --port 0 >"$tmp/serve.out" 2>/dev/null &
 spid=$!
 for _ in $(seq 100); do grep -q listening "$tmp/serve.out" && break; sleep 0.1; done
 url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$tmp/serve.out")
@@ -200,7 +200,8 @@ check "fit: serve with the same options makes the same plan" \
   node -e 'const f=JSON.parse(require("fs").readFileSync(process.argv[1]));
            fetch(process.argv[2]+"/stats").then(r=>r.json()).then(s=>{ const a=s.admission;
              process.exit(a.memory_budget_bytes===f.kv_budget_bytes && a.max_safe_context===f.kv_tokens &&
-                          a.enforced_context_tokens===f.context && f.context===256 ? 0 : 1); }, ()=>process.exit(1))' \
+                          a.enforced_context_tokens===f.context && f.context===256 &&
+                          a.ssd_queue_bytes===f.ssd_queue_bytes && f.ssd_queue_bytes>=2**29 ? 0 : 1); }, ()=>process.exit(1))' \
   "$tmp/fit.json" "$url"
 kill $spid; wait $spid 2>/dev/null
 "$hearth" fit --memory 0.0000001 >"$tmp/fit.txt" 2>&1; rc=$?

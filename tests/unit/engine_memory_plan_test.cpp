@@ -31,6 +31,20 @@ TEST(MemoryPlan, TheDefaultPoolIsWhatFitsBesideTheWeightsIn85PercentOfAvailable)
   EXPECT_EQ(a.enforced_context_tokens, 480);  // cut from the model's 1000
 }
 
+// The SSD tier's write queue can fill: it and two blocks (one being
+// written, one being copied in) come out of the usable memory.
+TEST(MemoryPlan, TheSsdWriteQueueComesOutOfTheUsableMemory) {
+  MemoryPlanInput in = small_model();
+  in.ssd_queue_bytes = 10000;
+  const AdmissionInfo a = plan_memory(in);
+  EXPECT_EQ(a.ssd_queue_bytes, 10000u + 2 * 4096);
+  EXPECT_EQ(a.usable_bytes, 85000u - 10000 - 2 * 4096);
+  EXPECT_EQ(a.kv_blocks, 11);  // (66808 - 20000) / 4096
+  in.ssd_queue_bytes = 1000000;  // more than there is: no pool beside the weights, the smallest one
+  EXPECT_EQ(plan_memory(in).usable_bytes, 0u);
+  EXPECT_EQ(plan_memory(in).kv_blocks, 8);
+}
+
 TEST(MemoryPlan, AGivenBudgetAndContextAreKeptWhereTheyFit) {
   MemoryPlanInput in = small_model();
   in.kv_budget = 40 * 4096 + 100;
