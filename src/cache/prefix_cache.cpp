@@ -34,7 +34,7 @@ std::vector<BlockHash> PrefixCache::chain(std::span<const int32_t> tokens) const
 PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::string& session) {
   PrefixMatch m;
   m.chain = chain(tokens);
-  std::unique_lock lock(mutex_);
+  std::lock_guard lock(mutex_);
   ++stats_.prefix_scans;
   const uint64_t now = ++clock_;
   const Clock::time_point at = Clock::now();
@@ -49,9 +49,9 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
     m.blocks.push_back(e.block);
   }
   if (ssd_ && !m.blocks.empty()) ssd_->touch(std::span(m.chain).first(m.blocks.size()));
-  if (ssd_ && m.blocks.size() < m.chain.size()) restore(tokens, m, lock);
+  if (ssd_ && m.blocks.size() < m.chain.size()) m.on_disk = ssd_->contains_prefix(std::span(m.chain).subspan(m.blocks.size()));
   m.tokens = int64_t(m.blocks.size()) * block_tokens_;
-  ++(m.blocks.empty() ? stats_.misses : stats_.hits);
+  ++(m.blocks.empty() && m.on_disk == 0 ? stats_.misses : stats_.hits);
   stats_.hit_tokens += m.tokens;
   if (!session.empty())
     if (auto s = sessions_.find(session); s != sessions_.end()) {
@@ -62,84 +62,31 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
   return m;
 }
 
-void PrefixCache::restore(std::span<const int32_t> tokens, PrefixMatch& m, std::unique_lock<std::mutex>& lock) {
-  const size_t from = m.blocks.size();
-  const size_t on_disk = ssd_->contains_prefix(std::span(m.chain).subspan(from));
-  if (on_disk == 0) return;
+size_t PrefixCache::read_back(std::span<const int32_t> tokens, std::span<const BlockHash> chain, size_t from,
+                              std::span<const int32_t> into) {
+  if (!ssd_ || into.empty()) return 0;
   const auto t0 = Clock::now();
-  // Held while reading, so that making room for one block never evicts
-  // another of this match.
-  for (int32_t b : m.blocks) kv_.retain(b);
-  std::vector<int32_t> blocks, run;  // read into; the run found, each with a reference of ours
-  auto give_back = [&] {
-    for (int32_t b : m.blocks) kv_.unref(b);
-    for (int32_t b : blocks) kv_.unref(b);
-    for (int32_t b : run) kv_.unref(b);
+  // Without the cache's lock: the blocks are the caller's, and the store
+  // has its own, so stats() and close_session() never wait on the disk.
+  std::vector<char> ok(into.size(), 0);
+  auto read = [&](int t, int) {
+    const size_t i = from + size_t(t);
+    ok[size_t(t)] = ssd_->read(chain[i], i > 0 ? chain[i - 1] : root_,
+                               tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_)),
+                               kv_.block_data(into[size_t(t)]));
   };
-  try {
-    // One eviction for all of them: each eviction scans the whole index.
-    if (const int64_t short_by = int64_t(on_disk) - kv_.blocks_free(); short_by > 0) evict_locked(short_by);
-    blocks.reserve(on_disk);  // no push_back can fail holding a block no list has
-    run.reserve(on_disk);
-    for (size_t i = 0; i < on_disk; ++i) {
-      std::optional<int32_t> block = kv_.allocate();
-      if (!block) break;
-      blocks.push_back(*block);
-    }
-    // The reads run on every core: a restore is bound by copying into fresh
-    // memory (the kernel zeroes each new page first) as much as by the disk.
-    auto parent_of = [&](size_t i) { return i > 0 ? m.chain[i - 1] : root_; };
-    std::vector<char> ok(blocks.size(), 0);
-    auto ids_of = [&](size_t i) { return tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_)); };
-    auto read = [&](int t, int) {
-      const size_t i = from + size_t(t);
-      ok[size_t(t)] = ssd_->read(m.chain[i], parent_of(i), ids_of(i), kv_.block_data(blocks[size_t(t)]));
-    };
-    // Read without the lock, so that stats() and close_session() on other
-    // threads do not wait on the disk. The index cannot change meanwhile:
-    // only this thread looks up, publishes and evicts; and the blocks read
-    // into hold only our references.
-    lock.unlock();
-    try {
-      if (pool_) pool_->run(int(blocks.size()), read);
-      else for (int t = 0; t < int(blocks.size()); ++t) read(t, 0);
-    } catch (...) {
-      lock.lock();
-      throw;
-    }
-    lock.lock();
-    // The run that read back whole from the start is indexed; a corrupt
-    // block (counted and removed by the store) ends it. A block RAM has
-    // already (a child kept while its parent was evicted) continues it with
-    // the copy in RAM, now counted as the restored parent's child.
-    for (size_t t = 0; t < blocks.size() && ok[t]; ++t) {
-      const BlockHash& hash = m.chain[from + t];
-      if (!index(hash, parent_of(from + t), ids_of(from + t), blocks[t])) {
-        Entry& e = entries_.at(hash);
-        if (!e.counted)
-          if (auto p = entries_.find(e.parent); p != entries_.end()) ++p->second.children, e.counted = true;
-        e.used = clock_, e.used_at = Clock::now();
-        kv_.unref(blocks[t]);  // the copy read is not needed
-        blocks[t] = e.block;
-        kv_.retain(e.block);
-      }
-      run.push_back(blocks[t]);
-      blocks[t] = -1;
-    }
-  } catch (...) {  // (allocation only: a failed read is a miss)
-    std::erase(blocks, -1);
-    give_back();
-    throw;
-  }
-  const size_t n = run.size();
-  m.blocks.insert(m.blocks.end(), run.begin(), run.end());
-  std::erase(blocks, -1);
-  run.clear();
-  give_back();  // the cache's own references remain
+  // The reads run on every core: a restore is bound by copying into fresh
+  // memory (the kernel zeroes each new page first) as much as by the disk.
+  if (pool_) pool_->run(int(into.size()), read);
+  else for (int t = 0; t < int(into.size()); ++t) read(t, 0);
+  const size_t n = size_t(std::find(ok.begin(), ok.end(), 0) - ok.begin());
+  std::lock_guard lock(mutex_);
   if (n > 0) {
     stats_.restored_blocks += int64_t(n);
+    stats_.hit_tokens += int64_t(n) * block_tokens_;
     stats_.restore_ms_last = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   }
+  return n;
 }
 
 bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> ids, int32_t block) {
@@ -147,9 +94,13 @@ bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, std::spa
   const bool counted = p != entries_.end();
   const int64_t depth = counted ? p->second.depth + 1 : 1;
   // Inserted first: a failed allocation leaves no reference or count behind.
-  if (!entries_.try_emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0, counted, {ids.begin(), ids.end()}})
-           .second)
+  const auto [it, added] =
+      entries_.try_emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0, counted, {ids.begin(), ids.end()}});
+  if (!added) {
+    Entry& e = it->second;
+    if (!e.counted && counted && e.parent == parent) ++entries_.at(parent).children, e.counted = true;
     return false;
+  }
   if (counted) ++entries_.at(parent).children;  // (the insertion may have moved it)
   kv_.retain(block);
   return true;

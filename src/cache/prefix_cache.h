@@ -2,8 +2,9 @@
 // block in the pool, so that a request whose prompt starts with cached
 // blocks attaches them instead of computing them again; with an SSD tier
 // below it (ssd_store.h), every published block is also queued for disk
-// (write-behind), a lookup continues on disk where RAM ends and reads those
-// blocks back into the pool, and idle blocks leave RAM once they are on disk.
+// (write-behind), a lookup continues on disk where RAM ends and the engine
+// reads those blocks back into the pool, and idle blocks leave RAM once they
+// are on disk.
 //
 // Ownership is the pool's reference count: the cache holds one reference on
 // every block it indexes, and sequences hold theirs. A block only the cache
@@ -54,7 +55,7 @@ struct PrefixCacheStats {
   int64_t prefix_scans = 0, evictions = 0;
   int64_t cap_passes = 0;  // evictions run because the index was over max_bytes
   int64_t restored_blocks = 0, demotions = 0;  // the SSD tier: blocks read back, idle blocks dropped from RAM
-  double restore_ms_last = 0;                  // the last lookup that read from SSD: all its reads
+  double restore_ms_last = 0;                  // the last read_back: all its reads
 };
 
 // Where a sequence stands in publishing its blocks: the hash of the last
@@ -68,6 +69,7 @@ struct PrefixMatch {
   std::vector<BlockHash> chain;  // the hashes of every full block of the looked-up tokens
   std::vector<int32_t> blocks;   // the cached ones, from the start
   int64_t tokens = 0;            // positions they cover
+  size_t on_disk = 0;            // blocks past them the SSD tier holds (read_back)
 };
 
 class PrefixCache {
@@ -86,11 +88,21 @@ class PrefixCache {
   // The hashes of the full blocks of `tokens`.
   std::vector<BlockHash> chain(std::span<const int32_t> tokens) const;
 
-  // The longest run of cached blocks that starts `tokens`, marked as used;
-  // blocks found on SSD past the end of the RAM run are read back first.
-  // With a session id, counts whether the request continues the session's
-  // checkpoint (a session hit) or not (an edited or branched history).
+  // The longest run of cached blocks that starts `tokens`, marked as used,
+  // and how many blocks past it the SSD tier holds. With a session id,
+  // counts whether the request continues the session's checkpoint (a
+  // session hit) or not (an edited or branched history).
   PrefixMatch lookup(std::span<const int32_t> tokens, const std::string& session = {});
+
+  // Reads blocks [from, from + into.size()) of `chain` (the hashes of the
+  // full blocks of `tokens`) back from the SSD tier into `into`, pool blocks
+  // the caller holds alone (a sequence's own), on every core; returns how
+  // many read back whole, from the first (a corrupt block ends the run, and
+  // is removed). They are indexed when the caller publishes them. The
+  // caller bounds the count: the engine reads a step's worth at a time, so
+  // a long restore never stalls the streams that share its steps.
+  size_t read_back(std::span<const int32_t> tokens, std::span<const BlockHash> chain, size_t from,
+                   std::span<const int32_t> into);
 
   // Indexes the blocks of a sequence that filled since `cursor`:
   // tokens[0, filled) are held in `blocks` (its block table). A block whose
@@ -133,10 +145,10 @@ class PrefixCache {
     int64_t blocks = 0;
     uint64_t set = 0;  // clock tick of the last publish under this id
   };
-  // Mutex held; `ids` are the block's tokens.
+  // Mutex held; `ids` are the block's tokens. False if the hash is indexed
+  // already (a child kept while its parent left RAM now counts for the
+  // parent that came back).
   bool index(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> ids, int32_t block);
-  // Mutex held by `lock`, and let go while the blocks are read.
-  void restore(std::span<const int32_t> tokens, PrefixMatch& m, std::unique_lock<std::mutex>& lock);
   // Frees up to n leaves that only the cache holds and that `may_go` accepts.
   int64_t evict_locked(int64_t n, const std::function<bool(const BlockHash&, const Entry&)>& may_go = {});
   void enforce_cap();

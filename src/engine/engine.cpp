@@ -73,6 +73,12 @@ struct Engine::Active {
   std::span<const int32_t> history() const { return decoding.history(); }
   int64_t behind() const { return int64_t(history().size()) - computed; }  // tokens not fed yet
   int64_t planned = 0;  // tokens it feeds in this step (plan_step)
+  // Blocks past `computed` the SSD tier holds, read back a step's worth at
+  // a time before the rest is computed; the hashes of the history's blocks
+  // while there are any.
+  int64_t on_disk = 0;
+  std::vector<cache::BlockHash> chain;
+  int64_t restoring = 0;  // blocks it reads back in this step (plan_step)
 };
 
 Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
@@ -217,6 +223,8 @@ bool Engine::start(Active& a) {
   const int64_t n = int64_t(tokens.size());
   a.seq = kv_->create_sequence();
   a.pooled.clear();
+  a.on_disk = 0;
+  a.chain.clear();
   if (cache_) a.published = {cache_->root(), 0};
   // Mean and first-token pooling need the hidden state of tokens a cached
   // prefix would skip; the last token is always computed.
@@ -252,6 +260,12 @@ bool Engine::start(Active& a) {
       }
     }
     a.published = {shared > 0 ? m.chain[size_t(shared - 1)] : cache_->root(), shared};
+    // Blocks on SSD past the RAM hit are read back step by step (plan_step),
+    // all but one that holds the last history token, computed for its logits.
+    if (!whole && m.on_disk > 0) {
+      a.on_disk = std::min(int64_t(m.on_disk), (n - 1) / kv_->shape().block_tokens - shared);
+      if (a.on_disk > 0) a.chain = std::move(m.chain);
+    }
   }
   free_blocks(KvCache::blocks_for_tokens(kv_->shape(), n) - int64_t(kv_->blocks(a.seq).size()));
   if (!kv_->reserve(a.seq, n)) {
@@ -505,23 +519,57 @@ void Engine::plan_step(Running& running) {
   // Decode rows first, one token each, so running streams keep their pace;
   // then prompt chunks, oldest request first, from what is left of the
   // step's token budget (a request may wait a step for its turn).
+  // A prompt whose next blocks are on SSD reads them back instead, as many
+  // as the tokens it could compute (at least one while budget is left).
   int64_t budget = options_.step_tokens;
   for (auto& a : running) {
     a->planned = a->behind() == 1 ? 1 : 0;
+    a->restoring = 0;
     budget -= a->planned;
   }
+  const int64_t block_tokens = kv_->shape().block_tokens;
   for (auto& a : running)
-    if (a->behind() > 1) {
+    if (a->behind() > 1 && a->on_disk > 0) {
+      const int64_t tokens = std::max<int64_t>(0, std::min(options_.prefill_chunk, budget));
+      a->restoring = tokens > 0 ? std::min(a->on_disk, std::max<int64_t>(1, tokens / block_tokens)) : 0;
+      budget -= a->restoring * block_tokens;
+    } else if (a->behind() > 1) {
       a->planned = std::max<int64_t>(0, std::min({a->behind(), options_.prefill_chunk, budget}));
       budget -= a->planned;
     }
 }
 
+void Engine::read_back(Active& a) {
+  const int64_t block_tokens = kv_->shape().block_tokens;
+  const size_t from = size_t(a.computed / block_tokens);
+  const size_t got = cache_->read_back(a.history(), a.chain, from,
+                                       kv_->blocks(a.seq).subspan(from, size_t(a.restoring)));
+  // A block that did not read back whole ends the run: the rest is computed.
+  a.on_disk = got == size_t(a.restoring) ? a.on_disk - a.restoring : 0;
+  if (a.on_disk == 0) a.chain = {};
+  a.computed += int64_t(got) * block_tokens;
+  kv_->set_length(a.seq, a.computed);
+  cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+  if (a.info.preemptions == 0) {  // as start() counts: the first admission's
+    const int64_t cached = std::min(a.computed, a.decoding.prompt_tokens());
+    std::lock_guard lock(mutex_);
+    stats_.cached_tokens_total += cached - a.info.cached_tokens;
+    a.info.cached_tokens = cached;
+  }
+}
+
 void Engine::step(Running& running) {
+  for (auto& a : running)
+    if (a->restoring > 0) try {
+        read_back(*a);
+      } catch (const std::exception& e) {  // (allocation) this request alone ends
+        finish(*a, FinishReason::Stop, std::string("engine error: ") + e.what());
+      }
   std::vector<Active*>& batch = step_batch_;
   batch.clear();
   for (auto& a : running)
-    if (a->planned > 0) batch.push_back(a.get());
+    if (a->planned > 0 && !a->done) batch.push_back(a.get());
+  if (batch.empty()) return;  // a step of reads back only
   try {
     run_batch(batch);
   } catch (const std::exception&) {

@@ -180,6 +180,8 @@ class Engine {
   static FinishReason early_end(const RequestHandle& h);  // how a request asked to end early ends
   void plan_step(Running& running);  // how many tokens each request feeds this step
   void step(Running& running);
+  // Reads back the blocks plan_step gave a request from the SSD tier.
+  void read_back(Active& a);
   // One forward over the requests' next tokens (throws only if it fails),
   // then each request advances on its own.
   void run_batch(std::span<Active* const> batch);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 
@@ -378,10 +379,11 @@ TEST(PrefixCache, TheCapIsEnforcedInSpacedPasses) {
   kv.release(s2);
 }
 
-// A child kept in RAM while its parent left for the SSD tier: restoring
-// the parent continues the match with the child in RAM, and counts it, so
-// the parent is not evicted before it.
-TEST(PrefixCache, ARestoreContinuesWithABlockStillInRam) {
+// A lookup says how far the SSD tier continues past RAM; read_back fills a
+// sequence's own blocks, which publishing indexes. A child kept in RAM while
+// its parent left for the SSD tier counts for the parent once the parent is
+// back, so the parent is not evicted before it.
+TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) {
   std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
   ASSERT_NE(::mkdtemp(dir.data()), nullptr);
   {
@@ -391,17 +393,33 @@ TEST(PrefixCache, ARestoreContinuesWithABlockStillInRam) {
     auto tokens = iota(2 * kBlock);
     const auto first = std::span(tokens).first(kBlock);
     const int both = f.compute(tokens);
+    for (int32_t b : f.kv.blocks(both)) std::memset(f.kv.block_data(b).data(), 0x11 * (b + 1), f.kv.block_bytes());
     ChainCursor after_first{chain_hash(c.root(), first), 1};  // the child alone
     c.publish(after_first, tokens, 2 * kBlock, f.kv.blocks(both), {});
-    f.kv.release(f.publish_new(c, first));  // the parent, from another sequence
+    const int parent_seq = f.compute(first);  // the parent, from another sequence
+    std::memcpy(f.kv.block_data(f.kv.blocks(parent_seq)[0]).data(), f.kv.block_data(f.kv.blocks(both)[0]).data(),
+                f.kv.block_bytes());
+    f.publish(c, parent_seq, first);
+    f.kv.release(parent_seq);
     ssd.flush();
     EXPECT_EQ(c.evict(1), 1);  // the parent: the child is held
     EXPECT_EQ(c.stats().entries, 1);
-    const int free_before = int(f.kv.blocks_free());
+
     PrefixMatch m = c.lookup(tokens);
-    EXPECT_EQ(m.tokens, 2 * kBlock);
+    EXPECT_EQ(m.tokens, 0);
+    EXPECT_EQ(m.on_disk, 2u);
+    const int seq = f.kv.create_sequence();
+    ASSERT_TRUE(f.kv.reserve(seq, 2 * kBlock));
+    EXPECT_EQ(c.read_back(tokens, m.chain, 0, f.kv.blocks(seq)), 2u);
+    for (int i = 0; i < 2; ++i)
+      EXPECT_EQ(std::memcmp(f.kv.block_data(f.kv.blocks(seq)[size_t(i)]).data(),
+                            f.kv.block_data(f.kv.blocks(both)[size_t(i)]).data(), f.kv.block_bytes()),
+                0);
     EXPECT_EQ(c.stats().restored_blocks, 2);
-    EXPECT_EQ(int(f.kv.blocks_free()), free_before - 1);  // the child's copy read is freed
+    f.kv.set_length(seq, 2 * kBlock);
+    f.publish(c, seq, tokens);  // the parent is indexed again; the child was already
+    EXPECT_EQ(c.stats().entries, 2);
+    f.kv.release(seq);
     f.kv.release(both);
     EXPECT_EQ(c.evict(1), 1);  // the child first: the parent counts it now
     EXPECT_EQ(c.lookup(first).tokens, kBlock);

@@ -275,6 +275,32 @@ TEST(PromptCacheSsd, ARestartedEngineServesThePrefixFromDisk) {
   expect_kv_returned(second);
 }
 
+// A restore is read a step's worth at a time, like a prompt chunk (here 64
+// tokens: two blocks a step), so it shares its steps with other streams'
+// decode rows instead of holding the engine for the whole read.
+TEST(PromptCacheSsd, ALongRestoreIsReadAStepsWorthAtATime) {
+  TempDir dir;
+  auto cold = cold_engine();
+  const auto prompt = prompt_of(300, 7);
+  const Output want = run(*cold, prompt, 5);
+  EngineOptions opt = with_ssd(dir.path);
+  opt.prefill_chunk = 64;
+  {
+    Engine first(LlamaModel::load(kModel), opt);
+    run(first, prompt, 5);
+    first.flush_cache();
+  }
+  Engine second(LlamaModel::load(kModel), opt);
+  const int64_t steps_before = second.stats().steps;
+  const Output again = run(second, prompt, 5);
+  EXPECT_EQ(again.info.cached_tokens, 288);  // nine blocks; the last 12 prompt tokens are computed
+  expect_same(again, want);
+  // Reads of 2, 2, 2, 2 and 1 blocks, the 12 tokens (the first token), four decodes.
+  EXPECT_EQ(second.stats().steps - steps_before, 10);
+  EXPECT_EQ(second.cache_stats()->restored_blocks, 9);
+  expect_kv_returned(second);
+}
+
 TEST(PromptCacheSsd, ACorruptBlockIsSkippedAndRecomputed) {
   TempDir dir;
   auto cold = cold_engine();
