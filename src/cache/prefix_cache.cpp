@@ -36,20 +36,11 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
   m.chain = chain(tokens);
   std::lock_guard lock(mutex_);
   ++stats_.prefix_scans;
-  const uint64_t now = ++clock_;
-  const Clock::time_point at = Clock::now();
-  for (size_t i = 0; i < m.chain.size(); ++i) {
-    auto it = entries_.find(m.chain[i]);
-    if (it == entries_.end()) break;
-    Entry& e = it->second;
-    const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
-    if (e.parent != (i > 0 ? m.chain[i - 1] : root_) || !std::ranges::equal(e.tokens, ids)) break;
-    e.used = now;
-    e.used_at = at;
-    m.blocks.push_back(e.block);
-  }
-  if (ssd_ && !m.blocks.empty()) ssd_->touch(std::span(m.chain).first(m.blocks.size()));
+  m.blocks = walk(tokens, m.chain, 0, m.chain.size());
   if (ssd_ && m.blocks.size() < m.chain.size()) m.on_disk = ssd_->contains_prefix(std::span(m.chain).subspan(m.blocks.size()));
+  // Used now, also the blocks on disk: they are read back over the next
+  // steps, and the store's eviction must not take them meanwhile.
+  if (ssd_) ssd_->touch(std::span(m.chain).first(m.blocks.size() + m.on_disk));
   m.tokens = int64_t(m.blocks.size()) * block_tokens_;
   ++(m.blocks.empty() && m.on_disk == 0 ? stats_.misses : stats_.hits);
   stats_.hit_tokens += m.tokens;
@@ -60,6 +51,32 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
       ++(continues ? stats_.session_hits : stats_.session_misses);
     }
   return m;
+}
+
+std::vector<int32_t> PrefixCache::walk(std::span<const int32_t> tokens, std::span<const BlockHash> chain, size_t from,
+                                      size_t max) {
+  std::vector<int32_t> run;
+  const uint64_t now = ++clock_;
+  const Clock::time_point at = Clock::now();
+  for (size_t i = from; i < chain.size() && run.size() < max; ++i) {
+    auto it = entries_.find(chain[i]);
+    if (it == entries_.end()) break;
+    Entry& e = it->second;
+    const auto ids = tokens.subspan(i * size_t(block_tokens_), size_t(block_tokens_));
+    if (e.parent != (i > 0 ? chain[i - 1] : root_) || !std::ranges::equal(e.tokens, ids)) break;
+    e.used = now;
+    e.used_at = at;
+    run.push_back(e.block);
+  }
+  return run;
+}
+
+std::vector<int32_t> PrefixCache::indexed_run(std::span<const int32_t> tokens, std::span<const BlockHash> chain,
+                                              size_t from, size_t max) {
+  std::lock_guard lock(mutex_);
+  std::vector<int32_t> run = walk(tokens, chain, from, max);
+  stats_.hit_tokens += int64_t(run.size()) * block_tokens_;
+  return run;
 }
 
 size_t PrefixCache::read_back(std::span<const int32_t> tokens, std::span<const BlockHash> chain, size_t from,
@@ -84,7 +101,7 @@ size_t PrefixCache::read_back(std::span<const int32_t> tokens, std::span<const B
   if (n > 0) {
     stats_.restored_blocks += int64_t(n);
     stats_.hit_tokens += int64_t(n) * block_tokens_;
-    stats_.restore_ms_last = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    stats_.restore_ms_total += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   }
   return n;
 }
@@ -98,7 +115,11 @@ bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, std::spa
       entries_.try_emplace(hash, Entry{block, parent, depth, clock_, Clock::now(), 0, counted, {ids.begin(), ids.end()}});
   if (!added) {
     Entry& e = it->second;
-    if (!e.counted && counted && e.parent == parent) ++entries_.at(parent).children, e.counted = true;
+    if (!e.counted && counted && e.parent == parent) {
+      ++entries_.at(parent).children;
+      e.counted = true;
+      e.depth = depth;
+    }
     return false;
   }
   if (counted) ++entries_.at(parent).children;  // (the insertion may have moved it)

@@ -55,7 +55,7 @@ struct PrefixCacheStats {
   int64_t prefix_scans = 0, evictions = 0;
   int64_t cap_passes = 0;  // evictions run because the index was over max_bytes
   int64_t restored_blocks = 0, demotions = 0;  // the SSD tier: blocks read back, idle blocks dropped from RAM
-  double restore_ms_last = 0;                  // the last read_back: all its reads
+  double restore_ms_total = 0;                 // time in read_back, all its reads
 };
 
 // Where a sequence stands in publishing its blocks: the hash of the last
@@ -103,6 +103,10 @@ class PrefixCache {
   // a long restore never stalls the streams that share its steps.
   size_t read_back(std::span<const int32_t> tokens, std::span<const BlockHash> chain, size_t from,
                    std::span<const int32_t> into);
+  // The indexed blocks of `chain` from `from` on (at most `max`), marked as
+  // used: what another request read back or computed since a lookup.
+  std::vector<int32_t> indexed_run(std::span<const int32_t> tokens, std::span<const BlockHash> chain, size_t from,
+                                   size_t max);
 
   // Indexes the blocks of a sequence that filled since `cursor`:
   // tokens[0, filled) are held in `blocks` (its block table). A block whose
@@ -149,6 +153,9 @@ class PrefixCache {
   // already (a child kept while its parent left RAM now counts for the
   // parent that came back).
   bool index(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> ids, int32_t block);
+  // Mutex held: the indexed run of `chain` from `from` (at most `max`), its
+  // tokens and parents checked, marked as used now.
+  std::vector<int32_t> walk(std::span<const int32_t> tokens, std::span<const BlockHash> chain, size_t from, size_t max);
   // Frees up to n leaves that only the cache holds and that `may_go` accepts.
   int64_t evict_locked(int64_t n, const std::function<bool(const BlockHash&, const Entry&)>& may_go = {});
   void enforce_cap();

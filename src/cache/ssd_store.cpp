@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 namespace hearth::cache {
 
@@ -352,6 +353,20 @@ void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<con
     queue_.push_back(std::move(job));
   }
   work_cv_.notify_one();
+}
+
+uint64_t SsdStore::drop_queue() {
+  std::deque<Job> dropped;  // freed after the lock is let go
+  uint64_t bytes;
+  {
+    std::lock_guard lk(mu_);
+    for (const Job& job : queue_) pending_.erase(job.hash);
+    stats_.dropped_spills += int64_t(queue_.size());
+    bytes = std::exchange(queued_bytes_, 0);
+    dropped.swap(queue_);
+  }
+  done_cv_.notify_all();  // a flush() may have been waiting for them
+  return bytes;
 }
 
 void SsdStore::touch(std::span<const BlockHash> hashes) {

@@ -103,9 +103,12 @@ class SsdStore {
   SsdFlushResult flush();
   SsdStoreStats stats() const;
   // While paused the writer starts no new record, so the disk is left to
-  // latency-critical work; puts still queue (and drop the oldest past
+  // latency-critical work; puts still queue (and are dropped past
   // queue_bytes). flush() and the destructor write regardless.
   void set_paused(bool paused);
+  // Drops every write still waiting (counted as dropped): under memory
+  // pressure their copies are worth less than the memory. Returns the bytes.
+  uint64_t drop_queue();
   // Tokens in the longest chain of durable records starting at a record whose
   // parent is root_parent.
   int64_t longest_durable_prefix_tokens(const BlockHash& root_parent) const;

@@ -260,11 +260,10 @@ bool Engine::start(Active& a) {
       }
     }
     a.published = {shared > 0 ? m.chain[size_t(shared - 1)] : cache_->root(), shared};
-    // Blocks on SSD past the RAM hit are read back step by step (plan_step),
-    // all but one that holds the last history token, computed for its logits.
+    // Blocks on SSD past the RAM hit are read back step by step (plan_step).
     if (!whole && m.on_disk > 0) {
-      a.on_disk = std::min(int64_t(m.on_disk), (n - 1) / kv_->shape().block_tokens - shared);
-      if (a.on_disk > 0) a.chain = std::move(m.chain);
+      a.on_disk = int64_t(m.on_disk);
+      a.chain = std::move(m.chain);
     }
   }
   free_blocks(KvCache::blocks_for_tokens(kv_->shape(), n) - int64_t(kv_->blocks(a.seq).size()));
@@ -333,7 +332,10 @@ void Engine::tidy_cache() {
   const size_t total = meminfo("MemTotal:"), available = memory_available();
   const size_t floor = options_.min_available_bytes ? options_.min_available_bytes : total / 100 * 15;
   if (total == 0 || available >= floor) return;
-  const int64_t want = int64_t((floor - available) / kv_->block_bytes()) + 1;
+  // The SSD tier's waiting writes are copies: they go first.
+  const uint64_t dropped = ssd_ ? ssd_->drop_queue() : 0;
+  if (available + dropped >= floor) return;
+  const int64_t want = int64_t((floor - available - dropped) / kv_->block_bytes()) + 1;
   const int64_t freed = cache_->evict(want);
   kv_->discard_free(freed);
   std::lock_guard lock(mutex_);
@@ -540,14 +542,23 @@ void Engine::plan_step(Running& running) {
 }
 
 void Engine::read_back(Active& a) {
-  const int64_t block_tokens = kv_->shape().block_tokens;
-  const size_t from = size_t(a.computed / block_tokens);
-  const size_t got = cache_->read_back(a.history(), a.chain, from,
-                                       kv_->blocks(a.seq).subspan(from, size_t(a.restoring)));
+  const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size());
+  const size_t from = size_t(a.computed / block_tokens), want = size_t(a.restoring);
+  // Blocks another request read back (or computed) since the lookup are
+  // shared, not read again; but not the one the last history token is in,
+  // which is written again below.
+  const size_t shareable = std::min(want, size_t((n - 1) / block_tokens) - from);
+  const std::vector<int32_t> shared = cache_->indexed_run(a.history(), a.chain, from, shareable);
+  for (size_t i = 0; i < shared.size(); ++i) kv_->share_block(a.seq, from + i, shared[i]);
+  size_t got = shared.size();
+  if (got < want)
+    got += cache_->read_back(a.history(), a.chain, from + got, kv_->blocks(a.seq).subspan(from + got, want - got));
   // A block that did not read back whole ends the run: the rest is computed.
-  a.on_disk = got == size_t(a.restoring) ? a.on_disk - a.restoring : 0;
+  a.on_disk = got == want ? a.on_disk - a.restoring : 0;
   if (a.on_disk == 0) a.chain = {};
-  a.computed += int64_t(got) * block_tokens;
+  // The last history token is computed again, for its logits (the block
+  // it is in is the sequence's own, and published once it is).
+  a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
   kv_->set_length(a.seq, a.computed);
   cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
   if (a.info.preemptions == 0) {  // as start() counts: the first admission's

@@ -132,6 +132,19 @@ void KvCache::attach(int seq, std::span<const int32_t> blocks) {
   s.length += int64_t(blocks.size()) * shape_.block_tokens;
 }
 
+void KvCache::share_block(int seq, size_t i, int32_t block) {
+  Sequence& s = seqs_.at(seq);
+  if (int64_t(i) * shape_.block_tokens < s.length) throw std::logic_error("only a block not written yet is shared");
+  const int32_t own = s.blocks.at(i);
+  retain(block);
+  s.blocks[i] = block;
+  for (int l = 0; l < shape_.layers; ++l) {
+    s.k_ptrs[l][i] = layer_data(l, block, false);
+    s.v_ptrs[l][i] = layer_data(l, block, true);
+  }
+  unref(own);
+}
+
 void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float* v) {
   const Sequence& s = seqs_.at(seq);
   const int bt = shape_.block_tokens, hd = shape_.head_dim;

@@ -48,6 +48,10 @@ class KvCache {
   // Appends full blocks to a sequence whose blocks are all full (a prefix
   // hit), taking a reference on each; the length grows by whole blocks.
   void attach(int seq, std::span<const int32_t> blocks);
+  // The sequence's i-th block, not written yet, becomes `block` (a reference
+  // taken; its own is given back): a block the prompt cache indexed since
+  // the sequence reserved its own, shared instead of read again.
+  void share_block(int seq, size_t i, int32_t block);
   int64_t length(int seq) const { return seqs_.at(seq).length; }
   void set_length(int seq, int64_t n) { seqs_.at(seq).length = n; }
   // Positions the sequence's blocks can hold.

@@ -95,7 +95,7 @@ ojson Server::Impl::stats() const {
                  {"restores", d->restores},
                  {"restored_blocks", c->restored_blocks},
                  {"spills", d->spills},
-                 {"restore_ms_last", c->restore_ms_last},
+                 {"restore_ms_total", c->restore_ms_total},
                  {"demotions", c->demotions},
                  {"pending_spill_bytes", d->pending_spill_bytes},
                  {"pending_spills", d->pending_spills},
@@ -246,8 +246,8 @@ std::string Server::Impl::prometheus() const {
     metric("hearth_ssd_cache_max_bytes", "gauge", "SSD cache capacity (--ssd-cache-max).", d->max_bytes);
     metric("hearth_ssd_cache_restores_total", "counter", "Blocks read back from SSD.", d->restores);
     metric("hearth_ssd_cache_spills_total", "counter", "Blocks written to SSD.", d->spills);
-    metric("hearth_ssd_cache_restore_ms_last", "gauge", "Milliseconds of the last prefix read from SSD.",
-           c->restore_ms_last);
+    metric("hearth_ssd_cache_restore_seconds_total", "counter", "Time spent reading prefixes back from SSD.",
+           c->restore_ms_total / 1000);
     metric("hearth_ssd_cache_demotions_total", "counter", "Idle blocks dropped from RAM once on SSD.", c->demotions);
     metric("hearth_ssd_cache_pending_spill_bytes", "gauge", "Bytes waiting to be written.", d->pending_spill_bytes);
     metric("hearth_ssd_cache_dropped_spills_total", "counter", "Writes dropped because the queue was full.",

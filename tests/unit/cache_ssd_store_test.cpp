@@ -655,6 +655,25 @@ TEST_F(SsdStoreTest, AFullQueueDropsNewWritesSoAChainsStartIsKept) {
   EXPECT_EQ(s.contains_prefix(hashes), 2u);
 }
 
+// Under memory pressure the waiting writes are given up: counted as
+// dropped, no longer pending, and a flush() does not wait for them.
+TEST_F(SsdStoreTest, DroppingTheQueueGivesUpEveryWaitingWrite) {
+  SsdStore s(options());
+  s.set_paused(true);
+  auto chain = make_chain(chain_root_, 3);
+  for (const Block& b : chain) put(s, b);
+  EXPECT_EQ(s.stats().pending_spills, 3);
+  EXPECT_EQ(s.drop_queue(), 3 * (kTokens * 4 + kBytes));  // tokens and payload, no header
+  EXPECT_EQ(s.stats().pending_spills, 0);
+  EXPECT_EQ(s.stats().pending_spill_bytes, 0u);
+  const auto f = s.flush();
+  EXPECT_EQ(f.dropped, 3);
+  EXPECT_EQ(f.written, 0);
+  put(s, chain[0]);  // no longer pending: it can be put again
+  EXPECT_EQ(s.flush().written, 1);
+  EXPECT_TRUE(read_ok(s, chain[0]));
+}
+
 TEST_F(SsdStoreTest, AFullQueueUnderARunningWriterStaysBounded) {
   constexpr size_t kBig = 1 << 20;
   constexpr int kPuts = 30;

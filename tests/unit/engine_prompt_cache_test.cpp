@@ -301,6 +301,57 @@ TEST(PromptCacheSsd, ALongRestoreIsReadAStepsWorthAtATime) {
   expect_kv_returned(second);
 }
 
+// Requests that need the same blocks from disk at once read them once:
+// the later ones share what the first read back.
+TEST(PromptCacheSsd, RequestsRestoringOnePrefixTogetherReadItOnce) {
+  TempDir dir;
+  auto cold = cold_engine();
+  const auto prompt = prompt_of(300, 8);
+  const Output want = run(*cold, prompt, 5);
+  EngineOptions opt = with_ssd(dir.path);
+  opt.prefill_chunk = 64;
+  {
+    Engine first(LlamaModel::load(kModel), opt);
+    run(first, prompt, 5);
+    first.flush_cache();
+  }
+  Engine second(LlamaModel::load(kModel), opt);
+  std::vector<std::shared_ptr<RequestHandle>> handles;
+  for (int i = 0; i < 3; ++i) {
+    GenerationRequest r = greedy(prompt, 5);
+    r.top_logprobs = 0;
+    handles.push_back(second.submit(std::move(r)));
+  }
+  for (auto& h : handles) {
+    Output out;
+    while (auto ev = h->next()) out.tokens.push_back(ev->token), out.logprobs.push_back(ev->logprob);
+    expect_same(out, want);
+  }
+  EXPECT_EQ(second.ssd_stats()->restores, 9);
+  EXPECT_EQ(second.cache_stats()->restored_blocks, 9);
+  expect_kv_returned(second);
+}
+
+// A prompt of whole blocks, all on disk, computes only its last token, as
+// a RAM hit of it does.
+TEST(PromptCacheSsd, ABlockAlignedPromptOnDiskComputesOnlyItsLastToken) {
+  TempDir dir;
+  auto cold = cold_engine();
+  const auto prompt = prompt_of(288, 9);
+  const Output want = run(*cold, prompt, 3);
+  {
+    Engine first(LlamaModel::load(kModel), with_ssd(dir.path));
+    run(first, prompt, 3);
+    first.flush_cache();
+  }
+  Engine second(LlamaModel::load(kModel), with_ssd(dir.path));
+  const Output again = run(second, prompt, 3);
+  EXPECT_EQ(again.info.cached_tokens, 287);
+  expect_same(again, want);
+  EXPECT_EQ(second.cache_stats()->restored_blocks, 9);
+  expect_kv_returned(second);
+}
+
 TEST(PromptCacheSsd, ACorruptBlockIsSkippedAndRecomputed) {
   TempDir dir;
   auto cold = cold_engine();
