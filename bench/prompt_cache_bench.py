@@ -3,7 +3,8 @@
 cold (computed), from the RAM tier (a hit), and from the SSD tier after a
 restart (the record files dropped from the page cache first, so they come
 from the disk), with the restore's MB/s next to the disk's sequential read
-rate measured in the same run on the same directory.
+rate measured in the same run on the same directory; and how long a stream
+that decodes meanwhile waits for a token at most while a restore runs.
 
   python3 bench/prompt_cache_bench.py [--hearth build/hearth] [--model DIR]
       [--prefix 3000] [--dir /var/tmp/hearth-bench] [--threads N] [--kv-type f32|bf16]
@@ -141,6 +142,44 @@ for p in prefixes:  # one restart per prompt: each restore starts from a cold di
     st = srv.stats()
     restores.append((t, cached, st["ssd_cache"]["restore_ms_total"], st["prompt_cache"]["entries"]))
     srv.stop()
+
+
+def stall_during_restore(prompt):
+    """A stream decodes while another request's prefix is restored from a cold disk: the longest gap
+    between its tokens during the restore, and its median gap before it (seconds)."""
+    drop_from_page_cache(ssd)
+    srv = Server("--ssd-cache", ssd)
+    body = {"prompt": [rng.randrange(1000, 100000) for _ in range(8)], "max_tokens": 2000, "temperature": 0, "stream": True}
+    req = urllib.request.Request(srv.url + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    times, started = [], concurrent.futures.Future()
+
+    def read():
+        with urllib.request.urlopen(req, timeout=3600) as r:
+            for line in r:
+                if line.startswith(b"data: {"):
+                    times.append(time.perf_counter())
+                    if len(times) == 20:
+                        started.set_result(None)
+                    if window[1] is not None and times[-1] > window[1]:
+                        return
+
+    window = [None, None]
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        reader = ex.submit(read)
+        started.result(timeout=600)
+        window[0] = time.perf_counter()
+        srv.ttft(prompt)
+        window[1] = time.perf_counter()
+        reader.result(timeout=600)
+    srv.stop()
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    before = sorted(g for g, t in zip(gaps, times[1:]) if t < window[0])
+    during = [g for g, t in zip(gaps, times[1:]) if window[0] <= t <= window[1] + max(gaps)]
+    return max(during), before[len(before) // 2]
+
+
+log("a stream decoding while a prefix is restored ...")
+stall, itl = stall_during_restore(prefixes[0])
 best = min(restores)
 kv_bytes_per_token = ssd_stats["bytes"] / max(1, ssd_stats["entries"]) / 32
 restored_bytes = best[1] * kv_bytes_per_token
@@ -154,6 +193,7 @@ out = {
     "ram_hit_vs_cold": ram_s / cold, "ssd_restore_speedup_vs_cold": cold / best[0],
     "restore_ms": best[2], "restored_bytes": restored_bytes, "restore_bytes_per_s": restore_rate,
     "disk_read_bytes_per_s": disk, "restore_vs_disk": restore_rate / disk, "flush": flush,
+    "stream_itl_s": itl, "stream_longest_gap_during_restore_s": stall,
 }
 if a.json:
     print(json.dumps(out, indent=1))
@@ -162,5 +202,7 @@ else:
           f"TTFT cold {cold:.3f} s, RAM hit {ram_s:.3f} s ({100 * ram_s / cold:.1f}% of cold), "
           f"SSD restore {best[0]:.3f} s ({cold / best[0]:.1f}x faster than cold)\n"
           f"restore read {restored_bytes / 1e6:.0f} MB in {best[2]:.0f} ms = {restore_rate / 1e6:.0f} MB/s; "
-          f"disk sequential read {disk / 1e6:.0f} MB/s ({100 * restore_rate / disk:.0f}%)")
+          f"disk sequential read {disk / 1e6:.0f} MB/s ({100 * restore_rate / disk:.0f}%)\n"
+          f"a decoding stream: {1000 * itl:.0f} ms between tokens, {1000 * stall:.0f} ms at most while a prefix "
+          f"was restored")
 shutil.rmtree(a.dir, ignore_errors=True)
