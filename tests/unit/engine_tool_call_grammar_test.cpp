@@ -70,6 +70,22 @@ TEST(ToolCallGrammar, NamesWithDashesAndDotsReadBackInEveryFormat) {
   }
 }
 
+// A tool of many optional parameters (past GrammarBuilder::kMaxSkippableRun)
+// is constrained in Qwen3-Coder's format too: any of them may be left out.
+TEST(ToolCallGrammar, Qwen3CoderTakesAToolOfManyOptionalParameters) {
+  ojson props = ojson::object();
+  for (int i = 0; i < 100; ++i) props["p" + std::to_string(i)] = {{"type", "integer"}};
+  const ojson tools = ojson::array({{{"type", "function"}, {"function", {{"name", "wide"},
+      {"parameters", {{"type", "object"}, {"properties", props}, {"required", ojson::array({"p50"})}}}}}}});
+  const auto g = compile_tool_calls(ToolCallFormat::Qwen3Coder, tools, "wide", false);
+  ASSERT_TRUE(g);
+  auto call = [](const char* args) { return text::render_tool_call(ToolCallFormat::Qwen3Coder, "wide", args); };
+  EXPECT_TRUE(accepts_whole(g, call(R"({"p50":1})")));
+  EXPECT_TRUE(accepts_whole(g, call(R"({"p0":1,"p50":2,"p99":3})")));
+  EXPECT_FALSE(accepts_whole(g, call(R"({"p99":3})")));           // p50 is required
+  EXPECT_FALSE(accepts_whole(g, call(R"({"p50":2,"p0":1})")));    // the schema's order
+}
+
 TEST(ToolCallGrammar, NoneIsNotConstrained) { EXPECT_FALSE(compile_tool_calls(ToolCallFormat::None, kTools, "", false)); }
 
 const ojson kPythonTools = ojson::parse(R"([

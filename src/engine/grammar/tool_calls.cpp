@@ -67,8 +67,11 @@ std::unordered_set<std::string> names(const ojson& required) {
 
 // <tool_call>\n<function=NAME>\n(<parameter=KEY>\nVALUE\n</parameter>\n)*</function>\n</tool_call>,
 // the parameters in the schema's order, the required ones always there.
+// Built from the end, each optional one a choice of itself and what
+// follows, so that any number of them never makes a long run of skippable
+// parts (GrammarBuilder::kMaxSkippableRun).
 std::optional<Expr> coder_call(GrammarBuilder& b, const std::string& name, const ojson* parameters) {
-  std::vector<Expr> parts = {b.literal("<tool_call>\n<function=" + name + ">\n")};
+  std::vector<std::pair<Expr, bool>> params;  // each, and whether it is required
   if (parameters && parameters->is_object() && !parameters->empty()) {
     if (parameters->dump().find("\"$ref\"") != std::string::npos) return std::nullopt;
     const ojson& props = parameters->value("properties", ojson::object());
@@ -79,12 +82,16 @@ std::optional<Expr> coder_call(GrammarBuilder& b, const std::string& name, const
       if (key.find('>') != std::string::npos || key.find('<') != std::string::npos) return std::nullopt;
       auto value = coder_value(b, schema);
       if (!value) return std::nullopt;
-      const Expr param = b.sequence({b.literal("<parameter=" + key + ">\n"), *value, b.literal("\n</parameter>\n")});
-      parts.push_back(must_have.count(key) ? param : b.repeat(param, 0, 1));
+      params.emplace_back(b.sequence({b.literal("<parameter=" + key + ">\n"), *value, b.literal("\n</parameter>\n")}),
+                          must_have.count(key) > 0);
     }
   }
-  parts.push_back(b.literal("</function>\n</tool_call>"));
-  return b.sequence(parts);
+  Expr rest = b.literal("</function>\n</tool_call>");
+  for (size_t i = params.size(); i-- > 0;) {
+    const Expr with = b.sequence({params[i].first, rest});
+    rest = params[i].second ? with : b.choice({with, rest});
+  }
+  return b.sequence({b.literal("<tool_call>\n<function=" + name + ">\n"), rest});
 }
 
 // One Gemma (Python call syntax) keyword value, as the pythonic parser
