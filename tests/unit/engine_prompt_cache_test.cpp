@@ -253,6 +253,22 @@ EngineOptions with_ssd(const std::filesystem::path& dir) {
   return EngineOptions{.threads = 2, .ssd_dir = dir, .ssd_demote_idle_seconds = 1e9};
 }
 
+// What a cold engine makes of the prompt; an engine with `opt` has run it
+// meanwhile and made its blocks durable, for a restarted one to read back.
+Output run_and_spill(const std::vector<int32_t>& prompt, int64_t max_tokens, const EngineOptions& opt) {
+  const Output want = run(*cold_engine(), prompt, max_tokens);
+  Engine first(LlamaModel::load(kModel), opt);
+  run(first, prompt, max_tokens);
+  first.flush_cache();
+  return want;
+}
+
+EngineOptions with_ssd_and_chunk(const std::filesystem::path& dir, int64_t prefill_chunk) {
+  EngineOptions opt = with_ssd(dir);
+  opt.prefill_chunk = prefill_chunk;
+  return opt;
+}
+
 TEST(PromptCacheSsd, ARestartedEngineServesThePrefixFromDisk) {
   TempDir dir;
   auto cold = cold_engine();
@@ -280,16 +296,9 @@ TEST(PromptCacheSsd, ARestartedEngineServesThePrefixFromDisk) {
 // decode rows instead of holding the engine for the whole read.
 TEST(PromptCacheSsd, ALongRestoreIsReadAStepsWorthAtATime) {
   TempDir dir;
-  auto cold = cold_engine();
   const auto prompt = prompt_of(300, 7);
-  const Output want = run(*cold, prompt, 5);
-  EngineOptions opt = with_ssd(dir.path);
-  opt.prefill_chunk = 64;
-  {
-    Engine first(LlamaModel::load(kModel), opt);
-    run(first, prompt, 5);
-    first.flush_cache();
-  }
+  const EngineOptions opt = with_ssd_and_chunk(dir.path, 64);
+  const Output want = run_and_spill(prompt, 5, opt);
   Engine second(LlamaModel::load(kModel), opt);
   const int64_t steps_before = second.stats().steps;
   const Output again = run(second, prompt, 5);
@@ -305,16 +314,9 @@ TEST(PromptCacheSsd, ALongRestoreIsReadAStepsWorthAtATime) {
 // the later ones share what the first read back.
 TEST(PromptCacheSsd, RequestsRestoringOnePrefixTogetherReadItOnce) {
   TempDir dir;
-  auto cold = cold_engine();
   const auto prompt = prompt_of(300, 8);
-  const Output want = run(*cold, prompt, 5);
-  EngineOptions opt = with_ssd(dir.path);
-  opt.prefill_chunk = 64;
-  {
-    Engine first(LlamaModel::load(kModel), opt);
-    run(first, prompt, 5);
-    first.flush_cache();
-  }
+  const EngineOptions opt = with_ssd_and_chunk(dir.path, 64);
+  const Output want = run_and_spill(prompt, 5, opt);
   Engine second(LlamaModel::load(kModel), opt);
   std::vector<std::shared_ptr<RequestHandle>> handles;
   for (int i = 0; i < 3; ++i) {
@@ -336,14 +338,8 @@ TEST(PromptCacheSsd, RequestsRestoringOnePrefixTogetherReadItOnce) {
 // a RAM hit of it does.
 TEST(PromptCacheSsd, ABlockAlignedPromptOnDiskComputesOnlyItsLastToken) {
   TempDir dir;
-  auto cold = cold_engine();
   const auto prompt = prompt_of(288, 9);
-  const Output want = run(*cold, prompt, 3);
-  {
-    Engine first(LlamaModel::load(kModel), with_ssd(dir.path));
-    run(first, prompt, 3);
-    first.flush_cache();
-  }
+  const Output want = run_and_spill(prompt, 3, with_ssd(dir.path));
   Engine second(LlamaModel::load(kModel), with_ssd(dir.path));
   const Output again = run(second, prompt, 3);
   EXPECT_EQ(again.info.cached_tokens, 287);
@@ -354,14 +350,8 @@ TEST(PromptCacheSsd, ABlockAlignedPromptOnDiskComputesOnlyItsLastToken) {
 
 TEST(PromptCacheSsd, ACorruptBlockIsSkippedAndRecomputed) {
   TempDir dir;
-  auto cold = cold_engine();
   const auto prompt = prompt_of(100, 3);
-  const Output want = run(*cold, prompt, 10);
-  {
-    Engine first(LlamaModel::load(kModel), with_ssd(dir.path));
-    run(first, prompt, 10);
-    first.flush_cache();
-  }
+  const Output want = run_and_spill(prompt, 10, with_ssd(dir.path));
   // Flip a payload byte of every block on disk.
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path))

@@ -27,6 +27,15 @@ bool accepts_whole(const std::shared_ptr<const Grammar>& g, const std::string& t
   return m.accept_bytes(text) && m.is_complete();
 }
 
+// What the output parser makes of a whole reply in this format.
+std::vector<text::OutputEvent> parse_reply(ToolCallFormat format, const ojson& tools, const std::string& reply) {
+  text::OutputParser parser({format, "", ""}, true, false, &tools);
+  std::vector<text::OutputEvent> events;
+  parser.feed(reply, events);
+  parser.finish(events);
+  return events;
+}
+
 TEST(ToolCallGrammar, EachJsonFormatAcceptsItsOwnCallsOnly) {
   for (auto format : {ToolCallFormat::Hermes, ToolCallFormat::Llama3Json, ToolCallFormat::Mistral, ToolCallFormat::DeepSeek,
                       ToolCallFormat::FireFunction, ToolCallFormat::FunctionaryV31, ToolCallFormat::CommandR7B}) {
@@ -59,10 +68,7 @@ TEST(ToolCallGrammar, NamesWithDashesAndDotsReadBackInEveryFormat) {
     SCOPED_TRACE(int(format));
     const std::string call = text::render_tool_call(format, "get-weather.v2", R"({"city":"Oslo"})");
     EXPECT_TRUE(accepts_whole(compile_tool_calls(format, tools, "get-weather.v2", false), call)) << call;
-    text::OutputParser parser({format, "", ""}, true, false, &tools);
-    std::vector<text::OutputEvent> events;
-    parser.feed(call, events);
-    parser.finish(events);
+    const auto events = parse_reply(format, tools, call);
     ASSERT_EQ(events.size(), 1u) << call;
     EXPECT_EQ(events[0].kind, text::OutputEvent::Kind::ToolCall) << call;
     EXPECT_EQ(events[0].call.name, "get-weather.v2");
@@ -74,7 +80,10 @@ TEST(ToolCallGrammar, NamesWithDashesAndDotsReadBackInEveryFormat) {
 // is constrained in Qwen3-Coder's format too: any of them may be left out.
 TEST(ToolCallGrammar, Qwen3CoderTakesAToolOfManyOptionalParameters) {
   ojson props = ojson::object();
-  for (int i = 0; i < 100; ++i) props["p" + std::to_string(i)] = {{"type", "integer"}};
+  for (int i = 0; i < 100; ++i) {
+    std::string key = std::to_string(i);
+    props[key.insert(0, 1, 'p')] = {{"type", "integer"}};  // (not "p" + ..: GCC 12's false -Wrestrict)
+  }
   const ojson tools = ojson::array({{{"type", "function"}, {"function", {{"name", "wide"},
       {"parameters", {{"type", "object"}, {"properties", props}, {"required", ojson::array({"p50"})}}}}}}});
   const auto g = compile_tool_calls(ToolCallFormat::Qwen3Coder, tools, "wide", false);
@@ -150,7 +159,6 @@ void sample_calls_and_validate(ToolCallFormat tool_format, const ojson& tools) {
   const auto vocab = std::make_shared<const Vocabulary>(bytes);
   const int32_t stop = int32_t(bytes.size() - 1);
   const Constraint constraint{compile_tool_calls(tool_format, tools, "weather", false), vocab};
-  const text::OutputFormat format{tool_format, "", ""};
   const ojson& schema = tools[0]["function"]["parameters"];
   std::minstd_rand rng(99);
   std::vector<float> logits(bytes.size());
@@ -166,10 +174,7 @@ void sample_calls_and_validate(ToolCallFormat tool_format, const ojson& tools) {
       if (token != stop) out += vocab->bytes(token);
     }
     ASSERT_EQ(*d.finished(), FinishReason::Stop) << out;
-    text::OutputParser parser(format, true, false, &tools);
-    std::vector<text::OutputEvent> events;
-    parser.feed(out, events);
-    parser.finish(events);
+    const auto events = parse_reply(tool_format, tools, out);
     ASSERT_EQ(events.size(), 1u) << out;
     ASSERT_EQ(events[0].kind, text::OutputEvent::Kind::ToolCall) << out;
     EXPECT_EQ(events[0].call.name, "weather");
