@@ -8,6 +8,23 @@
 
 namespace hearth::server {
 
+AudioSessions::AudioSessions(AudioSessionLimits limits) : limits_(limits), sweeper_([this] { sweep(); }) {}
+
+AudioSessions::~AudioSessions() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  stop_.notify_all();
+  sweeper_.join();
+}
+
+void AudioSessions::sweep() {
+  const auto period = std::chrono::duration<double>(std::clamp(limits_.idle_seconds / 4, 0.05, 30.0));
+  std::unique_lock lock(mutex_);
+  while (!stop_.wait_for(lock, period, [this] { return stopping_; })) forget_idle();
+}
+
 void AudioSessions::forget_idle() const {
   const auto now = Clock::now();
   const auto idle = std::chrono::duration<double>(limits_.idle_seconds);
@@ -78,7 +95,6 @@ bool AudioSessions::remove(const std::string& id) {
 
 int AudioSessions::open() const {
   std::lock_guard lock(mutex_);
-  forget_idle();
   return open_locked();
 }
 

@@ -3,16 +3,20 @@
 // (audio/transcript_stream.h), finished with the body a one-shot
 // transcription of the same audio answers. The table holds at most
 // max_open unfinished sessions and as many finished ones (the least recently
-// used forgotten first), and forgets a session idle for idle_seconds.
+// used forgotten first), and forgets a session idle for idle_seconds: a
+// thread sweeps it a few times per idle period, so a quiet server gives
+// the memory of abandoned sessions back too.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "audio/transcript_stream.h"
 #include "server/audio_request.h"
@@ -40,7 +44,10 @@ struct AudioSession {
 
 class AudioSessions {
  public:
-  explicit AudioSessions(AudioSessionLimits limits) : limits_(limits) {}
+  explicit AudioSessions(AudioSessionLimits limits);
+  ~AudioSessions();
+  AudioSessions(const AudioSessions&) = delete;
+  AudioSessions& operator=(const AudioSessions&) = delete;
 
   const AudioSessionLimits& limits() const { return limits_; }
   // Throws ApiError 429 when max_open are open.
@@ -61,9 +68,14 @@ class AudioSessions {
   int open_locked() const;
   void forget_finished_past(size_t keep);  // the least recently used first
 
+  void sweep();  // the thread: forget_idle() a few times per idle period
+
   AudioSessionLimits limits_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, Entry> sessions_;  // forgetting idle ones is not a change
+  std::condition_variable stop_;
+  bool stopping_ = false;
+  std::thread sweeper_;
 };
 
 }  // namespace hearth::server
