@@ -326,33 +326,37 @@ void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<con
     }
     return pending_.count(hash) > 0;
   };
-  // A full queue drops the block being put: blocks are put parents first,
-  // so what stays queued is the start of a chain (restorable), and what is
-  // dropped is its end (a future miss, never a wrong answer).
+  // A full queue drops the block being put, and so does a dropped block's
+  // child, even once the queue has room again: a chain is read from its
+  // start, so what is written must be a chain's start (restorable), and
+  // what is dropped its end (a future miss, never a wrong answer).
   const uint64_t bytes = tokens.size() * sizeof(int32_t) + payload.size();
-  auto full = [&] { return !queue_.empty() && queued_bytes_ + bytes > opt_.queue_bytes; };
+  auto drops = [&] {
+    if (!dropped_.contains(parent) && (queue_.empty() || queued_bytes_ + bytes <= opt_.queue_bytes)) return false;
+    ++stats_.dropped_spills;
+    remember_dropped(hash);
+    return true;
+  };
   {
     std::lock_guard lk(mu_);
-    if (already_have()) return;
-    if (full()) {
-      ++stats_.dropped_spills;
-      return;
-    }
+    if (already_have() || drops()) return;
   }
   Job job{0, hash, parent, {tokens.begin(), tokens.end()}, {payload.begin(), payload.end()}};
   {
     std::lock_guard lk(mu_);
-    if (already_have()) return;
-    if (full()) {
-      ++stats_.dropped_spills;
-      return;
-    }
+    if (already_have() || drops()) return;
     job.seq = ++next_seq_;
     queued_bytes_ += job.bytes();
     pending_.insert(hash);
+    dropped_.erase(hash);  // put again (computed again): its children may follow
     queue_.push_back(std::move(job));
   }
   work_cv_.notify_one();
+}
+
+void SsdStore::remember_dropped(const BlockHash& hash) {
+  if (dropped_.size() >= kMaxDroppedKept) dropped_.clear();  // (then a few orphans may be written)
+  dropped_.insert(hash);
 }
 
 uint64_t SsdStore::drop_queue() {
@@ -360,7 +364,10 @@ uint64_t SsdStore::drop_queue() {
   uint64_t bytes;
   {
     std::lock_guard lk(mu_);
-    for (const Job& job : queue_) pending_.erase(job.hash);
+    for (const Job& job : queue_) {
+      pending_.erase(job.hash);
+      remember_dropped(job.hash);
+    }
     stats_.dropped_spills += int64_t(queue_.size());
     bytes = std::exchange(queued_bytes_, 0);
     dropped.swap(queue_);

@@ -43,7 +43,8 @@ struct SsdStoreOptions {
   // fills from one run to the next.
   uint64_t max_bytes = 0;
   uint64_t queue_bytes = 2ull << 30;  // cap on bytes waiting in the write queue; past it the
-                                      // block being put is dropped and counted
+                                      // block being put is dropped and counted, and so are
+                                      // its children (a chain is read from its start)
   BlockHash ns;                       // namespace (model identity + KV format)
   size_t block_bytes = 0;             // payload size of every record
   int block_tokens = 0;               // tokens per block
@@ -146,6 +147,7 @@ class SsdStore {
   void add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes);
   void remove_entry(const BlockHash& hash);  // from the index only: the caller unlinks the file
   void mark_used(const BlockHash& hash, Entry& e);
+  void remember_dropped(const BlockHash& hash);
   // Files an eviction took out of the index: deleted after mu_ is let go,
   // so that put() and read() never wait on the file system freeing MBs.
   struct Evicted {
@@ -174,6 +176,10 @@ class SsdStore {
   std::deque<OtherRecord> others_;  // other namespaces' records, oldest first
   std::deque<Job> queue_;
   std::unordered_set<BlockHash, BlockHashHasher> pending_;  // queued or being written
+  // Blocks dropped from the queue, whose children are dropped too (until
+  // the block is put again); forgotten all at once past kMaxDroppedKept.
+  std::unordered_set<BlockHash, BlockHashHasher> dropped_;
+  static constexpr size_t kMaxDroppedKept = 1 << 16;
   uint64_t queued_bytes_ = 0, writing_bytes_ = 0;           // writing: the one record being written
   int64_t writing_count_ = 0;
   uint64_t next_seq_ = 0;
