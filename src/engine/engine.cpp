@@ -329,13 +329,15 @@ void Engine::tidy_cache() {
   if (ssd_) kv_->discard_free(cache_->demote_idle(options_.ssd_demote_idle_seconds));
   // Under memory pressure the cache gives blocks back, and their pages go
   // back to the system; requests are never failed for cache memory.
-  const size_t total = meminfo("MemTotal:"), available = memory_available();
+  const size_t total = meminfo("MemTotal:");
+  size_t available = memory_available();
   const size_t floor = options_.min_available_bytes ? options_.min_available_bytes : total / 100 * 15;
   if (total == 0 || available >= floor) return;
-  // The SSD tier's waiting writes are copies: they go first.
-  const uint64_t dropped = ssd_ ? ssd_->drop_queue() : 0;
-  if (available + dropped >= floor) return;
-  const int64_t want = int64_t((floor - available - dropped) / kv_->block_bytes()) + 1;
+  // The SSD tier's waiting writes are copies: they go first (their pages
+  // need not go back to the system at once: measured again).
+  if (ssd_ && ssd_->drop_queue() > 0) available = memory_available();
+  if (available >= floor) return;
+  const int64_t want = int64_t((floor - available) / kv_->block_bytes()) + 1;
   const int64_t freed = cache_->evict(want);
   kv_->discard_free(freed);
   std::lock_guard lock(mutex_);
