@@ -90,7 +90,14 @@ int cmd_chat(int argc, char** argv) {
   eopt.kv_type = kv_type(args);
   eopt.max_batch = 1;
   if (args.has("prompt-cache")) eopt.prompt_cache = int64_t(args.number("prompt-cache", 0) * (1ull << 30));
+  // The engine's threads never take SIGINT (they inherit this mask): its
+  // handler runs on this thread, which cannot be ending a reply meanwhile.
+  sigset_t interrupt, before;
+  sigemptyset(&interrupt);
+  sigaddset(&interrupt, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &interrupt, &before);
   Engine engine(LlamaModel::load(dir), eopt);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   const std::vector<int32_t> eos = reply_stop_ids(gen, tokenizer->eos_id());
   // Checked once, before the first message.
   const SamplingParams sampling = sampling_params(args, gen);
