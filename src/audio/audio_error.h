@@ -25,6 +25,12 @@ struct AudioTooLong : AudioError {
   using AudioError::AudioError;
 };
 
+// Audio within the length limit, but with more input samples (rate x
+// channels) than the decoder reads for it: also too large.
+struct TooManyInputSamples : AudioTooLong {
+  using AudioTooLong::AudioTooLong;
+};
+
 // Thrown out of decode_audio() and transcribe() when the caller's
 // cancelled() says so (the client has gone). No AudioError: the input was fine.
 struct Cancelled : std::runtime_error {

@@ -124,7 +124,7 @@ class Resampler {
     if (limits_.cancelled && limits_.cancelled()) throw Cancelled();
     limits_.input += uint64_t(n) * uint64_t(channels_);
     if (limits_.input > limits_.max_input)
-      throw AudioTooLong("the audio holds more than " + std::to_string(limits_.max_input) +
+      throw TooManyInputSamples("the audio holds more than " + std::to_string(limits_.max_input) +
                          " samples across its channels (" + std::to_string(limits_.max_samples / kSampleRate) +
                          " seconds at 768 kHz, or at 48 kHz in 16 channels)");
     const int cap = swr_get_out_samples(swr_.get(), n);

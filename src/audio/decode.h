@@ -19,7 +19,7 @@ constexpr int kSampleRate = 16000;
 // compressed silence can otherwise expand to gigabytes of samples.
 constexpr double kMaxDecodeSeconds = 3 * 3600;
 
-// RIFF....WAVE: the bytes are for parse_wav.
+// RIFF....WAVE: the bytes are for WavReader.
 bool looks_like_wav(std::span<const uint8_t> bytes);
 
 // Clips samples to [-1, 1], as openai-whisper's 16-bit conversion does: a

@@ -80,6 +80,8 @@ std::vector<float> session_audio(const http::Request& req, double room_seconds, 
                                [client = req.client] { return client->gone(); });
   } catch (const audio::Cancelled&) {
     throw client_closed();
+  } catch (const audio::TooManyInputSamples& e) {  // not the session's room: the part's own rate and channels
+    throw ApiError(413, e.what(), "invalid_request_error", "audio", "request_too_large");
   } catch (const audio::AudioTooLong&) {
     throw too_long();
   } catch (const audio::AudioError& e) {
