@@ -91,6 +91,10 @@ struct Limits {
 };
 constexpr uint64_t kInputPerOutput = 48;
 
+AudioTooLong too_long(const Limits& limits) {
+  return AudioTooLong("the audio is longer than " + std::to_string(limits.max_samples / kSampleRate) + " seconds");
+}
+
 // Averages the channels to mono and resamples to 16 kHz float, appending to
 // `out`. swr's own downmix weights channels by speaker position; a custom
 // matrix of 1/n makes it the plain mean.
@@ -138,10 +142,6 @@ class Resampler {
     if (out_.size() > limits_.max_samples) throw too_long(limits_);
   }
 
-  static AudioTooLong too_long(const Limits& limits) {
-    return AudioTooLong("the audio is longer than " + std::to_string(limits.max_samples / kSampleRate) + " seconds");
-  }
-
   void finish() { push(nullptr, 0); }  // the samples the resampler's filter still holds
 
  private:
@@ -165,7 +165,7 @@ void decode_wav(std::span<const uint8_t> bytes, std::vector<float>& out, Limits&
   // The length is exact (the data chunk was cut to the bytes there): a file
   // too long is refused before a sample is converted.
   const double seconds = double(wav.frames()) / wav.sample_rate();
-  if (seconds * kSampleRate > double(limits.max_samples)) throw Resampler::too_long(limits);
+  if (seconds * kSampleRate > double(limits.max_samples)) throw too_long(limits);
   reserve_for(seconds, out, limits.max_samples);
   constexpr size_t kBlock = size_t(1) << 16;  // frames per call: swr counts in int
   std::vector<float> block(std::min(kBlock, wav.frames()) * size_t(wav.channels()));

@@ -145,14 +145,4 @@ void WavReader::read(size_t from, size_t n, float* out) const {
   }
 }
 
-Pcm parse_wav(std::span<const uint8_t> bytes) {
-  const WavReader wav(bytes);
-  Pcm pcm;
-  pcm.sample_rate = wav.sample_rate();
-  pcm.channels = wav.channels();
-  pcm.samples.resize(wav.frames() * size_t(wav.channels()));
-  wav.read(0, wav.frames(), pcm.samples.data());
-  return pcm;
-}
-
 }  // namespace hearth::audio

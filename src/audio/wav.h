@@ -10,16 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <span>
-#include <vector>
 
 namespace hearth::audio {
-
-struct Pcm {
-  int sample_rate = 0;
-  int channels = 0;
-  std::vector<float> samples;  // interleaved: frame f, channel c at [f * channels + c]
-};
 
 // A WAV's header, read and checked, and its samples converted a run of
 // frames at a time (a caller checks the rate, channels and length before
@@ -45,8 +39,5 @@ class WavReader {
   int rate_ = 0, channels_ = 0, bits_ = 0;
   bool float_ = false;
 };
-
-// The whole file at once.
-Pcm parse_wav(std::span<const uint8_t> bytes);
 
 }  // namespace hearth::audio

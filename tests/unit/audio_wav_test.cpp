@@ -1,4 +1,4 @@
-// parse_wav on WAV files built byte by byte: every sample format with known
+// WavReader on WAV files built byte by byte: every sample format with known
 // values (exact equality), WAVE_FORMAT_EXTENSIBLE, unknown chunks, streamed
 // sizes, and malformed files, which must throw AudioError.
 #include <gtest/gtest.h>
@@ -76,8 +76,18 @@ Bytes wav(const Spec& s, const Bytes& data) {
   return b;
 }
 
+struct Pcm {
+  int sample_rate = 0;
+  int channels = 0;
+  std::vector<float> samples;  // interleaved
+};
+
+// The whole file at once.
 Pcm parse(const Bytes& b) {
-  return parse_wav(b);
+  const WavReader wav(b);
+  Pcm p{wav.sample_rate(), wav.channels(), std::vector<float>(wav.frames() * size_t(wav.channels()))};
+  wav.read(0, wav.frames(), p.samples.data());
+  return p;
 }
 
 }  // namespace
