@@ -276,9 +276,7 @@ bool Engine::start(Active& a) {
   if (!a.started) {
     a.started = true;
     a.admitted = Clock::now();
-    a.info.cached_tokens = std::min(a.computed, a.decoding.prompt_tokens());
-    std::lock_guard lock(mutex_);
-    stats_.cached_tokens_total += a.info.cached_tokens;
+    count_cached(a);
   }
   return true;
 }
@@ -563,12 +561,14 @@ void Engine::read_back(Active& a) {
   a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
   kv_->set_length(a.seq, a.computed);
   cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
-  if (a.info.preemptions == 0) {  // as start() counts: the first admission's
-    const int64_t cached = std::min(a.computed, a.decoding.prompt_tokens());
-    std::lock_guard lock(mutex_);
-    stats_.cached_tokens_total += cached - a.info.cached_tokens;
-    a.info.cached_tokens = cached;
-  }
+  if (a.info.preemptions == 0) count_cached(a);  // as start() counts: the first admission's
+}
+
+void Engine::count_cached(Active& a) {
+  const int64_t cached = std::min(a.computed, a.decoding.prompt_tokens());
+  std::lock_guard lock(mutex_);
+  stats_.cached_tokens_total += cached - a.info.cached_tokens;
+  a.info.cached_tokens = cached;
 }
 
 void Engine::step(Running& running) {

@@ -182,6 +182,9 @@ class Engine {
   void step(Running& running);
   // Reads back the blocks plan_step gave a request from the SSD tier.
   void read_back(Active& a);
+  // The prompt tokens its first admission took from the cache, so far
+  // (attached, then read back), in its FinishInfo and the engine's total.
+  void count_cached(Active& a);
   // One forward over the requests' next tokens (throws only if it fails),
   // then each request advances on its own.
   void run_batch(std::span<Active* const> batch);
