@@ -16,12 +16,24 @@ build() {  # build DIR [cmake options...]
   cmake -S . -B "$dir" -G Ninja "$@" >/dev/null && cmake --build "$dir" -j"$jobs"
 }
 
+# Each suite's output is kept, and a failed suite's last lines are printed
+# again at the end: CI shows only the tail of this script's output.
 failed=()
+failed_logs=()
 passed=0
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 suite() {  # suite NAME COMMAND...
   local name=$1; shift
+  local log="$logs/$((passed + ${#failed[@]})).log"
   echo "=== $name"
-  if "$@"; then echo "--- $name: ok"; passed=$((passed + 1)); else echo "--- $name: FAILED"; failed+=("$name"); fi
+  # Not a pipe: a server a suite leaves behind must not keep tee, and so
+  # this script, waiting.
+  if "$@" > >(tee "$log") 2>&1; then
+    echo "--- $name: ok"; passed=$((passed + 1)); rm -f "$log"
+  else
+    echo "--- $name: FAILED"; failed+=("$name"); failed_logs+=("$log")
+  fi
 }
 
 build build -DCMAKE_BUILD_TYPE=Release || { echo "release build failed"; exit 1; }
@@ -64,6 +76,10 @@ suite "whisper streaming = one-shot" $PY tests/numerics/test_whisper_stream.py -
   TEST_NAME_PATTERN='bad requests|vad fields|limits|without' \
   bash tests/server/run.sh build-asan/hearth tests/server/audio.test.mjs tests/server/audio_sessions.test.mjs
 
+for i in "${!failed[@]}"; do
+  echo "=== the last lines of \"${failed[$i]}\", which failed"
+  tail -n 60 "${failed_logs[$i]}"
+done
 [ ${#failed[@]} -gt 0 ] && echo "failed suites: ${failed[*]}"
 echo "suites: $passed passed, ${#failed[@]} failed"
 [ ${#failed[@]} -eq 0 ]

@@ -81,6 +81,11 @@ for n in "${names[@]}"; do
     grep -E "^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz harness:|ALARM|Test unit written to)" "$log" | head -n 8
     crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
     echo "$n: FAILED (log: $log)${crash:+; reproduce: $bin $crash}"
+    # A CI machine's files are gone after the run; a small input survives in its log.
+    if [ -n "$crash" ] && [ "$(stat -c %s "$crash")" -le 8192 ]; then
+      echo "$n: the input, base64 (base64 -d > input):"
+      base64 -w 100 "$crash"
+    fi
     failed+=("$n")
   fi
 done
