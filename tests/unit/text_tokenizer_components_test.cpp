@@ -181,6 +181,17 @@ TEST(Regex, OnigurumaTranslation) {
   EXPECT_EQ(matches, (std::vector<std::pair<size_t, size_t>>{{0, 0}, {1, 2}, {2, 2}, {3, 3}}));
 }
 
+// A whitespace run longer than PCRE2's default match limit of 10 million
+// steps (the body limit can be raised past it): one match, not an error.
+TEST(Regex, LongWhitespaceRun) {
+  Regex ws(translate_oniguruma("\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"));  // the whitespace alternatives of Llama 3 and Qwen
+  const size_t n = 12'000'000;
+  std::vector<std::pair<size_t, size_t>> matches;
+  ws.for_each_match(std::string(n, ' ') + "a", [&](size_t s, size_t e) { matches.emplace_back(s, e); });
+  // The last space is left for the word, as in the reference.
+  EXPECT_EQ(matches, (std::vector<std::pair<size_t, size_t>>{{0, n - 1}, {n - 1, n}}));
+}
+
 namespace {
 
 std::string tiny_bpe(const std::string& extra) {

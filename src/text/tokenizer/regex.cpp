@@ -3,7 +3,9 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -62,6 +64,12 @@ Regex::~Regex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
 bool Regex::search(std::string_view text, size_t start, size_t& mstart, size_t& mend) const {
   auto& st = match_state();
   auto* code = static_cast<pcre2_code*>(code_);
+  // PCRE2's match limit (10 million by default) counts steps: `\s*[\r\n]+`
+  // takes about one per byte of a whitespace run it gives back, so a long
+  // enough run of spaces (10 MB) would fail. The limit grows with the text, so it
+  // still stops a pattern's runaway backtracking but not a long input.
+  const uint64_t limit = 10'000'000 + 16 * uint64_t(text.size() - std::min(start, text.size()));
+  pcre2_set_match_limit(st.context, uint32_t(std::min<uint64_t>(limit, UINT32_MAX)));
   int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), start,
                        PCRE2_NO_UTF_CHECK, st.data, st.context);
   if (rc == PCRE2_ERROR_JIT_STACKLIMIT)  // retry without JIT (heap-based interpreter)
