@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -94,9 +95,14 @@ beats the built-in defaults. See docs/server-config.md.
                                second decoded; past it 413)
   --max-audio-queue N          transcription requests waiting beyond the running one (default: 8;
                                past it 429)
+  --max-audio-held S           decoded audio the server holds at once, transcriptions and sessions
+                               together (default: twice the larger of --max-audio-seconds and
+                               --audio-session-max-seconds; past it 429)
   --vad-model FILE             Silero VAD weights (silero-v6.2.0-ggml.bin) for requests that ask
                                for "vad": true
   --max-audio-sessions N       dictation sessions (/v1/audio/sessions) open at once (default: 64)
+  --max-audio-sessions-per-client N
+                               of those, open from one client address (default: 16)
   --audio-session-idle S       a session untouched this long is forgotten (default: 600)
   --audio-session-max-seconds S  audio one session may hold (default: 3600; about 100 kB/s)
   --response-store-ttl S       seconds a stored response lives (default: 3600)
@@ -183,8 +189,8 @@ int cmd_serve(int argc, char** argv) {
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
                                     "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
                                     "generation-checkpoint-tokens", "step-tokens", "whisper-model",
-                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "max-audio-seconds", "max-audio-queue", "vad-model",
-                                    "max-audio-sessions", "audio-session-idle", "audio-session-max-seconds"};
+                                    "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "max-audio-seconds", "max-audio-queue", "max-audio-held", "vad-model",
+                                    "max-audio-sessions", "max-audio-sessions-per-client", "audio-session-idle", "audio-session-max-seconds"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
   known.insert(known.end(), kServeSamplingOptions.begin(), kServeSamplingOptions.end());
   args.allow_only(known);
@@ -244,6 +250,11 @@ int cmd_serve(int argc, char** argv) {
   sopt.audio_sessions.max_seconds = args.number("audio-session-max-seconds", 3600.0);
   if (!(sopt.audio_sessions.idle_seconds > 0) || !(sopt.audio_sessions.max_seconds > 0))
     throw std::runtime_error("--audio-session-idle and --audio-session-max-seconds must be positive");
+  sopt.audio_sessions.max_open_per_client =
+      int(args.integer("max-audio-sessions-per-client", 16, 1, INT_MAX));
+  sopt.max_audio_held_seconds =
+      args.number("max-audio-held", 2 * std::max(sopt.max_audio_seconds, sopt.audio_sessions.max_seconds));
+  if (!(sopt.max_audio_held_seconds > 0)) throw std::runtime_error("--max-audio-held must be positive");
   if (sopt.whisper_idle_unload_seconds < 0) throw std::runtime_error("--whisper-idle-unload must be >= 0");
   if ((args.has("whisper-resident") || args.has("whisper-idle-unload")) && sopt.whisper_model.empty())
     throw std::runtime_error("--whisper-resident and --whisper-idle-unload need --whisper-model DIR");

@@ -378,6 +378,7 @@ void Connection::dispatch() {
   req->body = std::move(m.body());
   req->version = m.version();
   req->remote_addr = client_;
+  req->client_key = client_key_;
   keep_alive_ = m.keep_alive() && !server_.stopping;
   head_only_ = req->method == "HEAD";
   phase_ = Phase::Handling;
@@ -523,6 +524,7 @@ void Connection::fail(int status, const std::string& message) {
     req.path = path_of(parser_->get().target()).substr(0, server_.limits.max_path_bytes);
   }
   req.remote_addr = client_;
+  req.client_key = client_key_;
   request_ = std::make_shared<Request>(std::move(req));
   Response res;
   server_.error_response(*request_, res, status, message);

@@ -53,6 +53,7 @@ struct Request {
   Headers headers;
   std::string body;
   std::string remote_addr;
+  std::string client_key;  // whose requests count together: the address, or its IPv6 /64
   unsigned version = 11;             // 10 or 11
   std::vector<std::string> matches;  // the route's whole match, then its groups
   std::shared_ptr<ClientPresence> client = std::make_shared<ClientPresence>();

@@ -36,9 +36,10 @@ void AudioSessions::forget_idle() const {
   });
 }
 
-int AudioSessions::open_locked() const {
+int AudioSessions::open_locked(const std::string* client) const {
   int n = 0;
-  for (const auto& [id, e] : sessions_) n += !e.session->finished();
+  for (const auto& [id, e] : sessions_)
+    n += !e.session->finished() && (!client || e.session->client == *client);
   return n;
 }
 
@@ -51,10 +52,11 @@ void AudioSessions::forget_finished_past(size_t keep) {
   for (size_t i = 0; i < finished.size() - keep; ++i) sessions_.erase(finished[i]);
 }
 
-std::shared_ptr<AudioSession> AudioSessions::add(AudioRequest request,
-                                                 audio::TranscriptStream stream) {
+std::shared_ptr<AudioSession> AudioSessions::add(AudioRequest request, audio::TranscriptStream stream,
+                                                 const std::string& client) {
   auto session = std::make_shared<AudioSession>();
   session->id = random_id("sess_");
+  session->client = client;
   session->request = std::move(request);
   session->stream.emplace(std::move(stream));
   std::lock_guard lock(mutex_);
@@ -67,6 +69,11 @@ std::shared_ptr<AudioSession> AudioSessions::add(AudioRequest request,
     throw ApiError(429,
                    std::to_string(open) + " audio sessions are open, the most this server keeps "
                    "(--max-audio-sessions): finish or delete one first",
+                   "rate_limit_error", {}, "too_many_sessions");
+  if (const int mine = open_locked(&client); mine >= limits_.max_open_per_client)
+    throw ApiError(429,
+                   std::to_string(mine) + " audio sessions from this client are open, the most this server keeps "
+                   "for one (--max-audio-sessions-per-client): finish or delete one first",
                    "rate_limit_error", {}, "too_many_sessions");
   sessions_[session->id] = {session, Clock::now()};
   return session;

@@ -50,6 +50,7 @@ struct ServerOptions {
   size_t max_audio_bytes = 25u << 20;        // larger audio uploads get 413
   double max_audio_seconds = 3 * 3600;       // longer audio gets 413 (64 kB a second decoded)
   int max_audio_queue = 8;                   // transcription requests waiting beyond the running one; past it 429
+  double max_audio_held_seconds = 6 * 3600;  // decoded audio held at once, all requests and sessions (server/audio_budget.h)
   std::filesystem::path vad_model;           // Silero VAD weights for "vad": true; none: a 400
   AudioSessionLimits audio_sessions;         // dictation sessions (/v1/audio/sessions)
 };

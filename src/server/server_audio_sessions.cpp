@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "audio/audio_error.h"
 #include "audio/decode.h"
@@ -39,11 +40,10 @@ ApiError part_too_long(double max_part_seconds) {
 }
 
 // A part of the audio: raw float32 (audio/pcm;rate=16000) or any container,
-// decoded no further than the session's room (past it, session_full) or
-// --max-audio-seconds, which holds for a part as for a whole upload.
-std::vector<float> session_audio(const http::Request& req, double room_seconds, double max_part_seconds,
-                                 const AudioSessionLimits& limits) {
-  auto too_long = [&] { return room_seconds < max_part_seconds ? session_full(limits) : part_too_long(max_part_seconds); };
+// decoded no further than max_seconds; past it, too_long() says which limit
+// that was. --max-audio-seconds holds for a part as for a whole upload.
+std::vector<float> session_audio(const http::Request& req, double max_seconds, double max_part_seconds,
+                                 const std::function<ApiError()>& too_long) {
   const std::string content_type = req.header("Content-Type");
   const std::string type = http::media_type(content_type);
   if (type == "audio/pcm") {
@@ -76,8 +76,7 @@ std::vector<float> session_audio(const http::Request& req, double room_seconds, 
                    "invalid_request_error", {}, "unsupported_media_type");
   if (req.body.empty()) return {};  // nothing new: the answer says where the session is
   try {
-    return audio::decode_audio(as_bytes(req.body), std::min(room_seconds, max_part_seconds),
-                               [client = req.client] { return client->gone(); });
+    return audio::decode_audio(as_bytes(req.body), max_seconds, [client = req.client] { return client->gone(); });
   } catch (const audio::Cancelled&) {
     throw client_closed();
   } catch (const audio::TooManyInputSamples& e) {  // not the session's room: the part's own rate and channels
@@ -110,6 +109,8 @@ ojson session_progress(const AudioSession& s) {
 ojson Server::Impl::transcription_status() const {
   ojson out = transcription->status();
   out["audio_sessions"] = audio_sessions.open();
+  out["audio_held_seconds"] = audio_budget.held_seconds();
+  out["max_audio_held_seconds"] = audio_budget.max_seconds();
   return out;
 }
 
@@ -131,7 +132,7 @@ void Server::Impl::audio_session_create(const http::Request& req, http::Response
     throw ApiError(400, e.what());
   }
   std::optional<audio::VocabularyUsage> vocabulary = stream->vocabulary();
-  const auto session = audio_sessions.add(std::move(r), std::move(*stream));
+  const auto session = audio_sessions.add(std::move(r), std::move(*stream), req.client_key);
   ojson out = {{"id", session->id},
                {"object", "audio.session"},
                {"model", whisper.model_id()},
@@ -151,20 +152,27 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
                      "invalid_request_error", {}, "session_finished");
     return session->stream->samples();
   };
-  // Decoded no further than what the session has room for (a second more,
-  // so a part just past it gets the 413 below).
-  double room;
+  // Decoded no further than the session (a second more, so that a part just
+  // past it gets the 413 below), the part's limit and the server's room for
+  // decoded audio allow.
+  double session_room;
   {
     std::lock_guard lock(session->lock);
-    room = audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate;
+    session_room = std::max(0.0, audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate) + 1.0;
   }
-  std::vector<float> samples =
-      session_audio(req, std::max(0.0, room) + 1.0, opt.max_audio_seconds, audio_sessions.limits());
+  const double server_room = audio_budget.room_seconds();
+  const double max_seconds = std::min({session_room, server_room, opt.max_audio_seconds});
+  std::vector<float> samples = session_audio(req, max_seconds, opt.max_audio_seconds, [&] {
+    if (max_seconds == opt.max_audio_seconds) return part_too_long(opt.max_audio_seconds);
+    if (max_seconds == session_room) return session_full(audio_sessions.limits());
+    return audio_budget.refusal(session->audio, size_t(server_room * audio::kSampleRate) + 1, "audio");
+  });
   std::lock_guard lock(session->lock);
   unfinished();
   audio::TranscriptStream& stream = *session->stream;
   const double seconds = double(stream.samples() + samples.size()) / audio::kSampleRate;
   if (seconds > audio_sessions.limits().max_seconds) throw session_full(audio_sessions.limits());
+  audio_budget.add(session->audio, samples.size(), "audio");
   stream.append(samples);
   // A client that leaves stops the windows still to do; those done are kept,
   // and the rest wait for the next part or the finish.
@@ -199,6 +207,7 @@ void Server::Impl::audio_session_finish(const http::Request& req, http::Response
     AudioSession& s;
     ~Consumed() {
       s.stream.reset();
+      s.audio.reset();
       s.done = true;
     }
   } consumed{*session};

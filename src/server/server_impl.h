@@ -111,6 +111,7 @@ struct Server::Impl {
   std::unique_ptr<Transcription> transcription;  // null: no Whisper model served
   int whisper_context = 0;                       // its decoder's positions (config.json, read at start)
   std::unique_ptr<audio::SileroVad> vad;         // null: no --vad-model
+  AudioBudget audio_budget;  // before the sessions, whose charges it holds
   AudioSessions audio_sessions;
 
   Impl(Engine* e, const text::Tokenizer* t, const PromptBuilder* p, ServedModel m, ServerOptions o)
@@ -121,6 +122,7 @@ struct Server::Impl {
         opt(std::move(o)),
         http(http_limits(opt)),
         responses(opt.response_store_bytes, std::chrono::milliseconds(int64_t(opt.response_ttl_seconds * 1000))),
+        audio_budget(opt.max_audio_held_seconds),
         audio_sessions(opt.audio_sessions) {
     if (auto ids = tok ? tok->encode("a", false) : std::vector<int32_t>(); !ids.empty()) {
       anchor = ids.back();

@@ -325,6 +325,66 @@ describe('audio session parts and --max-audio-seconds', () => {
   });
 });
 
+describe('decoded audio the server holds (--max-audio-held)', () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--whisper-model', whisper, '--max-audio-held', '3',
+      '--max-audio-sessions', '4', '--max-audio-sessions-per-client', '2']);
+  });
+  after(async () => { await srv.stop(); });
+  const open = async () => postRaw(srv.url + '/v1/audio/sessions', '', {});
+  const oneShot = async (wav) => {
+    const form = new FormData();
+    form.append('file', new Blob([wav]), 'clip.wav');
+    form.append('language', 'en');
+    form.append('temperature', '0.2');
+    return getJSON(srv.url + '/v1/audio/transcriptions', { method: 'POST', body: form });
+  };
+  const held = async () => (await getJSON(srv.url + '/health')).body.transcription.audio_held_seconds;
+  const expectFull = (r) => {
+    assert.equal(r.status, 429, JSON.stringify(r.body));
+    expectErrorShape(assert, r.body, 429);
+    assert.equal(r.body.error.code, 'audio_memory_full');
+    assert.match(r.body.error.message, /--max-audio-held/);
+  };
+
+  test('sessions and one-shot requests share it: 429 while others hold it, 413 past all of it; one client opens at most N sessions', async () => {
+    const a = await open(), b = await open();
+    assert.equal(a.status, 200);
+    assert.equal(b.status, 200);
+    const third = await open();
+    assert.equal(third.status, 429);
+    assert.equal(third.body.error.code, 'too_many_sessions');
+    assert.match(third.body.error.message, /--max-audio-sessions-per-client/);
+
+    const part = await postRaw(`${srv.url}/v1/audio/sessions/${a.body.id}/audio`, Buffer.alloc(4 * 32000), PCM);
+    assert.equal(part.status, 200, JSON.stringify(part.body));
+    assert.equal(await held(), 2);
+    // One second of room left: a 2 s upload, a 2 s raw part and a 2 s WAV part wait.
+    expectFull(await oneShot(jfkWavHead(2)));
+    expectFull(await postRaw(`${srv.url}/v1/audio/sessions/${b.body.id}/audio`, Buffer.alloc(4 * 32000), PCM));
+    expectFull(await postRaw(`${srv.url}/v1/audio/sessions/${b.body.id}/audio`, jfkWavHead(2), { 'Content-Type': 'audio/wav' }));
+    assert.equal(await held(), 2, 'refused audio holds nothing');
+
+    // Finishing gives the session's audio back, and so does a finished upload.
+    assert.equal((await postRaw(`${srv.url}/v1/audio/sessions/${a.body.id}/finish`, '', {})).status, 200);
+    assert.equal(await held(), 0);
+    const ok = await oneShot(jfkWavHead(2));
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(await held(), 0);
+    // Longer than the whole budget: never fits, so 413 rather than "retry".
+    const never = await oneShot(jfkWavHead(4));
+    assert.equal(never.status, 413, JSON.stringify(never.body));
+    assert.equal(never.body.error.param, 'file');
+    assert.match(never.body.error.message, /--max-audio-held/);
+    // A deleted session gives its audio back too.
+    assert.equal((await postRaw(`${srv.url}/v1/audio/sessions/${b.body.id}/audio`, Buffer.alloc(4 * 16000), PCM)).status, 200);
+    assert.equal(await held(), 1);
+    assert.equal((await fetch(`${srv.url}/v1/audio/sessions/${b.body.id}`, { method: 'DELETE' })).status, 204);
+    assert.equal(await held(), 0);
+  });
+});
+
 describe('audio sessions without a Whisper model', () => {
   let srv;
   before(async () => { srv = await startServer(); });

@@ -1,0 +1,63 @@
+// The decoded audio a server holds at once, all requests together: one-shot
+// transcriptions' samples from their decode to their answer (running or
+// waiting for the model), and dictation sessions' audio until they finish
+// or are forgotten. Each holder owns a Charge, which gives its samples back
+// when it goes, so what the server holds is bounded by --max-audio-held
+// whatever the queue and session limits allow one by one.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "server/api_error.h"
+
+namespace hearth::server {
+
+struct AudioBudgetState;
+
+class AudioBudget {
+ public:
+  explicit AudioBudget(double max_seconds);
+
+  // Samples (16 kHz mono) held against the budget; move-only, given back when
+  // destroyed or reset().
+  class Charge {
+   public:
+    Charge() = default;
+    Charge(Charge&& o) noexcept : budget_(std::move(o.budget_)), samples_(std::exchange(o.samples_, 0)) {}
+    Charge& operator=(Charge&& o) noexcept {
+      if (this != &o) {
+        reset();
+        budget_ = std::move(o.budget_);
+        samples_ = std::exchange(o.samples_, 0);
+      }
+      return *this;
+    }
+    ~Charge() { reset(); }
+    void reset();
+    size_t samples() const { return samples_; }
+
+   private:
+    friend class AudioBudget;
+    std::shared_ptr<AudioBudgetState> budget_;  // outlives the server if a charge does
+    size_t samples_ = 0;
+  };
+
+  // Adds samples to a charge (a new one if it is empty), or throws
+  // refusal(charge, samples, param).
+  void add(Charge& charge, size_t samples, const std::string& param);
+  // Why samples more do not fit: 413 naming param when they never could (the
+  // charge would outgrow the budget), else 429 audio_memory_full.
+  ApiError refusal(const Charge& charge, size_t samples, const std::string& param) const;
+  // Seconds that would fit now.
+  double room_seconds() const;
+  double max_seconds() const;
+  double held_seconds() const;
+
+ private:
+  std::shared_ptr<AudioBudgetState> state_;
+};
+
+}  // namespace hearth::server
