@@ -76,6 +76,7 @@ suite "whisper streaming = one-shot" $PY tests/numerics/test_whisper_stream.py -
   TEST_NAME_PATTERN='bad requests|vad fields|limits|without' \
   bash tests/server/run.sh build-asan/hearth tests/server/audio.test.mjs tests/server/audio_sessions.test.mjs
 
+[ ${#failed[@]} -gt 0 ] && sleep 1  # the last suite's tee may still be writing
 for i in "${!failed[@]}"; do
   echo "=== the last lines of \"${failed[$i]}\", which failed"
   tail -n 60 "${failed_logs[$i]}"

@@ -87,6 +87,7 @@ struct Limits {
   // output, cannot take minutes of CPU to read.
   uint64_t max_input;
   const std::function<bool()>& cancelled;
+  const std::function<void(size_t)>& grew;
   uint64_t input = 0;
 };
 constexpr uint64_t kInputPerOutput = 48;
@@ -140,6 +141,7 @@ class Resampler {
     if (got < 0) fail(av_error(got));
     out_.resize(old + size_t(got));
     if (out_.size() > limits_.max_samples) throw too_long(limits_);
+    if (limits_.grew && got > 0) limits_.grew(out_.size());
   }
 
   void finish() { push(nullptr, 0); }  // the samples the resampler's filter still holds
@@ -294,10 +296,10 @@ bool looks_like_wav(std::span<const uint8_t> bytes) {
 }
 
 std::vector<float> decode_audio(std::span<const uint8_t> bytes, double max_seconds,
-                                const std::function<bool()>& cancelled) {
+                                const std::function<bool()>& cancelled, const std::function<void(size_t)>& grew) {
   if (bytes.empty()) throw AudioError("the audio is empty");
   const size_t max_samples = size_t(std::clamp(max_seconds, 0.0, 1e9) * kSampleRate);
-  Limits limits{max_samples, uint64_t(max_samples) * kInputPerOutput, cancelled};
+  Limits limits{max_samples, uint64_t(max_samples) * kInputPerOutput, cancelled, grew};
   std::vector<float> out;
   bool pcm_wav = looks_like_wav(bytes);
   if (pcm_wav) {

@@ -33,7 +33,10 @@ void clip_to_full_scale(std::span<float> samples);
 // samples (rate x channels) per output sample of that length, AudioTooLong.
 // Any sample rate from 1 kHz to 768 kHz and up to 64 channels. `cancelled`
 // (if given) is asked between blocks of samples: true throws Cancelled.
+// `grew` (if given) is told the samples made so far after each block, and
+// may throw to stop: a server charges them to its budget as they come.
 std::vector<float> decode_audio(std::span<const uint8_t> bytes, double max_seconds = kMaxDecodeSeconds,
-                                const std::function<bool()>& cancelled = {});
+                                const std::function<bool()>& cancelled = {},
+                                const std::function<void(size_t)>& grew = {});
 
 }  // namespace hearth::audio

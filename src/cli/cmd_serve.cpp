@@ -97,7 +97,7 @@ beats the built-in defaults. See docs/server-config.md.
                                past it 429)
   --max-audio-held S           decoded audio the server holds at once, transcriptions and sessions
                                together (default: twice the larger of --max-audio-seconds and
-                               --audio-session-max-seconds; past it 429)
+                               --audio-session-max-seconds; past it 429, longer audio 413)
   --vad-model FILE             Silero VAD weights (silero-v6.2.0-ggml.bin) for requests that ask
                                for "vad": true
   --max-audio-sessions N       dictation sessions (/v1/audio/sessions) open at once (default: 64)

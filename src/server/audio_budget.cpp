@@ -1,9 +1,11 @@
 #include "server/audio_budget.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "audio/decode.h"
 
@@ -17,7 +19,11 @@ struct AudioBudgetState {
 
 namespace {
 
-std::string seconds_text(size_t samples) { return std::to_string(samples / audio::kSampleRate) + " s"; }
+std::string seconds_text(size_t samples) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", double(samples) / audio::kSampleRate);
+  return text;
+}
 
 }  // namespace
 
@@ -27,45 +33,35 @@ AudioBudget::AudioBudget(double max_seconds) : state_(std::make_shared<AudioBudg
 
 void AudioBudget::Charge::reset() {
   if (!budget_) return;
-  {
-    std::lock_guard lock(budget_->mutex);
-    budget_->held -= samples_;
-  }
-  budget_.reset();
-  samples_ = 0;
+  const std::shared_ptr<AudioBudgetState> budget = std::move(budget_);  // alive while locked
+  std::lock_guard lock(budget->mutex);
+  budget->held -= std::exchange(samples_, 0);
 }
 
-ApiError AudioBudget::refusal(const Charge& charge, size_t samples, const std::string& param) const {
-  std::lock_guard lock(state_->mutex);
-  if (samples > state_->max - charge.samples_)
-    return ApiError(413,
-                    "the server holds at most " + seconds_text(state_->max) +
-                        " of decoded audio (--max-audio-held); this would be over " +
-                        seconds_text(charge.samples_ + samples),
-                    "invalid_request_error", param, "request_too_large");
-  return ApiError(429,
-                  "the server holds " + seconds_text(state_->held) + " of decoded audio, the most it holds is " +
-                      seconds_text(state_->max) + " (--max-audio-held); retry when other transcriptions are done",
-                  "resource_admission", {}, "audio_memory_full");
+void AudioBudget::Charge::absorb(Charge&& part) {
+  if (!part.budget_) return;
+  if (budget_ && budget_ != part.budget_) throw std::logic_error("charges of two budgets");
+  budget_ = std::move(part.budget_);
+  samples_ += std::exchange(part.samples_, 0);
 }
 
 void AudioBudget::add(Charge& charge, size_t samples, const std::string& param) {
   if (charge.budget_ && charge.budget_ != state_) throw std::logic_error("a charge of another budget");
-  {
-    std::lock_guard lock(state_->mutex);
-    if (samples <= state_->max - state_->held && samples <= state_->max - charge.samples_) {
-      state_->held += samples;
-      charge.budget_ = state_;
-      charge.samples_ += samples;
-      return;
-    }
-  }
-  throw refusal(charge, samples, param);
-}
-
-double AudioBudget::room_seconds() const {
   std::lock_guard lock(state_->mutex);
-  return double(state_->max - state_->held) / audio::kSampleRate;
+  if (samples > state_->max - charge.samples_)
+    throw ApiError(413,
+                   "the server holds at most " + seconds_text(state_->max) +
+                       " of decoded audio (--max-audio-held); this would be over " +
+                       seconds_text(charge.samples_ + samples),
+                   "invalid_request_error", param, "request_too_large");
+  if (samples > state_->max - state_->held)
+    throw ApiError(429,
+                   "the server holds " + seconds_text(state_->held) + " of decoded audio, the most it holds is " +
+                       seconds_text(state_->max) + " (--max-audio-held); retry when other transcriptions are done",
+                   "resource_admission", {}, "audio_memory_full");
+  state_->held += samples;
+  charge.budget_ = state_;
+  charge.samples_ += samples;
 }
 
 double AudioBudget::max_seconds() const { return double(state_->max) / audio::kSampleRate; }

@@ -1,9 +1,10 @@
 // The decoded audio a server holds at once, all requests together: one-shot
 // transcriptions' samples from their decode to their answer (running or
 // waiting for the model), and dictation sessions' audio until they finish
-// or are forgotten. Each holder owns a Charge, which gives its samples back
-// when it goes, so what the server holds is bounded by --max-audio-held
-// whatever the queue and session limits allow one by one.
+// or are forgotten. A decode is charged block by block as it grows, and each
+// holder owns its Charge, which gives the samples back when it goes: what
+// the server holds is bounded by --max-audio-held whatever the queue and
+// session limits allow one by one.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +38,7 @@ class AudioBudget {
     }
     ~Charge() { reset(); }
     void reset();
+    void absorb(Charge&& part);  // part's samples become this charge's (the same budget's)
     size_t samples() const { return samples_; }
 
    private:
@@ -45,14 +47,14 @@ class AudioBudget {
     size_t samples_ = 0;
   };
 
-  // Adds samples to a charge (a new one if it is empty), or throws
-  // refusal(charge, samples, param).
+  // Adds samples to a charge (a new one if it is empty), or throws ApiError:
+  // 413 naming param when they never could fit (the charge would outgrow the
+  // budget), else 429 audio_memory_full.
   void add(Charge& charge, size_t samples, const std::string& param);
-  // Why samples more do not fit: 413 naming param when they never could (the
-  // charge would outgrow the budget), else 429 audio_memory_full.
-  ApiError refusal(const Charge& charge, size_t samples, const std::string& param) const;
-  // Seconds that would fit now.
-  double room_seconds() const;
+  // Charges `charge` for samples in all: what a decode calls as it grows.
+  void grow_to(Charge& charge, size_t samples, const std::string& param) {
+    if (samples > charge.samples()) add(charge, samples - charge.samples(), param);
+  }
   double max_seconds() const;
   double held_seconds() const;
 

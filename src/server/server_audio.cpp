@@ -1,7 +1,6 @@
 // OpenAI's audio routes: /v1/audio/transcriptions and /v1/audio/translations
 // on the Whisper model served beside the chat model (server/transcription.h),
 // and POST /admin/transcription/unload.
-#include <algorithm>
 #include <chrono>
 
 #include "audio/audio_error.h"
@@ -91,17 +90,18 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
                       "(silero-v6.2.0-ggml.bin)");
   if (r.vad) r.options.vad = vad.get();
   check_audio_bytes(r.audio.size(), "file");
-  // Decoded no further than the server has room to hold (--max-audio-held).
-  const double room = audio_budget.room_seconds();
+  // Charged to the server's budget for decoded audio as it is decoded, and
+  // held as long as the samples are, streamed or not.
+  auto held = std::make_shared<AudioBudget::Charge>();
   std::vector<float> samples;
   try {
-    samples = audio::decode_audio(std::span(reinterpret_cast<const uint8_t*>(r.audio.data()), r.audio.size()),
-                                  std::min(opt.max_audio_seconds, room), [client = req.client] { return client->gone(); });
+    samples = audio::decode_audio(
+        std::span(reinterpret_cast<const uint8_t*>(r.audio.data()), r.audio.size()), opt.max_audio_seconds,
+        [client = req.client] { return client->gone(); },
+        [&](size_t n) { audio_budget.grow_to(*held, n, "file"); });
   } catch (const audio::Cancelled&) {
     throw client_closed();
   } catch (const audio::AudioTooLong& e) {
-    if (room < opt.max_audio_seconds)
-      throw audio_budget.refusal({}, size_t(room * audio::kSampleRate) + 1, "file");
     throw ApiError(413, std::string(e.what()) + " (--max-audio-seconds)", "invalid_request_error",
                    "file", "request_too_large");
   } catch (const audio::AudioError& e) {
@@ -111,8 +111,6 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   std::string().swap(r.audio);  // its memory too, while the transcription waits
   if (samples.size() < kMinSamples)
     throw bad_request("file", "the audio is shorter than 0.1 s", "audio_too_short");
-  auto held = std::make_shared<AudioBudget::Charge>();  // as long as the samples, streamed or not
-  audio_budget.add(*held, samples.size(), "file");
   const double decode_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 
   auto run = [this, client = req.client, t0, decode_ms](const std::vector<float>& samples,

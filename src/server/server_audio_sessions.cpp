@@ -6,7 +6,6 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <functional>
 
 #include "audio/audio_error.h"
 #include "audio/decode.h"
@@ -40,10 +39,12 @@ ApiError part_too_long(double max_part_seconds) {
 }
 
 // A part of the audio: raw float32 (audio/pcm;rate=16000) or any container,
-// decoded no further than max_seconds; past it, too_long() says which limit
-// that was. --max-audio-seconds holds for a part as for a whole upload.
-std::vector<float> session_audio(const http::Request& req, double max_seconds, double max_part_seconds,
-                                 const std::function<ApiError()>& too_long) {
+// decoded no further than the session's room (past it, session_full) or
+// --max-audio-seconds, which holds for a part as for a whole upload, and
+// charged to `held` as it is decoded.
+std::vector<float> session_audio(const http::Request& req, double room_seconds, double max_part_seconds,
+                                 const AudioSessionLimits& limits, AudioBudget& budget, AudioBudget::Charge& held) {
+  auto too_long = [&] { return room_seconds < max_part_seconds ? session_full(limits) : part_too_long(max_part_seconds); };
   const std::string content_type = req.header("Content-Type");
   const std::string type = http::media_type(content_type);
   if (type == "audio/pcm") {
@@ -66,6 +67,7 @@ std::vector<float> session_audio(const http::Request& req, double max_seconds, d
     for (float f : samples)
       if (!std::isfinite(f)) throw bad_request("audio", "the samples must be finite numbers");
     audio::clip_to_full_scale(samples);
+    budget.add(held, samples.size(), "audio");
     return samples;
   }
   if (!type.starts_with("audio/") && !type.starts_with("video/") &&
@@ -76,7 +78,9 @@ std::vector<float> session_audio(const http::Request& req, double max_seconds, d
                    "invalid_request_error", {}, "unsupported_media_type");
   if (req.body.empty()) return {};  // nothing new: the answer says where the session is
   try {
-    return audio::decode_audio(as_bytes(req.body), max_seconds, [client = req.client] { return client->gone(); });
+    return audio::decode_audio(
+        as_bytes(req.body), std::min(room_seconds, max_part_seconds), [client = req.client] { return client->gone(); },
+        [&](size_t n) { budget.grow_to(held, n, "audio"); });
   } catch (const audio::Cancelled&) {
     throw client_closed();
   } catch (const audio::TooManyInputSamples& e) {  // not the session's room: the part's own rate and channels
@@ -152,28 +156,24 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
                      "invalid_request_error", {}, "session_finished");
     return session->stream->samples();
   };
-  // Decoded no further than the session (a second more, so that a part just
-  // past it gets the 413 below), the part's limit and the server's room for
-  // decoded audio allow.
-  double session_room;
+  // Decoded no further than what the session has room for (a second more,
+  // so a part just past it gets the 413 below). The part's charge becomes
+  // the session's once its samples are.
+  double room;
   {
     std::lock_guard lock(session->lock);
-    session_room = std::max(0.0, audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate) + 1.0;
+    room = audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate;
   }
-  const double server_room = audio_budget.room_seconds();
-  const double max_seconds = std::min({session_room, server_room, opt.max_audio_seconds});
-  std::vector<float> samples = session_audio(req, max_seconds, opt.max_audio_seconds, [&] {
-    if (max_seconds == opt.max_audio_seconds) return part_too_long(opt.max_audio_seconds);
-    if (max_seconds == session_room) return session_full(audio_sessions.limits());
-    return audio_budget.refusal(session->audio, size_t(server_room * audio::kSampleRate) + 1, "audio");
-  });
+  AudioBudget::Charge part;
+  std::vector<float> samples = session_audio(req, std::max(0.0, room) + 1.0, opt.max_audio_seconds,
+                                             audio_sessions.limits(), audio_budget, part);
   std::lock_guard lock(session->lock);
   unfinished();
   audio::TranscriptStream& stream = *session->stream;
   const double seconds = double(stream.samples() + samples.size()) / audio::kSampleRate;
   if (seconds > audio_sessions.limits().max_seconds) throw session_full(audio_sessions.limits());
-  audio_budget.add(session->audio, samples.size(), "audio");
   stream.append(samples);
+  session->audio.absorb(std::move(part));
   // A client that leaves stops the windows still to do; those done are kept,
   // and the rest wait for the next part or the finish.
   audio::TranscribeHooks hooks;

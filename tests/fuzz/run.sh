@@ -82,9 +82,9 @@ for n in "${names[@]}"; do
     crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
     echo "$n: FAILED (log: $log)${crash:+; reproduce: $bin $crash}"
     # A CI machine's files are gone after the run; a small input survives in its log.
-    if [ -n "$crash" ] && [ "$(stat -c %s "$crash")" -le 8192 ]; then
+    if [ -f "$crash" ] && [ "$(stat -c %s "$crash")" -le 4096 ]; then
       echo "$n: the input, base64 (base64 -d > input):"
-      base64 -w 100 "$crash"
+      base64 -w 0 "$crash"; echo
     fi
     failed+=("$n")
   fi

@@ -3,6 +3,7 @@
 // that are not audio, which must throw AudioError.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -208,6 +209,23 @@ TEST(Decode, ACancelledDecodeStops) {
   EXPECT_EQ(decode_audio(wav16(16000, 1, s), kMaxDecodeSeconds, [] { return false; }).size(), 16000u);
   LOAD_OR_SKIP(flac, "jfk.flac");
   EXPECT_THROW(decode_audio(flac, kMaxDecodeSeconds, [] { return true; }), Cancelled);
+}
+
+// grew() hears the samples made so far, block by block and on either path,
+// ending at the whole; what it throws stops the decode.
+TEST(Decode, GrewFollowsTheOutput) {
+  struct Full {};
+  auto check = [](const auto& bytes) {
+    std::vector<size_t> told;
+    const size_t n = decode_audio(bytes, kMaxDecodeSeconds, {}, [&](size_t k) { told.push_back(k); }).size();
+    ASSERT_GT(told.size(), 2u);
+    EXPECT_TRUE(std::is_sorted(told.begin(), told.end()));
+    EXPECT_EQ(told.back(), n);
+    EXPECT_THROW(decode_audio(bytes, kMaxDecodeSeconds, {}, [&](size_t k) { if (k > n / 2) throw Full(); }), Full);
+  };
+  check(wav16(16000, 1, std::vector<float>(200000, 0.1f)));  // 12.5 s: several 65,536-frame blocks
+  LOAD_OR_SKIP(flac, "jfk.flac");
+  check(flac);
 }
 
 // G.711 mu-law, as telephony systems write WAVs: the exact reader leaves

@@ -29,7 +29,6 @@ TEST(AudioBudget, ChargesAreGivenBackWhenTheyGo) {
     budget.add(a, 2 * kSecond, "file");  // a session's next part
     EXPECT_EQ(a.samples(), 6 * kSecond);
     EXPECT_DOUBLE_EQ(budget.held_seconds(), 6);
-    EXPECT_DOUBLE_EQ(budget.room_seconds(), 4);
     AudioBudget::Charge moved = std::move(a);
     EXPECT_EQ(a.samples(), 0u);
     EXPECT_DOUBLE_EQ(budget.held_seconds(), 6);  // moving is not giving back
@@ -56,9 +55,26 @@ TEST(AudioBudget, FullNowIs429NeverFitsIs413) {
     EXPECT_EQ(e.code, "audio_memory_full");
     EXPECT_NE(std::string(e.what()).find("--max-audio-held"), std::string::npos);
   }
-  EXPECT_EQ(budget.refusal(b, 11 * kSecond, "audio").param, "audio");
   a.reset();
   budget.add(b, 10 * kSecond, "file");  // the whole budget, once free
+}
+
+TEST(AudioBudget, ADecodeGrowsItsChargeAndAPartJoinsItsSession) {
+  AudioBudget budget(10);
+  AudioBudget::Charge session, part;
+  budget.add(session, 3 * kSecond, "audio");
+  budget.grow_to(part, kSecond, "audio");  // what a decode reports after each block
+  budget.grow_to(part, 2 * kSecond, "audio");
+  budget.grow_to(part, kSecond, "audio");  // never less
+  EXPECT_EQ(part.samples(), 2 * kSecond);
+  EXPECT_EQ(refused_status(budget, part, 6 * kSecond), 429);  // 3 + 2 + 6 > 10
+  session.absorb(std::move(part));
+  EXPECT_EQ(session.samples(), 5 * kSecond);
+  EXPECT_EQ(part.samples(), 0u);
+  EXPECT_DOUBLE_EQ(budget.held_seconds(), 5);  // absorbing takes nothing more
+  session.reset();
+  part.reset();
+  EXPECT_DOUBLE_EQ(budget.held_seconds(), 0);
 }
 
 TEST(AudioBudget, AChargeMayOutliveItsBudget) {
