@@ -593,6 +593,7 @@ SsdFlushResult SsdStore::flush() {
 void SsdStore::set_paused(bool paused) {
   {
     std::lock_guard lk(mu_);
+    stats_.pauses += paused && !paused_;
     paused_ = paused;
   }
   work_cv_.notify_one();
@@ -605,6 +606,7 @@ SsdStoreStats SsdStore::stats() const {
   s.max_bytes = opt_.max_bytes;
   s.pending_spill_bytes = queued_bytes_ + writing_bytes_;
   s.pending_spills = int64_t(queue_.size()) + writing_count_;
+  s.paused = paused_;
   return s;
 }
 

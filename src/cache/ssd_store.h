@@ -63,6 +63,8 @@ struct SsdStoreStats {
   uint64_t pending_spill_bytes = 0;  // waiting in the queue or being written (held in memory)
   int64_t pending_spills = 0;
   double restore_ms_last = 0;  // duration of the last successful read()
+  bool paused = false;         // set_paused(true): the writer starts no new record
+  int64_t pauses = 0;          // times it was paused
   std::string last_error;      // the most recent failed write, for /stats and logs
 };
 

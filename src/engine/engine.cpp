@@ -446,6 +446,9 @@ void Engine::loop() {
     for (auto& a : running)
       if (a->handle->ends_early()) finish(*a, early_end(*a->handle));
     std::erase_if(running, [](const auto& a) { return a->done; });
+    // The SSD writer waits while prompts are read back from disk: the reads
+    // hold up a request, the writes hold up nothing.
+    pause_ssd_writes(std::ranges::any_of(running, [](const auto& a) { return a->on_disk > 0; }));
     if (running.empty()) {
       update_kv_stats(true);
       continue;
@@ -562,6 +565,12 @@ void Engine::read_back(Active& a) {
   kv_->set_length(a.seq, a.computed);
   cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
   if (a.info.preemptions == 0) count_cached(a);  // as start() counts: the first admission's
+}
+
+void Engine::pause_ssd_writes(bool pause) {
+  if (!ssd_ || pause == ssd_paused_) return;
+  ssd_->set_paused(pause);
+  ssd_paused_ = pause;
 }
 
 void Engine::count_cached(Active& a) {

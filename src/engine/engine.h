@@ -185,6 +185,7 @@ class Engine {
   // The prompt tokens its first admission took from the cache, so far
   // (attached, then read back), in its FinishInfo and the engine's total.
   void count_cached(Active& a);
+  void pause_ssd_writes(bool pause);  // the SSD writer waits while restores read
   // One forward over the requests' next tokens (throws only if it fails),
   // then each request advances on its own.
   void run_batch(std::span<Active* const> batch);
@@ -206,6 +207,7 @@ class Engine {
   AdmissionInfo admission_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<cache::SsdStore> ssd_;       // outlives cache_, which writes to it
+  bool ssd_paused_ = false;                    // the engine thread's
   std::unique_ptr<cache::PrefixCache> cache_;  // null when the prompt cache is off
   GenerationCheckpoints checkpoints_;
 

@@ -99,6 +99,8 @@ ojson Server::Impl::stats() const {
                  {"demotions", c->demotions},
                  {"pending_spill_bytes", d->pending_spill_bytes},
                  {"pending_spills", d->pending_spills},
+                 {"writes_paused", d->paused},
+                 {"write_pauses", d->pauses},
                  {"dropped_spills", d->dropped_spills},
                  {"failed_spills", d->failed_spills},
                  {"skipped_files", d->skipped},

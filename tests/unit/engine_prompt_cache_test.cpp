@@ -307,6 +307,9 @@ TEST(PromptCacheSsd, ALongRestoreIsReadAStepsWorthAtATime) {
   // Reads of 2, 2, 2, 2 and 1 blocks, the 12 tokens (the first token), four decodes.
   EXPECT_EQ(second.stats().steps - steps_before, 10);
   EXPECT_EQ(second.cache_stats()->restored_blocks, 9);
+  // The writer waited while the blocks were read, once, and goes on after.
+  EXPECT_EQ(second.ssd_stats()->pauses, 1);
+  EXPECT_FALSE(second.ssd_stats()->paused);
   expect_kv_returned(second);
 }
 
