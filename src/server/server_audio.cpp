@@ -6,6 +6,7 @@
 #include "audio/audio_error.h"
 #include "audio/decode.h"
 #include "audio/subtitles.h"
+#include "core/read_file.h"
 #include "server/audio_request.h"
 #include "server/server_impl.h"
 
@@ -79,6 +80,25 @@ void Server::Impl::send_transcript(http::Response& res, const TranscriptAnswer& 
     res.set_content(dump(a.json), "application/json");
 }
 
+std::vector<float> Server::Impl::decode_upload(const http::Request& req, const std::string& bytes,
+                                               double max_seconds, AudioBudget::Charge& held,
+                                               const std::string& param,
+                                               const std::function<ApiError()>& too_long) {
+  try {
+    return audio::decode_audio(
+        as_bytes(bytes), max_seconds, [client = req.client] { return client->gone(); },
+        [&](size_t n) { audio_budget.grow_to(held, n, param); });
+  } catch (const audio::Cancelled&) {
+    throw client_closed();
+  } catch (const audio::TooManyInputSamples& e) {  // the upload's own rate and channels
+    throw ApiError(413, e.what(), "invalid_request_error", param, "request_too_large");
+  } catch (const audio::AudioTooLong&) {
+    throw too_long();
+  } catch (const audio::AudioError& e) {
+    throw bad_request(param, std::string("the audio could not be decoded: ") + e.what(), "invalid_audio");
+  }
+}
+
 void Server::Impl::audio_transcribe(const http::Request& req, http::Response& res, bool translate) {
   require_transcription();
   const auto t0 = Clock::now();
@@ -93,21 +113,11 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   // Charged to the server's budget for decoded audio as it is decoded, and
   // held as long as the samples are, streamed or not.
   auto held = std::make_shared<AudioBudget::Charge>();
-  std::vector<float> samples;
-  try {
-    samples = audio::decode_audio(
-        std::span(reinterpret_cast<const uint8_t*>(r.audio.data()), r.audio.size()), opt.max_audio_seconds,
-        [client = req.client] { return client->gone(); },
-        [&](size_t n) { audio_budget.grow_to(*held, n, "file"); });
-  } catch (const audio::Cancelled&) {
-    throw client_closed();
-  } catch (const audio::AudioTooLong& e) {
-    throw ApiError(413, std::string(e.what()) + " (--max-audio-seconds)", "invalid_request_error",
-                   "file", "request_too_large");
-  } catch (const audio::AudioError& e) {
-    throw bad_request("file", std::string("the audio could not be decoded: ") + e.what(),
-                      "invalid_audio");
-  }
+  std::vector<float> samples = decode_upload(req, r.audio, opt.max_audio_seconds, *held, "file", [&] {
+    return ApiError(413, "the audio is longer than " + std::to_string(int64_t(opt.max_audio_seconds)) +
+                             " seconds (--max-audio-seconds)",
+                    "invalid_request_error", "file", "request_too_large");
+  });
   std::string().swap(r.audio);  // its memory too, while the transcription waits
   if (samples.size() < kMinSamples)
     throw bad_request("file", "the audio is shorter than 0.1 s", "audio_too_short");

@@ -9,7 +9,6 @@
 
 #include "audio/audio_error.h"
 #include "audio/decode.h"
-#include "core/read_file.h"
 #include "server/server_impl.h"
 
 namespace hearth::server {
@@ -38,59 +37,38 @@ ApiError part_too_long(double max_part_seconds) {
                   "invalid_request_error", "audio", "request_too_large");
 }
 
-// A part of the audio: raw float32 (audio/pcm;rate=16000) or any container,
-// decoded no further than the session's room (past it, session_full) or
-// --max-audio-seconds, which holds for a part as for a whole upload, and
-// charged to `held` as it is decoded.
-std::vector<float> session_audio(const http::Request& req, double room_seconds, double max_part_seconds,
-                                 const AudioSessionLimits& limits, AudioBudget& budget, AudioBudget::Charge& held) {
-  auto too_long = [&] { return room_seconds < max_part_seconds ? session_full(limits) : part_too_long(max_part_seconds); };
+// A part of the audio: raw float32 (audio/pcm;rate=16000) or any container.
+// Only checked here: the raw part's length and samples, a container's type.
+std::optional<std::vector<float>> raw_part(const http::Request& req, double max_part_seconds) {
   const std::string content_type = req.header("Content-Type");
   const std::string type = http::media_type(content_type);
-  if (type == "audio/pcm") {
-    std::optional<std::string> rate;
-    try {
-      rate = http::header_parameter(content_type, "rate");
-    } catch (const std::invalid_argument&) {
-    }
-    if (rate != "16000")
-      throw bad_request("audio",
-                        "raw audio must be 16 kHz mono little-endian float32, declared as "
-                        "'audio/pcm;rate=16000'; send other rates in a container (WAV...)");
-    if (req.body.size() % 4)
-      throw bad_request("audio", "raw float32 audio must be a whole number of 4-byte samples");
-    std::vector<float> samples(req.body.size() / 4);
-    if (!samples.empty()) std::memcpy(samples.data(), req.body.data(), req.body.size());
-    if constexpr (std::endian::native == std::endian::big)
-      for (float& f : samples) f = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(f)));
-    if (double(samples.size()) / audio::kSampleRate > max_part_seconds) throw part_too_long(max_part_seconds);
-    for (float f : samples)
-      if (!std::isfinite(f)) throw bad_request("audio", "the samples must be finite numbers");
-    audio::clip_to_full_scale(samples);
-    budget.add(held, samples.size(), "audio");
-    return samples;
+  if (type != "audio/pcm") {
+    if (!type.starts_with("audio/") && !type.starts_with("video/") && type != "application/octet-stream")
+      throw ApiError(415,
+                     "unsupported content type '" + content_type +
+                         "': send audio/pcm;rate=16000 (float32) or an audio file",
+                     "invalid_request_error", {}, "unsupported_media_type");
+    return std::nullopt;
   }
-  if (!type.starts_with("audio/") && !type.starts_with("video/") &&
-      type != "application/octet-stream")
-    throw ApiError(415,
-                   "unsupported content type '" + req.header("Content-Type") +
-                       "': send audio/pcm;rate=16000 (float32) or an audio file",
-                   "invalid_request_error", {}, "unsupported_media_type");
-  if (req.body.empty()) return {};  // nothing new: the answer says where the session is
+  std::optional<std::string> rate;
   try {
-    return audio::decode_audio(
-        as_bytes(req.body), std::min(room_seconds, max_part_seconds), [client = req.client] { return client->gone(); },
-        [&](size_t n) { budget.grow_to(held, n, "audio"); });
-  } catch (const audio::Cancelled&) {
-    throw client_closed();
-  } catch (const audio::TooManyInputSamples& e) {  // not the session's room: the part's own rate and channels
-    throw ApiError(413, e.what(), "invalid_request_error", "audio", "request_too_large");
-  } catch (const audio::AudioTooLong&) {
-    throw too_long();
-  } catch (const audio::AudioError& e) {
-    throw bad_request("audio", std::string("the audio could not be decoded: ") + e.what(),
-                      "invalid_audio");
+    rate = http::header_parameter(content_type, "rate");
+  } catch (const std::invalid_argument&) {
   }
+  if (rate != "16000")
+    throw bad_request("audio",
+                      "raw audio must be 16 kHz mono little-endian float32, declared as "
+                      "'audio/pcm;rate=16000'; send other rates in a container (WAV...)");
+  if (req.body.size() % 4) throw bad_request("audio", "raw float32 audio must be a whole number of 4-byte samples");
+  std::vector<float> samples(req.body.size() / 4);
+  if (!samples.empty()) std::memcpy(samples.data(), req.body.data(), req.body.size());
+  if constexpr (std::endian::native == std::endian::big)
+    for (float& f : samples) f = std::bit_cast<float>(__builtin_bswap32(std::bit_cast<uint32_t>(f)));
+  if (double(samples.size()) / audio::kSampleRate > max_part_seconds) throw part_too_long(max_part_seconds);
+  for (float f : samples)
+    if (!std::isfinite(f)) throw bad_request("audio", "the samples must be finite numbers");
+  audio::clip_to_full_scale(samples);
+  return samples;
 }
 
 // The session's part of the path; the router matched [^/]+ there.
@@ -162,11 +140,18 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
   double room;
   {
     std::lock_guard lock(session->lock);
-    room = audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate;
+    room = std::max(0.0, audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate) + 1.0;
   }
   AudioBudget::Charge part;
-  std::vector<float> samples = session_audio(req, std::max(0.0, room) + 1.0, opt.max_audio_seconds,
-                                             audio_sessions.limits(), audio_budget, part);
+  std::vector<float> samples;
+  if (auto raw = raw_part(req, opt.max_audio_seconds)) {
+    samples = std::move(*raw);
+    audio_budget.add(part, samples.size(), "audio");
+  } else if (!req.body.empty()) {  // empty: nothing new, the answer says where the session is
+    samples = decode_upload(req, req.body, std::min(room, opt.max_audio_seconds), part, "audio", [&] {
+      return room < opt.max_audio_seconds ? session_full(audio_sessions.limits()) : part_too_long(opt.max_audio_seconds);
+    });
+  }
   std::lock_guard lock(session->lock);
   unfinished();
   audio::TranscriptStream& stream = *session->stream;

@@ -203,6 +203,12 @@ struct Server::Impl {
   Transcription& require_transcription() const;  // ApiError 503 without --whisper-model
   Transcription::Place transcription_place();    // and 429 when its queue is full
   void check_audio_bytes(size_t bytes, const char* param) const;  // 413 past --max-audio-bytes
+  // An upload's audio: decoded no further than max_seconds (past it, what
+  // too_long() says), charged to `held` as it grows, stopped by the client
+  // leaving (499); audio that cannot be read is a 400 naming param.
+  std::vector<float> decode_upload(const http::Request& req, const std::string& bytes, double max_seconds,
+                                   AudioBudget::Charge& held, const std::string& param,
+                                   const std::function<ApiError()>& too_long);
   ojson transcription_status() const;           // for /health and /stats
   void audio_session_create(const http::Request& req, http::Response& res);
   void audio_session_append(const http::Request& req, http::Response& res);
