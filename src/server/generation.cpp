@@ -90,6 +90,7 @@ bool GenerationStream::next_piece(Piece& out) {
       lp.text = text.empty() ? tok_.decode(std::span<const int32_t>(&ev->token, 1)) : text;
       std::string raw = tok_.token_bytes(ev->token);
       lp.bytes = text.empty() || !text::unicode::is_valid(raw) ? std::move(raw) : text;
+      lp.chars = int64_t(text::unicode::count_code_points(text));
       lp.logprob = ev->logprob;
       lp.top = std::move(ev->top);
       pending_.push_back({std::move(lp), fed_, fed_ + text.size()});

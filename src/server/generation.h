@@ -25,6 +25,7 @@ struct TokenLogprob {
   // character (alone it is no valid UTF-8), its own bytes, so that joined
   // they give the reply's bytes.
   std::string bytes;
+  int64_t chars = 0;  // code points of the reply's text this token completes (0 within a character)
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top;  // alternatives (id, log p), best first
 };

@@ -1,6 +1,7 @@
 // The OpenAI generation routes: /v1/chat/completions and /v1/completions,
 // answered whole or as a server-sent event stream.
 #include <algorithm>
+#include <cstdio>
 
 #include "server/reply.h"
 #include "server/server_impl.h"
@@ -160,16 +161,38 @@ ojson Server::Impl::chat_logprobs(const std::vector<TokenLogprob>& lps) const {
   return {{"content", content}, {"refusal", nullptr}};
 }
 
+namespace {
+
+// A completion token's string: its text, or where its bytes are part of a
+// character, "bytes:" and their escapes, so that no two such tokens read
+// alike, as U+FFFD would make them.
+std::string completion_token(const std::string& bytes) {
+  if (text::unicode::is_valid(bytes)) return bytes;
+  std::string out = "bytes:";
+  for (unsigned char c : bytes) {
+    char escape[5];
+    std::snprintf(escape, sizeof escape, "\\x%02x", c);
+    out += escape;
+  }
+  return out;
+}
+
+}  // namespace
+
 ojson Server::Impl::completion_logprobs(Job& job, const std::vector<TokenLogprob>& lps) const {
   ojson tokens = ojson::array(), values = ojson::array(), tops = ojson::array(), offsets = ojson::array();
   for (const auto& t : lps) {
-    tokens.push_back(t.text);
+    tokens.push_back(completion_token(t.bytes));
     values.push_back(t.logprob);
     ojson top = ojson::object();
-    for (const auto& [id, lp] : t.top) top[token_text(id)] = lp;
+    for (const auto& [id, lp] : t.top) {
+      const std::string raw = tok->token_bytes(id);
+      top[text::unicode::is_valid(raw) ? token_text(id) : completion_token(raw)] = lp;
+    }
     tops.push_back(top);
+    // Where its character starts in the text: the tokens of one character share it.
     offsets.push_back(job.text_offset);
-    job.text_offset += text::unicode::count_code_points(t.text);
+    job.text_offset += t.chars;
   }
   return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }

@@ -270,6 +270,35 @@ describe('API', () => {
     assert.equal(stopped.choices[0].finish_reason, 'stop');
   });
 
+  test('completions logprobs of characters split into byte tokens: offsets in characters, tokens as bytes: escapes', async () => {
+    // The grammar holds the reply to "é’"; the bias takes the two whole-character
+    // tokens (485, 468) away, so each character comes as its UTF-8 bytes.
+    const req = {
+      model: MODEL, prompt: 'Once upon a time', max_tokens: 8, temperature: 0, logprobs: 2,
+      logit_bias: { 468: -100, 485: -100 },
+      response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { const: 'é’' } } },
+    };
+    const c = await client.completions.create(req);
+    const lp = c.choices[0].logprobs;
+    assert.equal(c.choices[0].text, '"é’"');
+    assert.deepEqual(lp.tokens, ['"', 'bytes:\\xc3', 'bytes:\\xa9', 'bytes:\\xe2', 'bytes:\\x80', 'bytes:\\x99', '"']);
+    // Each token's offset is where its character starts, in characters of the text.
+    assert.deepEqual(lp.text_offset, [0, 1, 1, 2, 2, 2, 3]);
+    const bytes = Buffer.concat(lp.tokens.map((t) => t.startsWith('bytes:')
+      ? Buffer.from(t.slice(6).split('\\x').slice(1).map((h) => parseInt(h, 16)))
+      : Buffer.from(t, 'utf8')));
+    assert.equal(bytes.toString('utf8'), c.choices[0].text);
+    // Streamed, the same tokens and offsets.
+    const s = await client.completions.create({ ...req, stream: true });
+    const tokens = [], offsets = [];
+    for await (const chunk of s) {
+      tokens.push(...(chunk.choices[0]?.logprobs?.tokens ?? []));
+      offsets.push(...(chunk.choices[0]?.logprobs?.text_offset ?? []));
+    }
+    assert.deepEqual(tokens, lp.tokens);
+    assert.deepEqual(offsets, lp.text_offset);
+  });
+
   test('penalties change greedy repetition', async () => {
     const base = { model: MODEL, prompt: 'Once upon a time', max_tokens: 60, temperature: 0 };
     const plain = (await client.completions.create(base)).choices[0].text;
