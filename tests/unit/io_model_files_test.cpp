@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/model_config.h"
+#include "io/pooling_config.h"
 #include "io/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -173,6 +174,33 @@ TEST(GenerationConfig, IdsThatAreNoIdsAreLeftOut) {
   EXPECT_EQ(g.bos_token_id, 1);  // config.json's; 2^32 + 1 is no id
   EXPECT_EQ(g.eos_token_ids, (std::vector<int>{2, 7}));
   EXPECT_FALSE(g.top_k.has_value());
+}
+
+// sentence-transformers' modules.json and pooling config.json: fields of
+// another type are refused with a message, never a JSON type error.
+TEST(PoolingConfig, ModesAreBooleansAndFieldsAreChecked) {
+  const fs::path dir = model_dir();
+  fs::create_directories(dir / "1_Pooling");
+  write(dir / "modules.json", R"([{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])");
+  write(dir / "1_Pooling" / "config.json", R"({"pooling_mode_mean_tokens": true, "pooling_mode_cls_token": false})");
+  EXPECT_EQ(hearth::io::read_pooling_config(dir).pooling, hearth::io::Pooling::Mean);
+  auto error = [&](const std::string& modules, const std::string& pooling) {
+    write(dir / "modules.json", modules);
+    write(dir / "1_Pooling" / "config.json", pooling);
+    try {
+      hearth::io::read_pooling_config(dir);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string modules = R"([{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])";
+  EXPECT_NE(error(modules, R"({"pooling_mode_cls_token": 1})").find("true or false"), std::string::npos);
+  EXPECT_NE(error(R"([{"path": "1_Pooling", "type": 5}])", "{}").find("a string"), std::string::npos);
+  EXPECT_NE(error(R"([{"path": [], "type": "sentence_transformers.models.Pooling"}])", "{}").find("a string"),
+            std::string::npos);
+  EXPECT_NE(error(modules, R"({"pooling_mode_cls_token": true, "pooling_mode_lasttoken": true})").find("exactly one"),
+            std::string::npos);
 }
 
 TEST(Safetensors, DimensionsPast2To63AreRefused) {
