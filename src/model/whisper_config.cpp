@@ -86,8 +86,9 @@ WhisperConfig WhisperConfig::load(const std::filesystem::path& dir) {
     throw std::runtime_error("config.json: activation_function " +
                              io::json_for_message(c["activation_function"]) +
                              " is not supported (gelu)");
-  if (c.value("scale_embedding", false))
-    throw std::runtime_error("config.json: scale_embedding true is not supported");
+  if (c.contains("scale_embedding") && c["scale_embedding"] != false)  // any other value than false (or none)
+    throw std::runtime_error("config.json: scale_embedding " + io::json_for_message(c["scale_embedding"]) +
+                             " is not supported (false)");
   if (std::filesystem::exists(dir / "generation_config.json")) {
     const nlohmann::json g = io::read_json_file(dir / "generation_config.json");
     if (g.contains("alignment_heads") && g["alignment_heads"].is_array())
