@@ -384,6 +384,7 @@ void Engine::loop() {
   Running running;
   auto last_demotion = Clock::now();
   for (;;) {
+    if (running.empty()) pause_ssd_writes(false);  // however the last step ended
     bool stop = false;
     {
       std::unique_lock lock(mutex_);
@@ -446,15 +447,15 @@ void Engine::loop() {
     for (auto& a : running)
       if (a->handle->ends_early()) finish(*a, early_end(*a->handle));
     std::erase_if(running, [](const auto& a) { return a->done; });
-    // The SSD writer waits while prompts are read back from disk: the reads
-    // hold up a request, the writes hold up nothing.
-    pause_ssd_writes(std::ranges::any_of(running, [](const auto& a) { return a->on_disk > 0; }));
     if (running.empty()) {
       update_kv_stats(true);
       continue;
     }
 
     plan_step(running);
+    // The SSD writer waits while a step reads blocks back: the reads hold up
+    // a request, the writes (up to the queue's cap) nothing.
+    pause_ssd_writes(std::ranges::any_of(running, [](const auto& a) { return a->restoring > 0; }));
     // Blocks for this step's tokens, oldest requests first: a request that
     // cannot grow takes them from the cache, then from younger requests.
     try {

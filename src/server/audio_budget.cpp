@@ -45,14 +45,15 @@ void AudioBudget::Charge::absorb(Charge&& part) {
   samples_ += std::exchange(part.samples_, 0);
 }
 
-void AudioBudget::add(Charge& charge, size_t samples, const std::string& param) {
+void AudioBudget::add(Charge& charge, size_t samples, const std::string& param, size_t with) {
   if (charge.budget_ && charge.budget_ != state_) throw std::logic_error("a charge of another budget");
   std::lock_guard lock(state_->mutex);
-  if (samples > state_->max - charge.samples_)
+  const size_t mine = charge.samples_ + with;  // held, so at most max
+  if (samples > state_->max - std::min(mine, state_->max))
     throw ApiError(413,
                    "the server holds at most " + seconds_text(state_->max) +
                        " of decoded audio (--max-audio-held); this would be over " +
-                       seconds_text(charge.samples_ + samples),
+                       seconds_text(mine + samples),
                    "invalid_request_error", param, "request_too_large");
   if (samples > state_->max - state_->held)
     throw ApiError(429,

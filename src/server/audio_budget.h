@@ -48,12 +48,13 @@ class AudioBudget {
   };
 
   // Adds samples to a charge (a new one if it is empty), or throws ApiError:
-  // 413 naming param when they never could fit (the charge would outgrow the
-  // budget), else 429 audio_memory_full.
-  void add(Charge& charge, size_t samples, const std::string& param);
+  // 413 naming param when they never could fit (the charge, with `with`
+  // samples its holder has charged elsewhere, would outgrow the budget),
+  // else 429 audio_memory_full.
+  void add(Charge& charge, size_t samples, const std::string& param, size_t with = 0);
   // Charges `charge` for samples in all: what a decode calls as it grows.
-  void grow_to(Charge& charge, size_t samples, const std::string& param) {
-    if (samples > charge.samples()) add(charge, samples - charge.samples(), param);
+  void grow_to(Charge& charge, size_t samples, const std::string& param, size_t with = 0) {
+    if (samples > charge.samples()) add(charge, samples - charge.samples(), param, with);
   }
   double max_seconds() const;
   double held_seconds() const;

@@ -81,13 +81,13 @@ void Server::Impl::send_transcript(http::Response& res, const TranscriptAnswer& 
 }
 
 std::vector<float> Server::Impl::decode_upload(const http::Request& req, const std::string& bytes,
-                                               double max_seconds, AudioBudget::Charge& held,
+                                               double max_seconds, AudioBudget::Charge& held, size_t with,
                                                const std::string& param,
                                                const std::function<ApiError()>& too_long) {
   try {
     return audio::decode_audio(
         as_bytes(bytes), max_seconds, [client = req.client] { return client->gone(); },
-        [&](size_t n) { audio_budget.grow_to(held, n, param); });
+        [&](size_t n) { audio_budget.grow_to(held, n, param, with); });
   } catch (const audio::Cancelled&) {
     throw client_closed();
   } catch (const audio::TooManyInputSamples& e) {  // the upload's own rate and channels
@@ -113,7 +113,7 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   // Charged to the server's budget for decoded audio as it is decoded, and
   // held as long as the samples are, streamed or not.
   auto held = std::make_shared<AudioBudget::Charge>();
-  std::vector<float> samples = decode_upload(req, r.audio, opt.max_audio_seconds, *held, "file", [&] {
+  std::vector<float> samples = decode_upload(req, r.audio, opt.max_audio_seconds, *held, 0, "file", [&] {
     return ApiError(413, "the audio is longer than " + std::to_string(int64_t(opt.max_audio_seconds)) +
                              " seconds (--max-audio-seconds)",
                     "invalid_request_error", "file", "request_too_large");

@@ -137,18 +137,21 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
   // Decoded no further than what the session has room for (a second more,
   // so a part just past it gets the 413 below). The part's charge becomes
   // the session's once its samples are.
+  // A part that would take the session past the whole budget is a 413.
   double room;
+  size_t session_held;
   {
     std::lock_guard lock(session->lock);
     room = std::max(0.0, audio_sessions.limits().max_seconds - double(unfinished()) / audio::kSampleRate) + 1.0;
+    session_held = session->audio.samples();
   }
   AudioBudget::Charge part;
   std::vector<float> samples;
   if (auto raw = raw_part(req, opt.max_audio_seconds)) {
     samples = std::move(*raw);
-    audio_budget.add(part, samples.size(), "audio");
+    audio_budget.add(part, samples.size(), "audio", session_held);
   } else if (!req.body.empty()) {  // empty: nothing new, the answer says where the session is
-    samples = decode_upload(req, req.body, std::min(room, opt.max_audio_seconds), part, "audio", [&] {
+    samples = decode_upload(req, req.body, std::min(room, opt.max_audio_seconds), part, session_held, "audio", [&] {
       return room < opt.max_audio_seconds ? session_full(audio_sessions.limits()) : part_too_long(opt.max_audio_seconds);
     });
   }

@@ -360,6 +360,10 @@ describe('decoded audio the server holds (--max-audio-held)', () => {
     const part = await postRaw(`${srv.url}/v1/audio/sessions/${a.body.id}/audio`, Buffer.alloc(4 * 32000), PCM);
     assert.equal(part.status, 200, JSON.stringify(part.body));
     assert.equal(await held(), 2);
+    // With what the session holds, past the whole budget: never fits, 413.
+    const more = await postRaw(`${srv.url}/v1/audio/sessions/${a.body.id}/audio`, Buffer.alloc(4 * 32000), PCM);
+    assert.equal(more.status, 413, JSON.stringify(more.body));
+    assert.match(more.body.error.message, /--max-audio-held/);
     // One second of room left: a 2 s upload, a 2 s raw part and a 2 s WAV part wait.
     expectFull(await oneShot(jfkWavHead(2)));
     expectFull(await postRaw(`${srv.url}/v1/audio/sessions/${b.body.id}/audio`, Buffer.alloc(4 * 32000), PCM));

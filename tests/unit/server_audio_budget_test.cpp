@@ -68,6 +68,12 @@ TEST(AudioBudget, ADecodeGrowsItsChargeAndAPartJoinsItsSession) {
   budget.grow_to(part, kSecond, "audio");  // never less
   EXPECT_EQ(part.samples(), 2 * kSecond);
   EXPECT_EQ(refused_status(budget, part, 6 * kSecond), 429);  // 3 + 2 + 6 > 10
+  try {  // with the session's 3, the part would outgrow the budget: never fits
+    budget.grow_to(part, 8 * kSecond, "audio", session.samples());
+    ADD_FAILURE();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 413);
+  }
   session.absorb(std::move(part));
   EXPECT_EQ(session.samples(), 5 * kSecond);
   EXPECT_EQ(part.samples(), 0u);
