@@ -48,7 +48,9 @@ void AudioBudget::Charge::absorb(Charge&& part) {
 void AudioBudget::add(Charge& charge, size_t samples, const std::string& param, size_t with) {
   if (charge.budget_ && charge.budget_ != state_) throw std::logic_error("a charge of another budget");
   std::lock_guard lock(state_->mutex);
-  const size_t mine = charge.samples_ + with;  // held, so at most max
+  // Both are held, so at most max; but `with` may be stale (its holder let
+  // go meanwhile), hence the min below.
+  const size_t mine = charge.samples_ + with;
   if (samples > state_->max - std::min(mine, state_->max))
     throw ApiError(413,
                    "the server holds at most " + seconds_text(state_->max) +

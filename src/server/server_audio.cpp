@@ -83,7 +83,7 @@ void Server::Impl::send_transcript(http::Response& res, const TranscriptAnswer& 
 std::vector<float> Server::Impl::decode_upload(const http::Request& req, const std::string& bytes,
                                                double max_seconds, AudioBudget::Charge& held, size_t with,
                                                const std::string& param,
-                                               const std::function<ApiError()>& too_long) {
+                                               const std::function<ApiError(const std::string&)>& too_long) {
   try {
     return audio::decode_audio(
         as_bytes(bytes), max_seconds, [client = req.client] { return client->gone(); },
@@ -92,8 +92,8 @@ std::vector<float> Server::Impl::decode_upload(const http::Request& req, const s
     throw client_closed();
   } catch (const audio::TooManyInputSamples& e) {  // the upload's own rate and channels
     throw ApiError(413, e.what(), "invalid_request_error", param, "request_too_large");
-  } catch (const audio::AudioTooLong&) {
-    throw too_long();
+  } catch (const audio::AudioTooLong& e) {
+    throw too_long(e.what());
   } catch (const audio::AudioError& e) {
     throw bad_request(param, std::string("the audio could not be decoded: ") + e.what(), "invalid_audio");
   }
@@ -113,10 +113,8 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   // Charged to the server's budget for decoded audio as it is decoded, and
   // held as long as the samples are, streamed or not.
   auto held = std::make_shared<AudioBudget::Charge>();
-  std::vector<float> samples = decode_upload(req, r.audio, opt.max_audio_seconds, *held, 0, "file", [&] {
-    return ApiError(413, "the audio is longer than " + std::to_string(int64_t(opt.max_audio_seconds)) +
-                             " seconds (--max-audio-seconds)",
-                    "invalid_request_error", "file", "request_too_large");
+  std::vector<float> samples = decode_upload(req, r.audio, opt.max_audio_seconds, *held, 0, "file", [](const std::string& why) {
+    return ApiError(413, why + " (--max-audio-seconds)", "invalid_request_error", "file", "request_too_large");
   });
   std::string().swap(r.audio);  // its memory too, while the transcription waits
   if (samples.size() < kMinSamples)

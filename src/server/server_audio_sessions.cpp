@@ -135,9 +135,9 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
     return session->stream->samples();
   };
   // Decoded no further than what the session has room for (a second more,
-  // so a part just past it gets the 413 below). The part's charge becomes
-  // the session's once its samples are.
-  // A part that would take the session past the whole budget is a 413.
+  // so a part just past it gets the 413 below). The part's charge counts
+  // what the session holds (past the whole budget with it: a 413), and
+  // becomes the session's once its samples are.
   double room;
   size_t session_held;
   {
@@ -151,7 +151,7 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
     samples = std::move(*raw);
     audio_budget.add(part, samples.size(), "audio", session_held);
   } else if (!req.body.empty()) {  // empty: nothing new, the answer says where the session is
-    samples = decode_upload(req, req.body, std::min(room, opt.max_audio_seconds), part, session_held, "audio", [&] {
+    samples = decode_upload(req, req.body, std::min(room, opt.max_audio_seconds), part, session_held, "audio", [&](const std::string&) {
       return room < opt.max_audio_seconds ? session_full(audio_sessions.limits()) : part_too_long(opt.max_audio_seconds);
     });
   }
