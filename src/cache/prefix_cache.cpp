@@ -98,6 +98,9 @@ size_t PrefixCache::read_back(std::span<const int32_t> tokens, std::span<const B
   else for (int t = 0; t < int(into.size()); ++t) read(t, 0);
   const size_t n = size_t(std::find(ok.begin(), ok.end(), 0) - ok.begin());
   std::lock_guard lock(mutex_);
+  // A lookup that found blocks only on disk counted a hit; if the first of
+  // them does not read back, nothing was reused after all.
+  if (from == 0 && n == 0) --stats_.hits, ++stats_.misses;
   if (n > 0) {
     stats_.restored_blocks += int64_t(n);
     stats_.hit_tokens += int64_t(n) * block_tokens_;

@@ -287,6 +287,7 @@ TEST(PromptCacheSsd, ARestartedEngineServesThePrefixFromDisk) {
   EXPECT_EQ(again.info.cached_tokens, 96);
   expect_same(again, want);
   EXPECT_EQ(second.cache_stats()->restored_blocks, 3);
+  EXPECT_EQ(second.cache_stats()->hits, 1);
   EXPECT_EQ(second.ssd_stats()->restores, 3);
   expect_kv_returned(second);
 }
@@ -369,6 +370,8 @@ TEST(PromptCacheSsd, ACorruptBlockIsSkippedAndRecomputed) {
   const Output again = run(second, prompt, 10);
   EXPECT_EQ(again.info.cached_tokens, 0);  // the first block fails its checksum
   expect_same(again, want);
+  EXPECT_EQ(second.cache_stats()->hits, 0);  // found on disk, but nothing was reused
+  EXPECT_EQ(second.cache_stats()->misses, 1);
   EXPECT_EQ(second.ssd_stats()->skipped, 3);  // the blocks are read together: each is found bad and removed
   expect_kv_returned(second);
 }
