@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include "cache/model_namespace.h"
+#include "engine/engine_active.h"
 #include "engine/logprobs.h"
 
 #include <algorithm>
@@ -47,39 +48,6 @@ void RequestHandle::close(FinishInfo info) {
 }
 
 // ---- Engine ----
-
-struct Engine::Active {
-  GenerationRequest request;
-  std::shared_ptr<RequestHandle> handle;
-  Decoding decoding;
-  int seq = -1;
-  int64_t computed = 0;  // history tokens whose keys/values are in the KV cache
-  bool started = false;  // admitted at least once
-  bool done = false;     // finished in the last step (info.reason says how)
-  cache::ChainCursor published;
-  std::optional<uint64_t> checkpoint_key;  // set when it can be resumed after a cancel
-  std::vector<TokenEvent> sent;             // the events sent, kept only with a checkpoint key
-  Clock::time_point submitted, admitted, first_token;
-  std::vector<float> pooled;  // an embedding request's pooled hidden state so far
-  FinishInfo info;
-
-  Active(GenerationRequest r, std::shared_ptr<RequestHandle> h, int64_t ctx_size)
-      : request(std::move(r)),
-        handle(std::move(h)),
-        // The prompt moves into the decoding state; request.prompt is empty after.
-        decoding(std::move(request.prompt), request.sampling,
-                 {request.stop_ids, request.max_tokens, ctx_size}, request.constraint),
-        submitted(Clock::now()) {}
-  std::span<const int32_t> history() const { return decoding.history(); }
-  int64_t behind() const { return int64_t(history().size()) - computed; }  // tokens not fed yet
-  int64_t planned = 0;  // tokens it feeds in this step (plan_step)
-  // Blocks past `computed` the SSD tier holds, read back a step's worth at
-  // a time before the rest is computed; the hashes of the history's blocks
-  // while there are any.
-  int64_t on_disk = 0;
-  std::vector<cache::BlockHash> chain;
-  int64_t restoring = 0;  // blocks it reads back in this step (plan_step)
-};
 
 Engine::Engine(std::unique_ptr<LlamaModel> model, const EngineOptions& options)
     : model_(std::move(model)),
@@ -194,78 +162,14 @@ EngineStats Engine::stats() const {
   return s;
 }
 
-std::optional<cache::PrefixCacheStats> Engine::cache_stats() const {
-  if (!cache_) return std::nullopt;
-  return cache_->stats();
-}
-
-std::optional<cache::SsdStoreStats> Engine::ssd_stats() const {
-  if (!ssd_) return std::nullopt;
-  return ssd_->stats();
-}
-
-int64_t Engine::longest_durable_prefix_tokens() const {
-  return ssd_ ? ssd_->longest_durable_prefix_tokens(cache_->root()) : 0;
-}
-
-std::optional<cache::SsdFlushResult> Engine::flush_cache() {
-  if (!ssd_) return std::nullopt;
-  return ssd_->flush();  // every block published before this call is queued already
-}
-
-bool Engine::close_session(const std::string& id) {
-  return cache_ && cache_->close_session(id);
-}
-
 bool Engine::start(Active& a) {
   // Attach the cached prefix of the history, then reserve the rest of it.
-  const std::span<const int32_t> tokens = a.history();
-  const int64_t n = int64_t(tokens.size());
+  const int64_t n = int64_t(a.history().size());
   a.seq = kv_->create_sequence();
   a.pooled.clear();
   a.on_disk = 0;
   a.chain.clear();
-  if (cache_) a.published = {cache_->root(), 0};
-  // Mean and first-token pooling need the hidden state of tokens a cached
-  // prefix would skip; the last token is always computed.
-  if (cache_ && (!a.request.embed || *a.request.embed == io::Pooling::Last)) {
-    cache::PrefixMatch m = cache_->lookup(tokens, a.request.session);
-    // The last history token is always computed, for its logits: a fully
-    // cached history shares all but its last block, and takes a private copy
-    // of that one so its last position can be written again.
-    const bool whole = m.tokens == n;
-    int64_t shared = int64_t(m.blocks.size()) - (whole ? 1 : 0);
-    kv_->attach(a.seq, std::span(m.blocks).first(size_t(shared)));
-    if (whole) {
-      const int32_t last = m.blocks.back();
-      kv_->retain(last);  // not evicted while making room for its copy
-      std::optional<int32_t> copy;
-      try {
-        if (free_blocks(1)) copy = kv_->copy_block(last);
-      } catch (...) {
-        kv_->unref(last);
-        throw;
-      }
-      kv_->unref(last);
-      if (copy) {
-        try {
-          kv_->attach(a.seq, std::span(&*copy, 1));
-        } catch (...) {  // (an allocation) the copy goes back
-          kv_->unref(*copy);
-          throw;
-        }
-        kv_->unref(*copy);  // the sequence's reference is the only one
-        kv_->set_length(a.seq, n - 1);
-        ++shared;  // indexed already: nothing to publish
-      }
-    }
-    a.published = {shared > 0 ? m.chain[size_t(shared - 1)] : cache_->root(), shared};
-    // Blocks on SSD past the RAM hit are read back step by step (plan_step).
-    if (!whole && m.on_disk > 0) {
-      a.on_disk = int64_t(m.on_disk);
-      a.chain = std::move(m.chain);
-    }
-  }
+  if (cache_) attach_cached_prefix(a);
   free_blocks(KvCache::blocks_for_tokens(kv_->shape(), n) - int64_t(kv_->blocks(a.seq).size()));
   if (!kv_->reserve(a.seq, n)) {
     kv_->release(a.seq);
@@ -320,26 +224,6 @@ void Engine::housekeeping() {
     tidy_cache();
   } catch (const std::exception&) {  // (allocation) a pass that fails is tried again in a second
   }
-}
-
-void Engine::tidy_cache() {
-  // Demoted blocks' pages go back to the system too: they are on disk now.
-  if (ssd_) kv_->discard_free(cache_->demote_idle(options_.ssd_demote_idle_seconds));
-  // Under memory pressure the cache gives blocks back, and their pages go
-  // back to the system; requests are never failed for cache memory.
-  const size_t total = meminfo("MemTotal:");
-  size_t available = memory_available();
-  const size_t floor = options_.min_available_bytes ? options_.min_available_bytes : total / 100 * 15;
-  if (total == 0 || available >= floor) return;
-  // The SSD tier's waiting writes are copies: they go first (their pages
-  // need not go back to the system at once: measured again).
-  if (ssd_ && ssd_->drop_queue() > 0) available = memory_available();
-  if (available >= floor) return;
-  const int64_t want = int64_t((floor - available) / kv_->block_bytes()) + 1;
-  const int64_t freed = cache_->evict(want);
-  kv_->discard_free(freed);
-  std::lock_guard lock(mutex_);
-  stats_.pressure_evictions += freed;
 }
 
 void Engine::update_kv_stats(bool count_cached) {
@@ -543,42 +427,6 @@ void Engine::plan_step(Running& running) {
       a->planned = std::max<int64_t>(0, std::min({a->behind(), options_.prefill_chunk, budget}));
       budget -= a->planned;
     }
-}
-
-void Engine::read_back(Active& a) {
-  const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size());
-  const size_t from = size_t(a.computed / block_tokens), want = size_t(a.restoring);
-  // Blocks another request read back (or computed) since the lookup are
-  // shared, not read again; but not the one the last history token is in,
-  // which is written again below.
-  const size_t shareable = std::min(want, size_t((n - 1) / block_tokens) - from);
-  const std::vector<int32_t> shared = cache_->indexed_run(a.history(), a.chain, from, shareable);
-  for (size_t i = 0; i < shared.size(); ++i) kv_->share_block(a.seq, from + i, shared[i]);
-  size_t got = shared.size();
-  if (got < want)
-    got += cache_->read_back(a.history(), a.chain, from + got, kv_->blocks(a.seq).subspan(from + got, want - got));
-  // A block that did not read back whole ends the run: the rest is computed.
-  a.on_disk = got == want ? a.on_disk - a.restoring : 0;
-  if (a.on_disk == 0) a.chain = {};
-  // The last history token is computed again, for its logits (the block
-  // it is in is the sequence's own, and published once it is).
-  a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
-  kv_->set_length(a.seq, a.computed);
-  cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
-  if (a.info.preemptions == 0) count_cached(a);  // as start() counts: the first admission's
-}
-
-void Engine::pause_ssd_writes(bool pause) {
-  if (!ssd_ || pause == ssd_paused_) return;
-  ssd_->set_paused(pause);
-  ssd_paused_ = pause;
-}
-
-void Engine::count_cached(Active& a) {
-  const int64_t cached = std::min(a.computed, a.decoding.prompt_tokens());
-  std::lock_guard lock(mutex_);
-  stats_.cached_tokens_total += cached - a.info.cached_tokens;
-  a.info.cached_tokens = cached;
 }
 
 void Engine::step(Running& running) {

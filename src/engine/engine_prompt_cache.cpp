@@ -1,0 +1,141 @@
+// The engine's side of the prompt cache: attaching a request's cached
+// prefix at admission, reading blocks back from the SSD tier step by step
+// (the writer waits meanwhile), demotion and memory pressure, and the
+// cache's stats.
+#include <algorithm>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/engine_active.h"
+#include "engine/memory_plan.h"
+
+namespace hearth {
+
+std::optional<cache::PrefixCacheStats> Engine::cache_stats() const {
+  if (!cache_) return std::nullopt;
+  return cache_->stats();
+}
+
+std::optional<cache::SsdStoreStats> Engine::ssd_stats() const {
+  if (!ssd_) return std::nullopt;
+  return ssd_->stats();
+}
+
+int64_t Engine::longest_durable_prefix_tokens() const {
+  return ssd_ ? ssd_->longest_durable_prefix_tokens(cache_->root()) : 0;
+}
+
+std::optional<cache::SsdFlushResult> Engine::flush_cache() {
+  if (!ssd_) return std::nullopt;
+  return ssd_->flush();  // every block published before this call is queued already
+}
+
+bool Engine::close_session(const std::string& id) {
+  return cache_ && cache_->close_session(id);
+}
+
+void Engine::attach_cached_prefix(Active& a) {
+  a.published = {cache_->root(), 0};
+  // Mean and first-token pooling need the hidden state of tokens a cached
+  // prefix would skip; the last token is always computed.
+  if (a.request.embed && *a.request.embed != io::Pooling::Last) return;
+  const std::span<const int32_t> tokens = a.history();
+  const int64_t n = int64_t(tokens.size());
+  cache::PrefixMatch m = cache_->lookup(tokens, a.request.session);
+  // The last history token is always computed, for its logits: a fully
+  // cached history shares all but its last block, and takes a private copy
+  // of that one so its last position can be written again.
+  const bool whole = m.tokens == n;
+  int64_t shared = int64_t(m.blocks.size()) - (whole ? 1 : 0);
+  kv_->attach(a.seq, std::span(m.blocks).first(size_t(shared)));
+  if (whole) {
+    const int32_t last = m.blocks.back();
+    kv_->retain(last);  // not evicted while making room for its copy
+    std::optional<int32_t> copy;
+    try {
+      if (free_blocks(1)) copy = kv_->copy_block(last);
+    } catch (...) {
+      kv_->unref(last);
+      throw;
+    }
+    kv_->unref(last);
+    if (copy) {
+      try {
+        kv_->attach(a.seq, std::span(&*copy, 1));
+      } catch (...) {  // (an allocation) the copy goes back
+        kv_->unref(*copy);
+        throw;
+      }
+      kv_->unref(*copy);  // the sequence's reference is the only one
+      kv_->set_length(a.seq, n - 1);
+      ++shared;  // indexed already: nothing to publish
+    }
+  }
+  a.published = {shared > 0 ? m.chain[size_t(shared - 1)] : cache_->root(), shared};
+  // Blocks on SSD past the RAM hit are read back step by step (plan_step).
+  if (!whole && m.on_disk > 0) {
+    a.on_disk = int64_t(m.on_disk);
+    a.chain = std::move(m.chain);
+  }
+}
+
+void Engine::read_back(Active& a) {
+  const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size());
+  const size_t from = size_t(a.computed / block_tokens), want = size_t(a.restoring);
+  // Blocks another request read back (or computed) since the lookup are
+  // shared, not read again; but not the one the last history token is in,
+  // which is written again below.
+  const size_t shareable = std::min(want, size_t((n - 1) / block_tokens) - from);
+  const std::vector<int32_t> shared = cache_->indexed_run(a.history(), a.chain, from, shareable);
+  for (size_t i = 0; i < shared.size(); ++i) kv_->share_block(a.seq, from + i, shared[i]);
+  size_t got = shared.size();
+  if (got < want)
+    got += cache_->read_back(a.history(), a.chain, from + got, kv_->blocks(a.seq).subspan(from + got, want - got));
+  // A block that did not read back whole ends the run: the rest is computed.
+  a.on_disk = got == want ? a.on_disk - a.restoring : 0;
+  if (a.on_disk == 0) a.chain = {};
+  // The last history token is computed again, for its logits (the block
+  // it is in is the sequence's own, and published once it is).
+  a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
+  kv_->set_length(a.seq, a.computed);
+  cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+  if (a.info.preemptions == 0) count_cached(a);  // as start() counts: the first admission's
+}
+
+void Engine::pause_ssd_writes(bool pause) {
+  if (!ssd_ || pause == ssd_paused_) return;
+  ssd_->set_paused(pause);
+  ssd_paused_ = pause;
+}
+
+void Engine::count_cached(Active& a) {
+  const int64_t cached = std::min(a.computed, a.decoding.prompt_tokens());
+  std::lock_guard lock(mutex_);
+  stats_.cached_tokens_total += cached - a.info.cached_tokens;
+  a.info.cached_tokens = cached;
+}
+
+void Engine::tidy_cache() {
+  // Demoted blocks' pages go back to the system too: they are on disk now.
+  if (ssd_) kv_->discard_free(cache_->demote_idle(options_.ssd_demote_idle_seconds));
+  // Under memory pressure the cache gives blocks back, and their pages go
+  // back to the system; requests are never failed for cache memory.
+  const size_t total = meminfo("MemTotal:");
+  size_t available = memory_available();
+  const size_t floor = options_.min_available_bytes ? options_.min_available_bytes : total / 100 * 15;
+  if (total == 0 || available >= floor) return;
+  // The SSD tier's waiting writes are copies: they go first (their pages
+  // need not go back to the system at once: measured again).
+  if (ssd_ && ssd_->drop_queue() > 0) available = memory_available();
+  if (available >= floor) return;
+  const int64_t want = int64_t((floor - available) / kv_->block_bytes()) + 1;
+  const int64_t freed = cache_->evict(want);
+  kv_->discard_free(freed);
+  std::lock_guard lock(mutex_);
+  stats_.pressure_evictions += freed;
+}
+
+}  // namespace hearth
