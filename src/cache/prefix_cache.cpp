@@ -42,7 +42,7 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
   // steps, and the store's eviction must not take them meanwhile.
   if (ssd_) ssd_->touch(std::span(m.chain).first(m.blocks.size() + m.on_disk));
   m.tokens = int64_t(m.blocks.size()) * block_tokens_;
-  ++(m.blocks.empty() && m.on_disk == 0 ? stats_.misses : stats_.hits);
+  if (!m.disk_only()) ++(m.blocks.empty() ? stats_.misses : stats_.hits);
   stats_.hit_tokens += m.tokens;
   if (!session.empty())
     if (auto s = sessions_.find(session); s != sessions_.end()) {
@@ -51,6 +51,11 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
       ++(continues ? stats_.session_hits : stats_.session_misses);
     }
   return m;
+}
+
+void PrefixCache::count_disk_match(bool reused) {
+  std::lock_guard lock(mutex_);
+  ++(reused ? stats_.hits : stats_.misses);
 }
 
 std::vector<int32_t> PrefixCache::walk(std::span<const int32_t> tokens, std::span<const BlockHash> chain, size_t from,
@@ -98,9 +103,6 @@ size_t PrefixCache::read_back(std::span<const int32_t> tokens, std::span<const B
   else for (int t = 0; t < int(into.size()); ++t) read(t, 0);
   const size_t n = size_t(std::find(ok.begin(), ok.end(), 0) - ok.begin());
   std::lock_guard lock(mutex_);
-  // A lookup that found blocks only on disk counted a hit; if the first of
-  // them does not read back, nothing was reused after all.
-  if (from == 0 && n == 0) --stats_.hits, ++stats_.misses;
   if (n > 0) {
     stats_.restored_blocks += int64_t(n);
     stats_.hit_tokens += int64_t(n) * block_tokens_;

@@ -50,7 +50,8 @@ struct PrefixCacheOptions {
 struct PrefixCacheStats {
   int64_t entries = 0;
   size_t bytes = 0, max_bytes = 0;
-  int64_t hits = 0, misses = 0, hit_tokens = 0;  // lookups that found >= 1 block / none
+  // Lookups that found >= 1 block / none (a disk-only one: count_disk_match).
+  int64_t hits = 0, misses = 0, hit_tokens = 0;
   int64_t session_hits = 0, session_misses = 0, sessions = 0;
   int64_t prefix_scans = 0, evictions = 0;
   int64_t cap_passes = 0;  // evictions run because the index was over max_bytes
@@ -70,6 +71,9 @@ struct PrefixMatch {
   std::vector<int32_t> blocks;   // the cached ones, from the start
   int64_t tokens = 0;            // positions they cover
   size_t on_disk = 0;            // blocks past them the SSD tier holds (read_back)
+  // Found on disk only: counted neither hit nor miss yet, but by the
+  // caller's count_disk_match once it knows whether any block read back.
+  bool disk_only() const { return blocks.empty() && on_disk > 0; }
 };
 
 class PrefixCache {
@@ -93,6 +97,10 @@ class PrefixCache {
   // counts whether the request continues the session's checkpoint (a
   // session hit) or not (an edited or branched history).
   PrefixMatch lookup(std::span<const int32_t> tokens, const std::string& session = {});
+  // Counts a disk-only match (PrefixMatch::disk_only) as a hit if any of
+  // its blocks was reused, else as a miss: once per such lookup, so both
+  // counters only ever grow.
+  void count_disk_match(bool reused);
 
   // Reads blocks [from, from + into.size()) of `chain` (the hashes of the
   // full blocks of `tokens`) back from the SSD tier into `into`, pool blocks

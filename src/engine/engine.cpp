@@ -187,6 +187,7 @@ bool Engine::start(Active& a) {
 
 void Engine::preempt(std::unique_ptr<Active> a) {
   // Its full blocks stay in the prompt cache, so resuming is mostly a hit.
+  if (a->disk_match) count_disk_match(*a, false);  // its next admission looks up again
   kv_->release(a->seq);
   a->seq = -1;
   a->computed = 0;
@@ -236,6 +237,7 @@ void Engine::update_kv_stats(bool count_cached) {
 }
 
 void Engine::finish(Active& a, FinishReason reason, std::string error) {
+  if (a.disk_match) count_disk_match(a, false);  // it ends before reading any back
   a.info.reason = reason;
   a.info.error = std::move(error);
   a.info.prompt_tokens = a.decoding.prompt_tokens();

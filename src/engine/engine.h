@@ -189,6 +189,8 @@ class Engine {
   // (attached, then read back), in its FinishInfo and the engine's total.
   void count_cached(Active& a);
   void pause_ssd_writes(bool pause);  // the SSD writer waits while restores read
+  // Counts the request's disk-only cache match, a hit if any block was reused.
+  void count_disk_match(Active& a, bool reused);
   // One forward over the requests' next tokens (throws only if it fails),
   // then each request advances on its own.
   void run_batch(std::span<Active* const> batch);

@@ -78,6 +78,7 @@ void Engine::attach_cached_prefix(Active& a) {
   // Blocks on SSD past the RAM hit are read back step by step (plan_step).
   if (!whole && m.on_disk > 0) {
     a.on_disk = int64_t(m.on_disk);
+    a.disk_match = m.disk_only();
     a.chain = std::move(m.chain);
   }
 }
@@ -94,6 +95,7 @@ void Engine::read_back(Active& a) {
   size_t got = shared.size();
   if (got < want)
     got += cache_->read_back(a.history(), a.chain, from + got, kv_->blocks(a.seq).subspan(from + got, want - got));
+  if (a.disk_match) count_disk_match(a, got > 0);
   // A block that did not read back whole ends the run: the rest is computed.
   a.on_disk = got == want ? a.on_disk - a.restoring : 0;
   if (a.on_disk == 0) a.chain = {};
@@ -103,6 +105,11 @@ void Engine::read_back(Active& a) {
   kv_->set_length(a.seq, a.computed);
   cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
   if (a.info.preemptions == 0) count_cached(a);  // as start() counts: the first admission's
+}
+
+void Engine::count_disk_match(Active& a, bool reused) {
+  a.disk_match = false;
+  cache_->count_disk_match(reused);
 }
 
 void Engine::pause_ssd_writes(bool pause) {

@@ -408,6 +408,10 @@ TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) 
     PrefixMatch m = c.lookup(tokens);
     EXPECT_EQ(m.tokens, 0);
     EXPECT_EQ(m.on_disk, 2u);
+    // Found on disk only: neither a hit nor a miss until the caller knows
+    // whether a block read back.
+    EXPECT_TRUE(m.disk_only());
+    EXPECT_EQ(c.stats().hits + c.stats().misses, 0);
     const int seq = f.kv.create_sequence();
     ASSERT_TRUE(f.kv.reserve(seq, 2 * kBlock));
     EXPECT_EQ(c.read_back(tokens, m.chain, 0, f.kv.blocks(seq)), 2u);
@@ -416,6 +420,9 @@ TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) 
                             f.kv.block_data(f.kv.blocks(both)[size_t(i)]).data(), f.kv.block_bytes()),
                 0);
     EXPECT_EQ(c.stats().restored_blocks, 2);
+    c.count_disk_match(true);
+    EXPECT_EQ(c.stats().hits, 1);
+    EXPECT_EQ(c.stats().misses, 0);
     f.kv.set_length(seq, 2 * kBlock);
     f.publish(c, seq, tokens);  // the parent is indexed again; the child was already
     EXPECT_EQ(c.stats().entries, 2);
