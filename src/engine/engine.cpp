@@ -172,6 +172,7 @@ bool Engine::start(Active& a) {
   if (cache_) attach_cached_prefix(a);
   free_blocks(KvCache::blocks_for_tokens(kv_->shape(), n) - int64_t(kv_->blocks(a.seq).size()));
   if (!kv_->reserve(a.seq, n)) {
+    if (a.disk_match) count_disk_match(a, false);  // this admission reused nothing; the next looks up again
     kv_->release(a.seq);
     a.seq = -1;
     return false;

@@ -45,6 +45,7 @@ void Engine::attach_cached_prefix(Active& a) {
   const std::span<const int32_t> tokens = a.history();
   const int64_t n = int64_t(tokens.size());
   cache::PrefixMatch m = cache_->lookup(tokens, a.request.session);
+  a.disk_match = m.disk_only();
   // The last history token is always computed, for its logits: a fully
   // cached history shares all but its last block, and takes a private copy
   // of that one so its last position can be written again.
@@ -78,7 +79,6 @@ void Engine::attach_cached_prefix(Active& a) {
   // Blocks on SSD past the RAM hit are read back step by step (plan_step).
   if (!whole && m.on_disk > 0) {
     a.on_disk = int64_t(m.on_disk);
-    a.disk_match = m.disk_only();
     a.chain = std::move(m.chain);
   }
 }
@@ -93,6 +93,7 @@ void Engine::read_back(Active& a) {
   const std::vector<int32_t> shared = cache_->indexed_run(a.history(), a.chain, from, shareable);
   for (size_t i = 0; i < shared.size(); ++i) kv_->share_block(a.seq, from + i, shared[i]);
   size_t got = shared.size();
+  if (a.disk_match && got > 0) count_disk_match(a, true);  // before a read that may throw
   if (got < want)
     got += cache_->read_back(a.history(), a.chain, from + got, kv_->blocks(a.seq).subspan(from + got, want - got));
   if (a.disk_match) count_disk_match(a, got > 0);
