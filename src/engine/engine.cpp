@@ -172,9 +172,7 @@ bool Engine::start(Active& a) {
   if (cache_) attach_cached_prefix(a);
   free_blocks(KvCache::blocks_for_tokens(kv_->shape(), n) - int64_t(kv_->blocks(a.seq).size()));
   if (!kv_->reserve(a.seq, n)) {
-    if (a.disk_match) count_disk_match(a, false);  // this admission reused nothing; the next looks up again
-    kv_->release(a.seq);
-    a.seq = -1;
+    release_sequence(a);  // the next admission looks up again
     return false;
   }
   a.computed = kv_->length(a.seq);
@@ -188,9 +186,7 @@ bool Engine::start(Active& a) {
 
 void Engine::preempt(std::unique_ptr<Active> a) {
   // Its full blocks stay in the prompt cache, so resuming is mostly a hit.
-  if (a->disk_match) count_disk_match(*a, false);  // its next admission looks up again
-  kv_->release(a->seq);
-  a->seq = -1;
+  release_sequence(*a);
   a->computed = 0;
   ++a->info.preemptions;
   std::unique_lock lock(mutex_);
@@ -228,6 +224,12 @@ void Engine::housekeeping() {
   }
 }
 
+void Engine::release_sequence(Active& a) {
+  if (a.disk_match) count_disk_match(a, false);  // it leaves before any block read back
+  kv_->release(a.seq);
+  a.seq = -1;
+}
+
 void Engine::update_kv_stats(bool count_cached) {
   // Counting the cache's reclaimable blocks scans its index: not every step.
   const int64_t cached = cache_ && count_cached ? cache_->reclaimable() : -1;
@@ -238,7 +240,6 @@ void Engine::update_kv_stats(bool count_cached) {
 }
 
 void Engine::finish(Active& a, FinishReason reason, std::string error) {
-  if (a.disk_match) count_disk_match(a, false);  // it ends before reading any back
   a.info.reason = reason;
   a.info.error = std::move(error);
   a.info.prompt_tokens = a.decoding.prompt_tokens();
@@ -256,8 +257,7 @@ void Engine::finish(Active& a, FinishReason reason, std::string error) {
     } catch (const std::exception&) {  // (allocation) a retry then starts over; the request still ends
     }
   }
-  if (a.seq >= 0) kv_->release(a.seq);
-  a.seq = -1;
+  if (a.seq >= 0) release_sequence(a);
   a.done = true;
   std::lock_guard lock(mutex_);
   if (reason == FinishReason::Cancelled) ++stats_.requests_cancelled;

@@ -179,6 +179,9 @@ class Engine {
   bool free_blocks(int64_t blocks);  // evicts cache blocks until `blocks` are free, if it can
   bool make_room(int64_t blocks, Running& running, const Active& asking);
   void preempt(std::unique_ptr<Active> a);
+  // Gives the request's KV back (its blocks stay in the prompt cache), on
+  // finishing, preemption or no room at admission.
+  void release_sequence(Active& a);
   void drop_abandoned();  // ends the queued requests whose client has gone
   static FinishReason early_end(const RequestHandle& h);  // how a request asked to end early ends
   void plan_step(Running& running);  // how many tokens each request feeds this step

@@ -204,9 +204,9 @@ struct Server::Impl {
   Transcription::Place transcription_place();    // and 429 when its queue is full
   void check_audio_bytes(size_t bytes, const char* param) const;  // 413 past --max-audio-bytes
   // An upload's audio: decoded no further than max_seconds (past it, what
-  // too_long() makes of the decoder's message), charged to `held` as it grows (its holder has `with`
-  // charged already), stopped by the client leaving (499); audio that
-  // cannot be read is a 400 naming param.
+  // too_long() makes of the decoder's message), charged to `held` as it
+  // grows (its holder has `with` charged already), stopped by the client
+  // leaving (499); audio that cannot be read is a 400 naming param.
   std::vector<float> decode_upload(const http::Request& req, const std::string& bytes, double max_seconds,
                                    AudioBudget::Charge& held, size_t with, const std::string& param,
                                    const std::function<ApiError(const std::string&)>& too_long);

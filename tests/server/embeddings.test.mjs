@@ -27,6 +27,9 @@ before(async () => {
 });
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
+// The reference implementation, on the embedding checkpoint's tokenizer files.
+const referenceTokenizer = () => new Tokenizer(JSON.parse(fs.readFileSync(path.join(embedder, 'tokenizer.json'), 'utf8')),
+  JSON.parse(fs.readFileSync(path.join(embedder, 'tokenizer_config.json'), 'utf8')));
 const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 function assertClose(a, b, tol, what) {
   assert.equal(a.length, b.length, `${what}: lengths`);
@@ -62,8 +65,7 @@ describe('embeddings on an embedding checkpoint', () => {
     // The tokenizer appends <|endoftext|>, the token last-token pooling reads.
     assert.equal(r.usage.prompt_tokens, cli.tokens);
     assert.equal(r.usage.total_tokens, cli.tokens);
-    const ref = new Tokenizer(JSON.parse(fs.readFileSync(path.join(embedder, 'tokenizer.json'), 'utf8')),
-      JSON.parse(fs.readFileSync(path.join(embedder, 'tokenizer_config.json'), 'utf8')));
+    const ref = referenceTokenizer();
     const ids = ref.encode('The quick brown fox').ids;
     assert.equal(ids.at(-1), 151643);
     assert.equal(r.usage.prompt_tokens, ids.length);
@@ -159,8 +161,7 @@ describe('embeddings on an embedding checkpoint', () => {
     // the batch outlasts the wait below on a loaded machine too.
     const sentence = (i) => `a somewhat longer input sentence, number ${i}, to keep the engine busy.`;
     const input = Array.from({ length: 2048 }, (_, i) => [0, 1, 2].map(() => sentence(i)).join(' '));
-    const ref = new Tokenizer(JSON.parse(fs.readFileSync(path.join(embedder, 'tokenizer.json'), 'utf8')),
-      JSON.parse(fs.readFileSync(path.join(embedder, 'tokenizer_config.json'), 'utf8')));
+    const ref = referenceTokenizer();
     const longest = Math.max(...input.map((s) => ref.encode(s).ids.length));
     assert.ok(longest > 48 && longest <= 64, `inputs of up to ${longest} tokens`);
     const before = (await getJSON(srv.url + '/stats')).body.generation.requests_total;
