@@ -91,7 +91,8 @@ std::vector<float> Server::Impl::decode_upload(const http::Request& req, const s
   } catch (const audio::Cancelled&) {
     throw client_closed();
   } catch (const audio::TooManyInputSamples& e) {  // the upload's own rate and channels
-    throw ApiError(413, e.what(), "invalid_request_error", param, "request_too_large");
+    throw ApiError(413, std::string(e.what()) + " (--max-audio-seconds)", "invalid_request_error", param,
+                   "request_too_large");
   } catch (const audio::AudioTooLong& e) {
     throw too_long(e.what());
   } catch (const audio::AudioError& e) {

@@ -221,13 +221,13 @@ describe('audio routes with a Whisper model', () => {
   });
 });
 
-// A 16 kHz mono 16-bit WAV of the given PCM bytes.
-function wavOf(pcm) {
+// A 16-bit WAV of the given PCM bytes (16 kHz mono unless told).
+function wavOf(pcm, rate = 16000, channels = 1) {
   const h = Buffer.alloc(44);
   h.write('RIFF', 0); h.writeUInt32LE(36 + pcm.length, 4); h.write('WAVEfmt ', 8);
-  h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22); h.writeUInt32LE(16000, 24);
-  h.writeUInt32LE(32000, 28); h.writeUInt16LE(2, 32); h.writeUInt16LE(16, 34); h.write('data', 36);
-  h.writeUInt32LE(pcm.length, 40);
+  h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(channels, 22); h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * channels * 2, 28); h.writeUInt16LE(channels * 2, 32); h.writeUInt16LE(16, 34);
+  h.write('data', 36); h.writeUInt32LE(pcm.length, 40);
   return Buffer.concat([h, pcm]);
 }
 
@@ -354,6 +354,15 @@ describe('audio routes', () => {
       assert.equal(body.error.code, 'request_too_large');
       assert.equal(body.error.param, 'file');
       assert.match(body.error.message, /longer than 5 seconds.*--max-audio-seconds/);
+      // 1 s, but 96 kHz in 64 channels: more input samples than 5 s allows (48 per output sample).
+      const wide = await multipart(srv.url + '/v1/audio/transcriptions', { language: 'en', ...FAST },
+        wavOf(Buffer.alloc(96000 * 64 * 2), 96000, 64), 'wide.wav');
+      assert.equal(wide.status, 413, wide.text);
+      const wideBody = JSON.parse(wide.text);
+      expectErrorShape(assert, wideBody, 413);
+      assert.equal(wideBody.error.code, 'request_too_large');
+      assert.equal(wideBody.error.param, 'file');
+      assert.match(wideBody.error.message, /more than 3840000 samples across its channels.*--max-audio-seconds/);
       const head = jfkWav.indexOf('data') + 8;
       const short = Buffer.from(jfkWav.subarray(0, head + 2 * 32000));
       short.writeUInt32LE(2 * 32000, head - 4);
