@@ -1,6 +1,7 @@
 #include "cli/args.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -49,6 +50,21 @@ long long Args::integer(const std::string& name, long long fallback, long long m
                                                  : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
     throw std::runtime_error("option --" + name + " must be " + range + ", got '" + it->second + "'");
   }
+  return v;
+}
+
+uint64_t Args::seed(const std::string& name, uint64_t fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  const std::string& text = it->second;
+  if (text.starts_with('-')) return uint64_t(integer(name, 0));
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || !std::isdigit(static_cast<unsigned char>(text[0])))
+    throw std::runtime_error("option --" + name + " expects an integer, got '" + text + "'");
+  if (errno == ERANGE)
+    throw std::runtime_error("option --" + name + ": '" + text + "' is out of range (64 bits)");
   return v;
 }
 

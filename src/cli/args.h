@@ -23,6 +23,9 @@ class Args {
   // (never a wrap to another value by a narrowing cast).
   long long integer(const std::string& name, long long fallback, long long min = LLONG_MIN,
                     long long max = LLONG_MAX) const;
+  // A seed: any 64-bit integer, signed or unsigned, as the server's `seed`
+  // takes it (a negative one is its two's complement).
+  uint64_t seed(const std::string& name, uint64_t fallback) const;
   // A number within ±kMaxNumber (finite): seconds, GB and the like stay far
   // from the limits of the integer types they are turned into.
   static constexpr double kMaxNumber = 1e9;

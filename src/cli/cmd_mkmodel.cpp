@@ -360,7 +360,7 @@ int cmd_mkmodel(int argc, char** argv) {
   }
   long long group = args.integer("group-size", 64);
   QuantConfig quant = parse_quant(args.str("quant"), int(group));
-  uint64_t seed = uint64_t(args.integer("seed", 0));
+  const uint64_t seed = args.seed("seed", 0);
   std::optional<GgufOptions> gguf;
   if (args.has("gguf")) gguf = parse_gguf(args.str("gguf"));
   const std::string embedding = args.str("embedding");

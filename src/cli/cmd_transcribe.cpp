@@ -176,7 +176,7 @@ int cmd_transcribe(int argc, char** argv) {
     options.vocabulary.push_back(terms.substr(at, end - at));
   }
   options.suppress_tokens = args.str("suppress-tokens", "-1");
-  options.seed = uint64_t(args.integer("seed", 0));
+  options.seed = args.seed("seed", 0);
 
   audio::TranscribeHooks hooks;
   const int logits_k = int(args.integer("logits", 0));

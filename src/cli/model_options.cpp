@@ -29,7 +29,7 @@ SamplingParams sampling_params(const Args& args, const io::GenerationConfig& gen
   p.top_p = float(args.number("top-p", gen.top_p.value_or(1.0)));
   p.top_k = int(args.integer("top-k", gen.top_k.value_or(0), 0, INT_MAX));
   p.min_p = float(args.number("min-p", gen.min_p.value_or(0.0)));
-  if (args.has("seed")) p.seed = uint64_t(args.integer("seed", 0));
+  if (args.has("seed")) p.seed = args.seed("seed", 0);
   if (p.temperature < 0) throw std::runtime_error("--temperature must be >= 0");
   if (p.top_p <= 0 || p.top_p > 1) throw std::runtime_error("--top-p must be in (0, 1]");
   if (p.top_k < 0) throw std::runtime_error("generation_config.json: top_k must be >= 0");

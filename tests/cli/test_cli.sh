@@ -27,6 +27,15 @@ check "generate --prompt continues the prompt" contains "$tmp/cont" ", there was
 "$hearth" generate --prompt "Once upon a time" --max-tokens 30 --temperature 1 --seed 42 >"$tmp/s1" 2>/dev/null
 "$hearth" generate --prompt "Once upon a time" --max-tokens 30 --temperature 1 --seed 42 >"$tmp/s2" 2>/dev/null
 check "generate: the same seed gives the same text" cmp -s "$tmp/s1" "$tmp/s2"
+# Any 64-bit seed, as the server's `seed` takes it: -1 is 2^64 - 1.
+"$hearth" generate --prompt "Once upon a time" --max-tokens 30 --temperature 1 --seed -1 >"$tmp/s3" 2>/dev/null
+"$hearth" generate --prompt "Once upon a time" --max-tokens 30 --temperature 1 --seed 18446744073709551615 >"$tmp/s4" 2>/dev/null
+check "generate: --seed takes 64-bit seeds, -1 the same as 2^64 - 1" cmp -s "$tmp/s3" "$tmp/s4"
+check "generate: another seed gives another text" bash -c '! cmp -s "$1" "$2"' _ "$tmp/s1" "$tmp/s3"
+"$hearth" generate --max-tokens 1 --seed 18446744073709551616 >/dev/null 2>"$tmp/seed.err"
+rc=$?
+check "generate: a seed past 64 bits is a clean error" clean_error "$rc"
+check "generate: ... saying so" contains "$tmp/seed.err" "out of range"
 
 "$hearth" generate --prompt "Once upon a time" --max-tokens 40 --ctx-size 12 >/dev/null 2>"$tmp/ctx"
 check "generate --ctx-size: prompt + output stop at the context size" \
