@@ -111,7 +111,7 @@ TEST(Engine, RejectsBadRequestsAndAFullQueue) {
   int refused = 0;
   for (int i = 0; i < 5; ++i) {
     try {
-      hs.push_back(engine.submit(greedy({1}, 200)));
+      hs.push_back(engine.submit(greedy({1}, -1)));  // until the context is full: still running
     } catch (const QueueFull&) {
       ++refused;
     }
@@ -141,7 +141,9 @@ TEST(Engine, AStoppedRequestEndsAsStoppedNotCancelled) {
   for (bool client_left : {false, true}) {
     SCOPED_TRACE(client_left ? "stopped, then the client left" : "stopped");
     Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1});
-    auto h = engine.submit(greedy({1}, 100));
+    // Until the context is full (511 tokens): the engine does not wait for
+    // its reader, and a shorter request could end on its own first.
+    auto h = engine.submit(greedy({1}, -1));
     for (int i = 0; i < 5; ++i) ASSERT_TRUE(h->next().has_value());
     h->stop();  // what the server does when a stop string matched
     if (client_left) h->cancel();
@@ -234,7 +236,9 @@ TEST(Engine, AStepTokenBudgetChunksPrefillAndDecodeRowsKeepTheirPace) {
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_batch = 4, .step_tokens = 16});
   std::vector<int32_t> streaming = {1, 403, 407}, long_prompt = {1};
   for (int i = 1; i < 300; ++i) long_prompt.push_back(int32_t(260 + (i * 37) % 240));
-  auto a = engine.submit(greedy(streaming, 120));
+  // The stream runs until the context is full, long after b: b's chunks
+  // always share their steps with it.
+  auto a = engine.submit(greedy(streaming, -1));
   ASSERT_TRUE(a->next().has_value());  // decoding
   const int64_t steps_before = engine.stats().steps;
   auto b = engine.submit(greedy(long_prompt, 5));
@@ -245,10 +249,12 @@ TEST(Engine, AStepTokenBudgetChunksPrefillAndDecodeRowsKeepTheirPace) {
   // counted, its finish after.
   EXPECT_GE(engine.stats().steps - steps_before, 300 / 15 + 4);
   EXPECT_EQ(got_b, alone(long_prompt, 5));
-  std::vector<int32_t> got_a = {}, want_a = alone(streaming, 120);
-  got_a.push_back(want_a[0]);
-  for (auto t : collect(*a)) got_a.push_back(t);
+  const std::vector<int32_t> want_a = alone(streaming, 120);
+  std::vector<int32_t> got_a = {want_a[0]};
+  while (got_a.size() < want_a.size()) got_a.push_back(a->next().value().token);
   EXPECT_EQ(got_a, want_a);
+  a->cancel();
+  collect(*a);
   expect_kv_returned(engine);
 }
 
