@@ -77,6 +77,17 @@ class Client {
   int fd_ = -1;
 };
 
+// Waits up to 10 s for done() (a loaded machine may take its time).
+template <class F>
+bool eventually(F done) {
+  const auto limit = std::chrono::steady_clock::now() + 10s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > limit) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
@@ -99,6 +110,7 @@ struct TestServer {
     });
     server.route("GET", "/wait", [this](const http::Request& req, http::Response& res) {
       auto token = req.client->on_gone([this] { gone = true; });
+      ++waiting;
       while (!gone && !release) std::this_thread::sleep_for(5ms);
       res.set_content(gone ? "gone" : "done", "text/plain");
     });
@@ -123,7 +135,7 @@ struct TestServer {
   int port = 0;
   std::thread thread;
   std::atomic<bool> gone{false}, release{false}, writer_done{false};
-  std::atomic<int> blocks{0};
+  std::atomic<int> blocks{0}, waiting{0};  // /flood's blocks written; /wait requests begun
 };
 
 TEST(HttpServer, PipelinedRequestsAreAnsweredInOrderAndHalfCloseStillGetsThem) {
@@ -268,10 +280,9 @@ TEST(HttpServer, AClientThatLeavesIsNoticedWhileItsRequestRuns) {
   {
     Client c(s.port);
     c.send("GET /wait HTTP/1.1\r\n\r\n");
-    std::this_thread::sleep_for(50ms);
+    ASSERT_TRUE(eventually([&] { return s.waiting == 1; }));
   }  // closed without reading
-  for (int i = 0; i < 400 && !s.gone; ++i) std::this_thread::sleep_for(5ms);
-  EXPECT_TRUE(s.gone);
+  EXPECT_TRUE(eventually([&] { return s.gone.load(); }));
 }
 
 TEST(HttpServer, AHalfClosedClientIsNotTakenForGone) {
@@ -292,16 +303,21 @@ TEST(HttpServer, AStreamToAClientThatStopsReadingWaitsThenStopsWhenItLeaves) {
   auto c = std::make_unique<Client>(s.port);
   c->shrink_receive_buffer();
   c->send("GET /flood HTTP/1.1\r\n\r\n");
-  std::this_thread::sleep_for(300ms);
-  const int blocked_at = s.blocks;
-  std::this_thread::sleep_for(200ms);
-  EXPECT_EQ(s.blocks, blocked_at) << "the writer waits while the client reads nothing";
+  // The writer fills the buffers, then waits while the client reads nothing:
+  // the count of blocks stops (for 200 ms) once they are full.
+  int blocked_at = -1;
+  const bool waits = eventually([&] {
+    blocked_at = s.blocks;
+    std::this_thread::sleep_for(200ms);
+    return blocked_at > 0 && s.blocks == blocked_at;
+  });
+  EXPECT_TRUE(waits) << "the writer goes on writing to a client that reads nothing: " << s.blocks << " blocks";
   EXPECT_LT(blocked_at, 200) << "at most the stream buffer and the socket buffers are queued";
   EXPECT_FALSE(s.writer_done);
   c.reset();  // the client leaves
   // The writer's failed write and the presence notice come from different
   // places on the I/O thread: wait for both.
-  for (int i = 0; i < 400 && !(s.writer_done && s.gone); ++i) std::this_thread::sleep_for(5ms);
+  eventually([&] { return s.writer_done && s.gone; });
   EXPECT_TRUE(s.writer_done);
   EXPECT_TRUE(s.gone);
 }
@@ -311,7 +327,7 @@ TEST(HttpServer, StopClosesIdleConnectionsAtOnceAndReturnsWhenRequestsEnd) {
   Client idle(s->port);
   Client busy(s->port);
   busy.send("GET /wait HTTP/1.1\r\n\r\n");
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(eventually([&] { return s->waiting == 1; }));  // busy's request runs
   s->server.stop(5);
   const std::string idle_got = idle.read_all();  // closed, nothing sent
   EXPECT_FALSE(idle.timed_out);
@@ -365,8 +381,9 @@ TEST(HttpServer, BodiesHeldAtOnceAreCappedForAllConnectionsTogether) {
   limits.max_body_memory = 100;
   TestServer s(limits);
   Client a(s.port), b(s.port), chunked(s.port);
-  a.send("POST /echo HTTP/1.1\r\nContent-Length: 80\r\n\r\nfirst part ");  // holds 80
-  std::this_thread::sleep_for(100ms);
+  // Holds 80 from its head on; the 100 Continue says the head was taken.
+  a.send("POST /echo HTTP/1.1\r\nContent-Length: 80\r\nExpect: 100-continue\r\n\r\nfirst part ");
+  ASSERT_EQ(a.read_some(), "HTTP/1.1 100 Continue\r\n\r\n");
   b.send("POST /echo HTTP/1.1\r\nContent-Length: 50\r\n\r\n");
   const std::string refused = b.read_all();
   EXPECT_EQ(refused.rfind("HTTP/1.1 503 ", 0), 0u) << refused;
