@@ -19,6 +19,13 @@ constexpr size_t kReadAhead = 1 << 20;
 // accept any number of them before the final response (RFC 9110, 15.2).
 constexpr std::string_view kInterim = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// "3 s", "0.25 s": a limit in seconds as the flag was given.
+std::string seconds_text(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
+}
+
 // A request target's path: what comes before its query.
 std::string_view path_of(boost::string_view target) {
   const boost::string_view path = target.substr(0, target.find('?'));
@@ -168,11 +175,9 @@ void Connection::arm(double seconds) {
 // keep-alive, a lingering close or a client not reading is just closed.
 void Connection::deadline_passed() {
   if (phase_ == Phase::Head)
-    return fail(408, "the request head did not arrive within " +
-                         std::to_string(server_.limits.header_timeout) + " s");
+    return fail(408, "the request head did not arrive within " + seconds_text(server_.limits.header_timeout));
   if (phase_ == Phase::Body)
-    return fail(408, "the request body did not arrive within " +
-                         std::to_string(server_.limits.body_timeout) + " s");
+    return fail(408, "the request body did not arrive within " + seconds_text(server_.limits.body_timeout));
   close();
 }
 
