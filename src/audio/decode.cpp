@@ -19,6 +19,7 @@ extern "C" {
 
 #include "audio/audio_error.h"
 #include "audio/wav.h"
+#include "core/seconds_text.h"
 
 namespace hearth::audio {
 
@@ -93,7 +94,7 @@ struct Limits {
 constexpr uint64_t kInputPerOutput = 48;
 
 AudioTooLong too_long(const Limits& limits) {
-  return AudioTooLong("the audio is longer than " + std::to_string(limits.max_samples / kSampleRate) + " seconds");
+  return AudioTooLong("the audio is longer than " + seconds_text(double(limits.max_samples) / kSampleRate));
 }
 
 // Averages the channels to mono and resamples to 16 kHz float, appending to
@@ -130,8 +131,8 @@ class Resampler {
     limits_.input += uint64_t(n) * uint64_t(channels_);
     if (limits_.input > limits_.max_input)
       throw TooManyInputSamples("the audio holds more than " + std::to_string(limits_.max_input) +
-                         " samples across its channels (" + std::to_string(limits_.max_samples / kSampleRate) +
-                         " seconds at 768 kHz, or at 48 kHz in 16 channels)");
+                         " samples across its channels (" + seconds_text(double(limits_.max_samples) / kSampleRate) +
+                         " at 768 kHz, or at 48 kHz in 16 channels)");
     const int cap = swr_get_out_samples(swr_.get(), n);
     if (cap < 0) fail(av_error(cap));
     const size_t old = out_.size();

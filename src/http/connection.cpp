@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/seconds_text.h"
+
 namespace hearth::http {
 
 namespace bhttp = boost::beast::http;
@@ -18,13 +20,6 @@ constexpr size_t kReadAhead = 1 << 20;
 // there (a peer that closed answers it with a reset). HTTP/1.1 clients must
 // accept any number of them before the final response (RFC 9110, 15.2).
 constexpr std::string_view kInterim = "HTTP/1.1 100 Continue\r\n\r\n";
-
-// "3 s", "0.25 s": a limit in seconds as the flag was given.
-std::string seconds_text(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", s);
-  return text;
-}
 
 // A request target's path: what comes before its query.
 std::string_view path_of(boost::string_view target) {

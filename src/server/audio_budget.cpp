@@ -1,13 +1,13 @@
 #include "server/audio_budget.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "audio/decode.h"
+#include "core/seconds_text.h"
 
 namespace hearth::server {
 
@@ -19,11 +19,7 @@ struct AudioBudgetState {
 
 namespace {
 
-std::string seconds_text(size_t samples) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f s", double(samples) / audio::kSampleRate);
-  return text;
-}
+std::string samples_text(size_t samples) { return seconds_text(double(samples) / audio::kSampleRate); }
 
 }  // namespace
 
@@ -53,14 +49,14 @@ void AudioBudget::add(Charge& charge, size_t samples, const std::string& param, 
   const size_t mine = charge.samples_ + with;
   if (samples > state_->max - std::min(mine, state_->max))
     throw ApiError(413,
-                   "the server holds at most " + seconds_text(state_->max) +
+                   "the server holds at most " + samples_text(state_->max) +
                        " of decoded audio (--max-audio-held); this would be over " +
-                       seconds_text(mine + samples),
+                       samples_text(mine + samples),
                    "invalid_request_error", param, "request_too_large");
   if (samples > state_->max - state_->held)
     throw ApiError(429,
-                   "the server holds " + seconds_text(state_->held) + " of decoded audio, the most it holds is " +
-                       seconds_text(state_->max) + " (--max-audio-held); retry when other transcriptions are done",
+                   "the server holds " + samples_text(state_->held) + " of decoded audio, the most it holds is " +
+                       samples_text(state_->max) + " (--max-audio-held); retry when other transcriptions are done",
                    "resource_admission", {}, "audio_memory_full");
   state_->held += samples;
   charge.budget_ = state_;

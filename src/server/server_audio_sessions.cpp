@@ -9,6 +9,7 @@
 
 #include "audio/audio_error.h"
 #include "audio/decode.h"
+#include "core/seconds_text.h"
 #include "server/server_impl.h"
 
 namespace hearth::server {
@@ -24,16 +25,16 @@ ojson segments_json(const std::vector<audio::Segment>& segments) {
 
 ApiError session_full(const AudioSessionLimits& limits) {
   return ApiError(413,
-                  "a session holds at most " + std::to_string(limits.max_seconds) +
-                      " s of audio (--audio-session-max-seconds); finish this one and start "
+                  "a session holds at most " + seconds_text(limits.max_seconds) +
+                      " of audio (--audio-session-max-seconds); finish this one and start "
                       "another",
                   "invalid_request_error", "audio", "request_too_large");
 }
 
 ApiError part_too_long(double max_part_seconds) {
   return ApiError(413,
-                  "one part holds at most " + std::to_string(max_part_seconds) +
-                      " s of audio (--max-audio-seconds); send it in shorter parts",
+                  "one part holds at most " + seconds_text(max_part_seconds) +
+                      " of audio (--max-audio-seconds); send it in shorter parts",
                   "invalid_request_error", "audio", "request_too_large");
 }
 
