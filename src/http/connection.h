@@ -13,6 +13,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -161,5 +162,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t front_sent_ = 0;                         // of out_.front(), written
   bool writing_ = false;
 };
+
+// Runs one of a connection's handlers on the I/O thread. An exception there
+// (an allocation failing under a flood of requests) ends that connection:
+// escaping io.run() it would end the server.
+template <class F>
+void guarded(Connection& c, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hearth: a connection failed: %s\n", e.what());
+    c.close();
+  }
+}
 
 }  // namespace hearth::http
