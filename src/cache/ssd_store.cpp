@@ -4,82 +4,24 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
 namespace hearth::cache {
 
-static_assert(std::endian::native == std::endian::little,
-              "records are written in host order, assumed little-endian");
-
 namespace {
 
-constexpr char kMagic[8] = {'H', 'E', 'A', 'R', 'T', 'H', 'K', 'V'};
-constexpr uint32_t kVersion = 1;
-constexpr const char* kRecordSuffix = ".kvb";
-constexpr const char* kTempSuffix = ".kvb.tmp";
 // A batch of renamed records shares one directory fsync; small enough that
 // contains() does not lag far behind the disk.
 constexpr size_t kBatchRecords = 16;
 constexpr uint64_t kBatchBytes = 64ull << 20;
-
-// Followed by token_count int32 ids, then payload_bytes bytes.
-struct RecordHeader {
-  char magic[8];
-  uint32_t version;
-  uint32_t token_count;
-  uint64_t ns_lo, ns_hi;
-  uint64_t hash_lo, hash_hi;
-  uint64_t parent_lo, parent_hi;
-  uint64_t payload_bytes;
-  uint64_t payload_xxh3;
-  uint64_t header_xxh3;  // of every field above
-};
-static_assert(sizeof(RecordHeader) == 88);
-
-uint64_t header_checksum(const RecordHeader& h) {
-  return XXH3_64bits(&h, offsetof(RecordHeader, header_xxh3));
-}
-
-// Whether a header is intact and describes a record of this store's namespace and sizes.
-bool header_fits(const RecordHeader& h, const SsdStoreOptions& o) {
-  return std::memcmp(h.magic, kMagic, 8) == 0 && h.version == kVersion &&
-         h.header_xxh3 == header_checksum(h) && BlockHash{h.ns_lo, h.ns_hi} == o.ns &&
-         h.token_count == uint32_t(o.block_tokens) && h.payload_bytes == o.block_bytes;
-}
-
-bool read_exact(int fd, void* buf, size_t n, uint64_t offset) {
-  auto* p = static_cast<uint8_t*>(buf);
-  while (n > 0) {
-    ssize_t got = ::pread(fd, p, n, off_t(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got, n -= size_t(got), offset += uint64_t(got);
-  }
-  return true;
-}
-
-bool write_all(int fd, const void* buf, size_t n) {
-  auto* p = static_cast<const uint8_t*>(buf);
-  while (n > 0) {
-    ssize_t put = ::write(fd, p, n);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) {
-      if (put == 0) errno = ENOSPC;  // no progress and no error: as good as a full disk
-      return false;
-    }
-    p += put, n -= size_t(put);
-  }
-  return true;
-}
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -91,8 +33,7 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   if (opt_.block_bytes == 0 || opt_.block_tokens <= 0)
     throw std::invalid_argument("SsdStore: block_bytes and block_tokens must be positive");
   ns_dir_ = opt_.dir / opt_.ns.hex();
-  record_bytes_ =
-      sizeof(RecordHeader) + uint64_t(opt_.block_tokens) * sizeof(int32_t) + opt_.block_bytes;
+  record_bytes_ = shape().file_bytes();
   std::error_code ec;
   std::filesystem::create_directories(ns_dir_, ec);
   if (ec)
@@ -151,7 +92,7 @@ void SsdStore::close_fds() {
 }
 
 std::filesystem::path SsdStore::record_path(const BlockHash& hash) const {
-  return ns_dir_ / (hash.hex() + kRecordSuffix);
+  return ns_dir_ / (hash.hex() + kv_record::kSuffix);
 }
 
 void SsdStore::scan_records() {
@@ -166,11 +107,11 @@ void SsdStore::scan_records() {
   if (ec) throw std::runtime_error("cannot list " + ns_dir_.string() + ": " + ec.message());
   for (; it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.ends_with(kTempSuffix)) {  // a write cut short by a crash
+    if (name.ends_with(kv_record::kTempSuffix)) {  // a write cut short by a crash
       if (::unlinkat(dir_fd_, name.c_str(), 0) == 0) ++stats_.skipped;
       continue;
     }
-    if (!name.ends_with(kRecordSuffix)) continue;  // not ours: leave it alone
+    if (!name.ends_with(kv_record::kSuffix)) continue;  // not ours: leave it alone
     // O_NONBLOCK: a FIFO named like a record must not hang the start.
     int fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0 && errno != ELOOP) continue;  // unreadable now (EMFILE, EACCES): not proof it is bad
@@ -180,14 +121,11 @@ void SsdStore::scan_records() {
       continue;  // a directory or device named like a record: not ours either
     }
     // Only the header is read here: a restart must stay fast with GBs on disk.
-    RecordHeader h{};
-    bool ok = fd >= 0 && read_exact(fd, &h, sizeof h, 0) && header_fits(h, opt_) &&
-              uint64_t(st.st_size) == record_bytes_ &&
-              name == BlockHash{h.hash_lo, h.hash_hi}.hex() + kRecordSuffix;
+    std::optional<kv_record::Link> link;
+    if (fd >= 0 && uint64_t(st.st_size) == record_bytes_) link = kv_record::read_header(fd, shape());
     if (fd >= 0) ::close(fd);
-    if (ok) {
-      found.push_back(
-          {{h.hash_lo, h.hash_hi}, {h.parent_lo, h.parent_hi}, uint64_t(st.st_size), st.st_mtim});
+    if (link && name == link->hash.hex() + kv_record::kSuffix) {
+      found.push_back({link->hash, link->parent, uint64_t(st.st_size), st.st_mtim});
     } else if (::unlinkat(dir_fd_, name.c_str(), 0) == 0) {
       ++stats_.skipped;
     }
@@ -236,7 +174,7 @@ std::deque<SsdStore::OtherRecord> SsdStore::other_namespaces_records() const {
     for (auto f = std::filesystem::directory_iterator(dir->path(), file_ec);
          !file_ec && f != std::filesystem::directory_iterator(); f.increment(file_ec)) {
       const std::string file = f->path().filename().string();
-      if (!file.ends_with(kRecordSuffix) && !file.ends_with(kTempSuffix)) continue;
+      if (!file.ends_with(kv_record::kSuffix) && !file.ends_with(kv_record::kTempSuffix)) continue;
       struct stat st {};
       if (::lstat(f->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
       records.push_back({f->path(), uint64_t(st.st_size),
@@ -296,7 +234,7 @@ void SsdStore::evict_over_cap(Evicted& out) {
     }
     if (leaves_.empty()) break;
     const BlockHash hash = leaves_.begin()->second;
-    out.records.push_back(hash.hex() + kRecordSuffix);
+    out.records.push_back(hash.hex() + kv_record::kSuffix);
     remove_entry(hash);
     ++stats_.evicted;
   }
@@ -400,7 +338,7 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
     throw std::invalid_argument(
         "SsdStore::read: expected block_tokens tokens and a block_bytes buffer");
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string name = hash.hex() + kRecordSuffix;
+  const std::string name = hash.hex() + kv_record::kSuffix;
   int fd;
   {
     // Opened under the lock, so the file is the indexed one; once open, an
@@ -418,18 +356,9 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
   }
   if (fd < 0) return false;
 
-  RecordHeader h{};
   struct stat st {};
-  std::vector<int32_t> tokens(expected_tokens.size());
-  const uint64_t tokens_bytes = tokens.size() * sizeof(int32_t);
   bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) == record_bytes_ &&
-            read_exact(fd, &h, sizeof h, 0) && header_fits(h, opt_) &&
-            BlockHash{h.hash_lo, h.hash_hi} == hash &&
-            BlockHash{h.parent_lo, h.parent_hi} == parent &&
-            read_exact(fd, tokens.data(), tokens_bytes, sizeof h) &&
-            std::equal(tokens.begin(), tokens.end(), expected_tokens.begin()) &&
-            read_exact(fd, dst.data(), dst.size(), sizeof h + tokens_bytes) &&
-            XXH3_64bits(dst.data(), dst.size()) == h.payload_xxh3;
+            kv_record::read(fd, shape(), {hash, parent}, expected_tokens, dst);
   if (ok) ::futimens(fd, nullptr);  // the mtime orders records by use after a restart
   ::close(fd);
 
@@ -453,17 +382,7 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
 }
 
 bool SsdStore::write_record(const Job& job, std::string& error) const {
-  const std::string name = job.hash.hex() + kRecordSuffix, tmp = job.hash.hex() + kTempSuffix;
-  RecordHeader h{};
-  std::memcpy(h.magic, kMagic, 8);
-  h.version = kVersion;
-  h.token_count = uint32_t(job.tokens.size());
-  h.ns_lo = opt_.ns.lo, h.ns_hi = opt_.ns.hi;
-  h.hash_lo = job.hash.lo, h.hash_hi = job.hash.hi;
-  h.parent_lo = job.parent.lo, h.parent_hi = job.parent.hi;
-  h.payload_bytes = job.payload.size();
-  h.payload_xxh3 = XXH3_64bits(job.payload.data(), job.payload.size());
-  h.header_xxh3 = header_checksum(h);
+  const std::string name = job.hash.hex() + kv_record::kSuffix, tmp = job.hash.hex() + kv_record::kTempSuffix;
 
   // A fresh file of our own: not through a link someone left in its place.
   ::unlinkat(dir_fd_, tmp.c_str(), 0);
@@ -474,9 +393,7 @@ bool SsdStore::write_record(const Job& job, std::string& error) const {
     return false;
   }
   // Data reaches the disk before the rename makes the record visible.
-  bool ok = write_all(fd, &h, sizeof h) &&
-            write_all(fd, job.tokens.data(), job.tokens.size() * sizeof(int32_t)) &&
-            write_all(fd, job.payload.data(), job.payload.size()) && ::fsync(fd) == 0;
+  bool ok = kv_record::write(fd, shape(), {job.hash, job.parent}, job.tokens, job.payload) && ::fsync(fd) == 0;
   int err = errno;
   if (::close(fd) != 0 && ok) ok = false, err = errno;
   if (ok && ::renameat(dir_fd_, tmp.c_str(), dir_fd_, name.c_str()) != 0) ok = false, err = errno;
@@ -543,7 +460,7 @@ void SsdStore::writer_loop() {
           add_entry(w.hash, w.parent, record_bytes_);
           ++stats_.spills;
         } else {  // not durable: take it back rather than report it
-          ::unlinkat(dir_fd_, (w.hash.hex() + kRecordSuffix).c_str(), 0);
+          ::unlinkat(dir_fd_, (w.hash.hex() + kv_record::kSuffix).c_str(), 0);
           ++stats_.failed_spills;
           stats_.last_error = "fsync " + ns_dir_.string() + ": " + std::strerror(err);
         }

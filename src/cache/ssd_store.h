@@ -11,7 +11,8 @@
 // start (the payload is checked only when it is read back).
 //
 // Layout: DIR/LOCK (flock'ed while a store is open), and DIR/<namespace hex>/
-// holding <hash hex>.kvb records and <hash hex>.kvb.tmp files being written.
+// holding <hash hex>.kvb records (their format: kv_record.h) and
+// <hash hex>.kvb.tmp files being written.
 // The cap covers every namespace's records: past it, other namespaces'
 // go first (oldest first), then this one's least recently used chain ends.
 #pragma once
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "cache/block_hash.h"
+#include "cache/kv_record.h"
 
 namespace hearth::cache {
 
@@ -134,6 +136,7 @@ class SsdStore {
     uint64_t bytes() const { return tokens.size() * sizeof(int32_t) + payload.size(); }
   };
 
+  kv_record::Shape shape() const { return {opt_.ns, opt_.block_tokens, opt_.block_bytes}; }
   void scan_records();
   // The records in DIR's other namespace folders (other models, an earlier
   // version of this one, other kernels), found by name and stat alone.
