@@ -81,7 +81,8 @@ void Server::Impl::send_transcript(http::Response& res, const TranscriptAnswer& 
 }
 
 std::vector<float> Server::Impl::decode_upload(const http::Request& req, const std::string& bytes,
-                                               double max_seconds, AudioBudget::Charge& held, size_t with,
+                                               double max_seconds, const char* limit_flag,
+                                               AudioBudget::Charge& held, size_t with,
                                                const std::string& param,
                                                const std::function<ApiError(const std::string&)>& too_long) {
   try {
@@ -91,7 +92,7 @@ std::vector<float> Server::Impl::decode_upload(const http::Request& req, const s
   } catch (const audio::Cancelled&) {
     throw client_closed();
   } catch (const audio::TooManyInputSamples& e) {  // the upload's own rate and channels
-    throw ApiError(413, std::string(e.what()) + " (--max-audio-seconds)", "invalid_request_error", param,
+    throw ApiError(413, std::string(e.what()) + " (" + limit_flag + ")", "invalid_request_error", param,
                    "request_too_large");
   } catch (const audio::AudioTooLong& e) {
     throw too_long(e.what());
@@ -114,7 +115,7 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   // Charged to the server's budget for decoded audio as it is decoded, and
   // held as long as the samples are, streamed or not.
   auto held = std::make_shared<AudioBudget::Charge>();
-  std::vector<float> samples = decode_upload(req, r.audio, opt.max_audio_seconds, *held, 0, "file", [](const std::string& why) {
+  std::vector<float> samples = decode_upload(req, r.audio, opt.max_audio_seconds, "--max-audio-seconds", *held, 0, "file", [](const std::string& why) {
     return ApiError(413, why + " (--max-audio-seconds)", "invalid_request_error", "file", "request_too_large");
   });
   std::string().swap(r.audio);  // its memory too, while the transcription waits

@@ -152,9 +152,13 @@ void Server::Impl::audio_session_append(const http::Request& req, http::Response
     samples = std::move(*raw);
     audio_budget.add(part, samples.size(), "audio", session_held);
   } else if (!req.body.empty()) {  // empty: nothing new, the answer says where the session is
-    samples = decode_upload(req, req.body, std::min(room, opt.max_audio_seconds), part, session_held, "audio", [&](const std::string&) {
-      return room < opt.max_audio_seconds ? session_full(audio_sessions.limits()) : part_too_long(opt.max_audio_seconds);
-    });
+    const bool session_limits = room < opt.max_audio_seconds;
+    samples = decode_upload(req, req.body, std::min(room, opt.max_audio_seconds),
+                            session_limits ? "--audio-session-max-seconds" : "--max-audio-seconds", part,
+                            session_held, "audio", [&](const std::string&) {
+                              return session_limits ? session_full(audio_sessions.limits())
+                                                    : part_too_long(opt.max_audio_seconds);
+                            });
   }
   std::lock_guard lock(session->lock);
   unfinished();

@@ -204,11 +204,14 @@ struct Server::Impl {
   Transcription::Place transcription_place();    // and 429 when its queue is full
   void check_audio_bytes(size_t bytes, const char* param) const;  // 413 past --max-audio-bytes
   // An upload's audio: decoded no further than max_seconds (past it, what
-  // too_long() makes of the decoder's message), charged to `held` as it
-  // grows (its holder has `with` charged already), stopped by the client
-  // leaving (499); audio that cannot be read is a 400 naming param.
+  // too_long() makes of the decoder's message; more input samples than
+  // max_seconds allows is a 413 naming `limit_flag`, the flag that set it),
+  // charged to `held` as it grows (its holder has `with` charged already),
+  // stopped by the client leaving (499); audio that cannot be read is a 400
+  // naming param.
   std::vector<float> decode_upload(const http::Request& req, const std::string& bytes, double max_seconds,
-                                   AudioBudget::Charge& held, size_t with, const std::string& param,
+                                   const char* limit_flag, AudioBudget::Charge& held, size_t with,
+                                   const std::string& param,
                                    const std::function<ApiError(const std::string&)>& too_long);
   ojson transcription_status() const;           // for /health and /stats
   void audio_session_create(const http::Request& req, http::Response& res);
