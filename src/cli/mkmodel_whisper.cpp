@@ -72,7 +72,7 @@ int write_whisper(const Args& args) {
   const fs::path tokenizer = args.str("tokenizer");
   if (!fs::is_regular_file(tokenizer))
     throw std::runtime_error("cannot read the vocabulary " + tokenizer.string());
-  const uint64_t seed = uint64_t(args.integer("seed", 0));
+  const uint64_t seed = args.seed("seed", 0);
   const std::string layout = args.str("layout", "hf");
   if (layout != "hf" && layout != "mlx")
     throw std::runtime_error("--layout must be hf or mlx, not '" + layout + "'");
