@@ -301,8 +301,11 @@ describe('audio routes', () => {
     try {
       await multipart(srv.url + '/v1/audio/transcriptions', { language: 'en', ...FAST });
       assert.equal((await getJSON(srv.url + '/health')).body.transcription.loaded, true);
-      await new Promise((r) => setTimeout(r, 2000));
-      const t = (await getJSON(srv.url + '/health')).body.transcription;
+      let t;  // unloaded about 1 s later: waited for up to 10 s
+      for (const deadline = Date.now() + 10000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+        t = (await getJSON(srv.url + '/health')).body.transcription;
+        if (!t.loaded) break;
+      }
       assert.equal(t.loaded, false);
       assert.equal(t.unloads, 1);
     } finally {

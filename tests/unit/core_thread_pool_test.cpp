@@ -70,15 +70,18 @@ TEST(ThreadPool, ATaskThatThrowsReachesTheCaller) {
   EXPECT_THROW(pool.run(50, [](int task, int) {
     if (task == 17) throw std::runtime_error("task 17");
   }), std::runtime_error);
-  // Slow tasks, so every worker claims some; only the workers' tasks throw.
+  // Only the workers' tasks throw; the calling thread's wait (up to 10 s)
+  // until a worker has claimed one, however late the workers wake.
   std::atomic<int> on_workers{0};
   try {
     pool.run(24, [&](int, int thread) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
       if (thread != 0) {
         ++on_workers;
         throw std::invalid_argument("from a worker");
       }
+      const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (on_workers == 0 && std::chrono::steady_clock::now() < limit)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     });
     FAIL() << "no exception reached the caller";
   } catch (const std::invalid_argument& e) {
