@@ -43,6 +43,17 @@ function floatWav(samples) {
 
 const bytes = (f32) => Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength);
 
+// `seconds` of 16-bit silence at `rate` in `channels`: few seconds, many input samples.
+function wideWav(seconds, rate, channels) {
+  const data = Buffer.alloc(Math.round(seconds * rate) * channels * 2);
+  const head = Buffer.alloc(44);
+  head.write('RIFF', 0); head.writeUInt32LE(36 + data.length, 4); head.write('WAVEfmt ', 8);
+  head.writeUInt32LE(16, 16); head.writeUInt16LE(1, 20); head.writeUInt16LE(channels, 22); head.writeUInt32LE(rate, 24);
+  head.writeUInt32LE(rate * channels * 2, 28); head.writeUInt16LE(channels * 2, 32); head.writeUInt16LE(16, 34);
+  head.write('data', 36); head.writeUInt32LE(data.length, 40);
+  return Buffer.concat([head, data]);
+}
+
 // The first `seconds` of jfk.wav (16-bit mono 16 kHz) as a WAV of its own.
 function jfkWavHead(seconds) {
   const wav = fs.readFileSync(path.join(shared, 'jfk.wav'));
@@ -319,9 +330,34 @@ describe('audio session parts and --max-audio-seconds', () => {
     const decoded = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, long, { 'Content-Type': 'audio/wav' });
     assert.equal(decoded.status, 413, JSON.stringify(decoded.body));
     assert.match(decoded.body.error.message, /--max-audio-seconds/);
+    // 0.2 s, but 96 kHz in 64 channels: more input samples than 1 s allows (48 per output sample).
+    const wide = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, wideWav(0.2, 96000, 64),
+      { 'Content-Type': 'audio/wav' });
+    assert.equal(wide.status, 413, JSON.stringify(wide.body));
+    assert.match(wide.body.error.message, /samples across its channels.*\(--max-audio-seconds\)$/);
     const ok = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, Buffer.alloc(4 * 8000), PCM);
     assert.equal(ok.status, 200);
     assert.equal(ok.body.samples, 8000);
+  });
+});
+
+describe('audio session parts and --audio-session-max-seconds', () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--whisper-model', whisper, '--audio-session-max-seconds', '1']);
+  });
+  after(async () => { await srv.stop(); });
+
+  test('where the session has less room than one upload may hold, its flag sets the input-sample limit (413)', async () => {
+    const s = await postRaw(srv.url + '/v1/audio/sessions', '', {});
+    assert.equal(s.status, 200);
+    // 0.3 s at 96 kHz in 64 channels: past 48 input samples per output sample of the room.
+    const wide = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, wideWav(0.3, 96000, 64),
+      { 'Content-Type': 'audio/wav' });
+    assert.equal(wide.status, 413, JSON.stringify(wide.body));
+    expectErrorShape(assert, wide.body, 413);
+    assert.equal(wide.body.error.code, 'request_too_large');
+    assert.match(wide.body.error.message, /samples across its channels.*\(--audio-session-max-seconds\)$/);
   });
 });
 
