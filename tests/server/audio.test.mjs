@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { toFile } from 'openai';
-import { startServer, run, HEARTH, postRaw, getJSON, expectErrorShape } from './lib.mjs';
+import { startServer, run, HEARTH, postRaw, getJSON, expectErrorShape, wav } from './lib.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const shared = path.resolve(root, '../shared/audio');
@@ -221,16 +221,6 @@ describe('audio routes with a Whisper model', () => {
   });
 });
 
-// A 16-bit WAV of the given PCM bytes (16 kHz mono unless told).
-function wavOf(pcm, rate = 16000, channels = 1) {
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0); h.writeUInt32LE(36 + pcm.length, 4); h.write('WAVEfmt ', 8);
-  h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(channels, 22); h.writeUInt32LE(rate, 24);
-  h.writeUInt32LE(rate * channels * 2, 28); h.writeUInt16LE(channels * 2, 32); h.writeUInt16LE(16, 34);
-  h.write('data', 36); h.writeUInt32LE(pcm.length, 40);
-  return Buffer.concat([h, pcm]);
-}
-
 describe('voice activity detection', () => {
   let srv;
   before(async () => {
@@ -239,13 +229,13 @@ describe('voice activity detection', () => {
   after(async () => { await srv.stop(); });
 
   test('silence with vad: an empty text, no speech, Whisper never loaded', async () => {
-    const r = await multipart(srv.url + '/v1/audio/transcriptions', { vad: 'true' }, wavOf(Buffer.alloc(32000 * 3)), 'silence.wav');
+    const r = await multipart(srv.url + '/v1/audio/transcriptions', { vad: 'true' }, wav(Buffer.alloc(32000 * 3)), 'silence.wav');
     assert.equal(r.status, 200, r.text);
     const body = JSON.parse(r.text);
     assert.equal(body.text, '');
     assert.deepEqual(body.hearth.speech, []);
     // The language is checked and named by its code without speech too.
-    const silence = wavOf(Buffer.alloc(32000 * 3));
+    const silence = wav(Buffer.alloc(32000 * 3));
     const named = await multipart(srv.url + '/v1/audio/transcriptions', { vad: 'true', language: 'German', response_format: 'verbose_json' }, silence, 'silence.wav');
     assert.equal(JSON.parse(named.text).language, 'de', named.text);
     const unknown = await multipart(srv.url + '/v1/audio/transcriptions', { vad: 'true', language: 'klingon' }, silence, 'silence.wav');
@@ -254,7 +244,7 @@ describe('voice activity detection', () => {
   });
 
   test("vad_trim: only the speech is transcribed, times stay the clip's", async () => {
-    const padded = wavOf(Buffer.concat([Buffer.alloc(32000 * 4), jfkWav.subarray(44), Buffer.alloc(32000 * 3)]));
+    const padded = wav(Buffer.concat([Buffer.alloc(32000 * 4), jfkWav.subarray(44), Buffer.alloc(32000 * 3)]));
     const r = await multipart(srv.url + '/v1/audio/transcriptions',
       { vad: 'true', vad_trim: 'true', response_format: 'verbose_json', language: 'en', ...FAST }, padded, 'padded.wav');
     assert.equal(r.status, 200, r.text);
@@ -274,7 +264,7 @@ describe('voice activity detection', () => {
     const part = 32000 * 3;
     const ends = [];
     for (let at = 0; at < pcm.length; at += part) {
-      const r = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, wavOf(pcm.subarray(at, at + part)), { 'Content-Type': 'audio/wav' });
+      const r = await postRaw(`${srv.url}/v1/audio/sessions/${s.body.id}/audio`, wav(pcm.subarray(at, at + part)), { 'Content-Type': 'audio/wav' });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       ends.push(r.body.speech.length ? r.body.speech.at(-1).end : 0);
     }
@@ -359,7 +349,7 @@ describe('audio routes', () => {
       assert.match(body.error.message, /longer than 5 s \(--max-audio-seconds\)/);
       // 1 s, but 96 kHz in 64 channels: more input samples than 5 s allows (48 per output sample).
       const wide = await multipart(srv.url + '/v1/audio/transcriptions', { language: 'en', ...FAST },
-        wavOf(Buffer.alloc(96000 * 64 * 2), 96000, 64), 'wide.wav');
+        wav(Buffer.alloc(96000 * 64 * 2), { rate: 96000, channels: 64 }), 'wide.wav');
       assert.equal(wide.status, 413, wide.text);
       const wideBody = JSON.parse(wide.text);
       expectErrorShape(assert, wideBody, 413);

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startServer, run, HEARTH, postRaw, getJSON, expectErrorShape, sleep } from './lib.mjs';
+import { startServer, run, HEARTH, postRaw, getJSON, expectErrorShape, sleep, wav } from './lib.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const shared = path.resolve(root, '../shared/audio');
@@ -23,42 +23,25 @@ const OPTIONS = { language: 'en', temperature: 0.2 };
 
 // jfk.wav's 16-bit samples as floats, the way hearth's WAV reader reads them.
 function jfkFloats() {
-  const wav = fs.readFileSync(path.join(shared, 'jfk.wav'));
-  const data = wav.indexOf('data') + 8;
-  const n = (wav.length - data) >> 1;
+  const file = fs.readFileSync(path.join(shared, 'jfk.wav'));
+  const data = file.indexOf('data') + 8;
+  const n = (file.length - data) >> 1;
   const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = wav.readInt16LE(data + 2 * i) / 32768;
+  for (let i = 0; i < n; i++) out[i] = file.readInt16LE(data + 2 * i) / 32768;
   return out;
-}
-
-function floatWav(samples) {
-  const data = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-  const head = Buffer.alloc(44);
-  head.write('RIFF', 0); head.writeUInt32LE(36 + data.length, 4); head.write('WAVE', 8);
-  head.write('fmt ', 12); head.writeUInt32LE(16, 16); head.writeUInt16LE(3, 20); head.writeUInt16LE(1, 22);
-  head.writeUInt32LE(16000, 24); head.writeUInt32LE(64000, 28); head.writeUInt16LE(4, 32); head.writeUInt16LE(32, 34);
-  head.write('data', 36); head.writeUInt32LE(data.length, 40);
-  return Buffer.concat([head, data]);
 }
 
 const bytes = (f32) => Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength);
 
 // `seconds` of 16-bit silence at `rate` in `channels`: few seconds, many input samples.
-function wideWav(seconds, rate, channels) {
-  const data = Buffer.alloc(Math.round(seconds * rate) * channels * 2);
-  const head = Buffer.alloc(44);
-  head.write('RIFF', 0); head.writeUInt32LE(36 + data.length, 4); head.write('WAVEfmt ', 8);
-  head.writeUInt32LE(16, 16); head.writeUInt16LE(1, 20); head.writeUInt16LE(channels, 22); head.writeUInt32LE(rate, 24);
-  head.writeUInt32LE(rate * channels * 2, 28); head.writeUInt16LE(channels * 2, 32); head.writeUInt16LE(16, 34);
-  head.write('data', 36); head.writeUInt32LE(data.length, 40);
-  return Buffer.concat([head, data]);
-}
+const wideWav = (seconds, rate, channels) => wav(Buffer.alloc(Math.round(seconds * rate) * channels * 2), { rate, channels });
+const floatWav = (samples) => wav(bytes(samples), { float: true });
 
 // The first `seconds` of jfk.wav (16-bit mono 16 kHz) as a WAV of its own.
 function jfkWavHead(seconds) {
-  const wav = fs.readFileSync(path.join(shared, 'jfk.wav'));
-  const head = wav.indexOf('data') + 8;
-  const out = Buffer.from(wav.subarray(0, head + seconds * 32000));
+  const file = fs.readFileSync(path.join(shared, 'jfk.wav'));
+  const head = file.indexOf('data') + 8;
+  const out = Buffer.from(file.subarray(0, head + seconds * 32000));
   out.writeUInt32LE(seconds * 32000, head - 4);
   out.writeUInt32LE(out.length - 8, 4);
   return out;
@@ -85,9 +68,9 @@ describe('audio sessions', () => {
   const open = async (params = OPTIONS) => postRaw(srv.url + '/v1/audio/sessions', JSON.stringify(params));
   const append = async (id, body, headers = PCM) => postRaw(`${srv.url}/v1/audio/sessions/${id}/audio`, body, headers);
   const finish = async (id) => postRaw(`${srv.url}/v1/audio/sessions/${id}/finish`, '', {});
-  const oneShot = async (wav, params) => {
+  const oneShot = async (file, params) => {
     const form = new FormData();
-    form.append('file', new Blob([wav]), 'clip.wav');
+    form.append('file', new Blob([file]), 'clip.wav');
     for (const [k, v] of Object.entries(params)) {
       for (const item of Array.isArray(v) ? v : [v]) form.append(Array.isArray(v) ? `${k}[]` : k, String(item));
     }
@@ -369,9 +352,9 @@ describe('decoded audio the server holds (--max-audio-held)', () => {
   });
   after(async () => { await srv.stop(); });
   const open = async () => postRaw(srv.url + '/v1/audio/sessions', '', {});
-  const oneShot = async (wav) => {
+  const oneShot = async (file) => {
     const form = new FormData();
-    form.append('file', new Blob([wav]), 'clip.wav');
+    form.append('file', new Blob([file]), 'clip.wav');
     form.append('language', 'en');
     form.append('temperature', '0.2');
     return getJSON(srv.url + '/v1/audio/transcriptions', { method: 'POST', body: form });

@@ -96,6 +96,18 @@ export async function waitForStats(srv, fn, timeoutMs = 10000, headers = {}) {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// A WAV of `data`: 16-bit PCM, or 32-bit float with `float`; 16 kHz mono unless told.
+export function wav(data, { rate = 16000, channels = 1, float = false } = {}) {
+  const bytesPerSample = float ? 4 : 2;
+  const head = Buffer.alloc(44);
+  head.write('RIFF', 0); head.writeUInt32LE(36 + data.length, 4); head.write('WAVEfmt ', 8);
+  head.writeUInt32LE(16, 16); head.writeUInt16LE(float ? 3 : 1, 20); head.writeUInt16LE(channels, 22);
+  head.writeUInt32LE(rate, 24); head.writeUInt32LE(rate * channels * bytesPerSample, 28);
+  head.writeUInt16LE(channels * bytesPerSample, 32); head.writeUInt16LE(8 * bytesPerSample, 34);
+  head.write('data', 36); head.writeUInt32LE(data.length, 40);
+  return Buffer.concat([head, data]);
+}
+
 // No request holds KV any more: every block is free or held only by the
 // prompt cache (which keeps finished requests' blocks for reuse).
 export function kvReturned(s) {
