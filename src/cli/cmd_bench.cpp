@@ -37,7 +37,7 @@ const char* kHelp = R"(usage: hearth bench [--model DIR] [options]
 
   --model DIR        model directory (default: the bundled stories260k)
   --threads N        kernel threads (default: physical cores)
-  --kv-type T        KV cache entries: auto (default: bf16, f32 for f32 checkpoints), f32 or bf16
+  --kv-type T        KV cache entries: auto (default: bf16, f32 for f32 checkpoints), f32, bf16 or int8
   --prefill LIST     prompt lengths to time (default: 64,512)
   --decode N         tokens to decode (default: 128)
   --context N        decode after a prompt of N tokens (default: 1); the KV cache read
@@ -238,7 +238,7 @@ int cmd_bench(int argc, char** argv) {
   // Weights, plus the KV entries attention reads at the run's mean length.
   const KvCacheShape kv_shape = model->kv_shape(kv_type(args, *model));
   const double kv_bytes_per_position =
-      2.0 * kv_shape.layers * kv_shape.kv_heads * kv_shape.head_dim * dtype_size(kv_shape.dtype);
+      double(KvCache::block_bytes(kv_shape)) / kv_shape.block_tokens;
   const double bytes_per_token = double(model->bytes_per_decode_token()) +
                                  kv_bytes_per_position * (double(context) + double(generated) / 2);
   const double decode_bandwidth = bytes_per_token * best_decode;
@@ -254,6 +254,7 @@ int cmd_bench(int argc, char** argv) {
       {"bf16_target", bf16_target()},
       {"transparent_huge_pages", huge_pages},
       {"weight_bytes", model->weight_bytes()},
+      {"kv_type", std::string(dtype_name(kv_shape.dtype))},
       {"memory_read_bandwidth_gbps", bandwidth / 1e9},
       {"prefill", prefill},
       {"output_head_gemv",
@@ -281,8 +282,9 @@ int cmd_bench(int argc, char** argv) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model      %s (%s), %.1f MB of weights\n", dir.string().c_str(),
-              cfg.architecture.c_str(), model->weight_bytes() / 1e6);
+  std::printf("model      %s (%s), %.1f MB of weights, KV entries %s\n", dir.string().c_str(),
+              cfg.architecture.c_str(), model->weight_bytes() / 1e6,
+              std::string(dtype_name(kv_shape.dtype)).c_str());
   std::printf(
       "machine    %d threads, %s, SIMD target %s, int8 kernels %s, bf16 kernels %s, huge pages "
       "%s, memory read %.1f GB/s\n",

@@ -30,7 +30,7 @@ Ctrl-C during a reply stops it, even while the prompt is still being read
   --max-tokens N       limit per reply (default: until EOS or the context is full)
   --temperature T --top-p P --top-k K --min-p M --seed S
   --threads N          kernel threads (default: physical cores)
-  --kv-type T          KV cache entries: auto (default: bf16, f32 for f32 checkpoints), f32 or bf16
+  --kv-type T          KV cache entries: auto (default: bf16, f32 for f32 checkpoints), f32, bf16 or int8
   --ctx-size N         context length (default: the model's max_position_embeddings)
   --prompt-cache GB    KV kept for reuse between turns (default: half the KV budget; 0: off)
   --stats              after each reply, print its prompt, cached and generated tokens to stderr

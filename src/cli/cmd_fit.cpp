@@ -20,7 +20,7 @@ namespace hearth::cli {
 namespace {
 
 const char* kUsage =
-    "usage: hearth fit [--model DIR] [--memory GB] [--kv-type auto|f32|bf16] [--kv-budget GB]\n"
+    "usage: hearth fit [--model DIR] [--memory GB] [--kv-type auto|f32|bf16|int8] [--kv-budget GB]\n"
     "                  [--ctx-size N] [--max-batch N] [--ssd-cache DIR [--ssd-spill-queue GB]] [--json]\n"
     "  Says whether the model fits in memory and what `hearth serve` with the same\n"
     "  options would make of it: the KV pool, the context, the streams at full context.\n"

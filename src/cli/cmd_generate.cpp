@@ -26,7 +26,7 @@ const char* kHelp =
   --temperature T      0 is greedy (default: generation_config.json, else 0)
   --top-p P --top-k K --min-p M --seed S
   --threads N          kernel threads (default: physical cores)
-  --kv-type T          KV cache entries: auto (default: bf16, f32 for f32 checkpoints), f32 or bf16
+  --kv-type T          KV cache entries: auto (default: bf16, f32 for f32 checkpoints), f32, bf16 or int8
   --logits K           print one JSON line per step: the token and the top-K (id, logit)
   --dump-logits FILE   write the prompt's logits, float32 [n_prompt, vocab], to FILE
   --ctx-size N         context length (default: the model's max_position_embeddings)

@@ -42,7 +42,8 @@ std::optional<DType> kv_type(const Args& args) {
   if (t == "auto") return std::nullopt;
   if (t == "f32") return DType::F32;
   if (t == "bf16") return DType::BF16;
-  throw std::runtime_error("--kv-type must be auto, f32 or bf16, not '" + t + "'");
+  if (t == "int8") return DType::I8;
+  throw std::runtime_error("--kv-type must be auto, f32, bf16 or int8, not '" + t + "'");
 }
 
 DType kv_type(const Args& args, const LlamaModel& model) {

@@ -33,7 +33,7 @@ std::vector<int32_t> reply_stop_ids(const io::GenerationConfig& gen, std::option
 extern const std::vector<std::string> kSamplingOptions;
 
 // KV pool for `sequences` sequences of ctx_tokens each; --kv-type
-// auto|f32|bf16 picks the entry type (auto, the default: the model's
+// auto|f32|bf16|int8 picks the entry type (auto, the default: the model's
 // native_kv_type).
 std::unique_ptr<KvCache> make_kv_cache(const Args& args, const LlamaModel& model,
                                        int64_t ctx_tokens, int sequences = 1);

@@ -111,7 +111,7 @@ void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out) {
 void attend(std::span<const AttentionRow> rows, const KvView& kv, int kv_head, float scale,
             float* scratch) {
   simd::attend(rows.data(), int(rows.size()), kv.k_blocks, kv.v_blocks, kv.dtype, kv.block_tokens,
-               kv.head_dim, kv_head, scale, scratch);
+               kv.head_dim, kv.kv_heads, kv_head, scale, scratch);
 }
 
 }  // namespace hearth

@@ -47,10 +47,15 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void gelu_tanh_mul(const float* gate, const float* up, int64_t n, float* out);
 
 // Keys and values of one sequence and one layer, in blocks of block_tokens
-// tokens, entries of dtype (F32 or BF16). A key block is laid out
+// tokens, entries of dtype (F32, BF16 or I8). A key block is laid out
 // [kv_heads][head_dim][block_tokens] (transposed, so the scores of a run of
 // keys come out of one vector multiply-add per dimension); a value block
-// [kv_heads][block_tokens][head_dim].
+// [kv_heads][block_tokens][head_dim]. I8 entries are codes c with one f32
+// scale s per G = simd::kv_scale_group(head_dim) consecutive dimensions of
+// a head at a position, the entry being c * s (symmetric, as llama.cpp's
+// q8_0); the scales follow the block's codes, laid out like them with a
+// group for a dimension: keys [kv_heads][head_dim / G][block_tokens],
+// values [kv_heads][block_tokens][head_dim / G].
 struct KvView {
   const void* const* k_blocks = nullptr;
   const void* const* v_blocks = nullptr;

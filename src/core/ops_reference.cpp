@@ -16,14 +16,28 @@ float weight_at(const Matrix& w, int64_t r, int64_t c) {
 
 float key_at(const KvView& kv, int64_t pos, int head, int d) {
   const void* block = kv.k_blocks[pos / kv.block_tokens];
-  int64_t i = (int64_t(head) * kv.head_dim + d) * kv.block_tokens + pos % kv.block_tokens;
+  const int64_t slot = pos % kv.block_tokens;
+  if (kv.dtype == DType::I8) {
+    const auto* codes = static_cast<const int8_t*>(block);
+    const auto* scales = reinterpret_cast<const float*>(codes + int64_t(kv.kv_heads) * kv.head_dim * kv.block_tokens);
+    const int group = simd::kv_scale_group(kv.head_dim), groups = kv.head_dim / group;
+    return float(codes[(int64_t(head) * kv.head_dim + d) * kv.block_tokens + slot]) *
+           scales[(int64_t(head) * groups + d / group) * kv.block_tokens + slot];
+  }
+  int64_t i = (int64_t(head) * kv.head_dim + d) * kv.block_tokens + slot;
   return load_as_f32(kv.dtype, block, i);
 }
 
 float value_at(const KvView& kv, int64_t pos, int head, int d) {
   const void* block = kv.v_blocks[pos / kv.block_tokens];
-  int64_t i = (int64_t(head) * kv.block_tokens + pos % kv.block_tokens) * kv.head_dim + d;
-  return load_as_f32(kv.dtype, block, i);
+  const int64_t row = int64_t(head) * kv.block_tokens + pos % kv.block_tokens;
+  if (kv.dtype == DType::I8) {
+    const auto* codes = static_cast<const int8_t*>(block);
+    const auto* scales = reinterpret_cast<const float*>(codes + int64_t(kv.kv_heads) * kv.head_dim * kv.block_tokens);
+    const int group = simd::kv_scale_group(kv.head_dim);
+    return float(codes[row * kv.head_dim + d]) * scales[row * (kv.head_dim / group) + d / group];
+  }
+  return load_as_f32(kv.dtype, block, row * kv.head_dim + d);
 }
 }  // namespace
 

@@ -24,6 +24,9 @@ template <typename T>
 HWY_INLINE hn::Vec<DF> LoadF32(DF df, const T* p) {
   if constexpr (std::is_same_v<T, float>) {
     return hn::LoadU(df, p);
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    const hn::Rebind<int32_t, DF> di;
+    return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(hn::Rebind<int8_t, DF>(), p)));
   } else {
     return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), p));
   }
@@ -31,8 +34,8 @@ HWY_INLINE hn::Vec<DF> LoadF32(DF df, const T* p) {
 
 template <typename T>
 HWY_INLINE float ScalarF32(const T* p, int64_t i) {
-  if constexpr (std::is_same_v<T, float>) {
-    return p[i];
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, int8_t>) {
+    return float(p[i]);
   } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
     return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
   } else {
@@ -189,28 +192,48 @@ void Scale(float* x, float s, int64_t n) {
 // load; up to kMaxRows at once.
 constexpr int kMaxRows = 8;
 
+// I8 entries (T = int8_t) carry a scale per group of dimensions (ops.h
+// KvView); a vector of lanes lies within one group (32 of them, or the
+// whole head).
+static_assert(32 % HWY_LANES(float) == 0);
+template <typename T>
+constexpr bool kScaled = std::is_same_v<T, int8_t>;
+
+// Where a block's I8 scales start: after its codes, kv_heads * hd * bt bytes.
+inline const float* BlockScales(const void* block, int64_t codes) {
+  return reinterpret_cast<const float*>(static_cast<const int8_t*>(block) + codes);
+}
+
 // Scores of keys [j0, ...) of one block (kb: its keys of one kv head,
-// transposed) in passes of V key vectors while they fit in the block:
-// scores[r * stride + j] = q[r] . K[j] * scale. Prefetches the same keys of
-// the next block (kb_next). Returns the next j0.
+// transposed; ks: their scales, I8 only) in passes of V key vectors while
+// they fit in the block: scores[r * stride + j] = q[r] . K[j] * scale.
+// Prefetches the same keys of the next block (kb_next). Returns the next j0.
 template <typename T, int R, int V>
-int64_t ScorePasses(const T* kb, const T* kb_next, int bt, int hd, const float* const* q,
-                    float scale, float* scores, int64_t stride, int64_t j0) {
+int64_t ScorePasses(const T* kb, const float* ks, const T* kb_next, int bt, int hd,
+                    const float* const* q, float scale, float* scores, int64_t stride, int64_t j0) {
   const DF d;
   const int64_t N = hn::Lanes(d);
   for (; j0 + V * N <= bt; j0 += V * N) {
     hn::Vec<DF> acc[R][V];
     for (int r = 0; r < R; ++r)
       for (int v = 0; v < V; ++v) acc[r][v] = hn::Zero(d);
-    for (int k = 0; k < hd; ++k) {
-      hn::Vec<DF> kv[V];
-      for (int v = 0; v < V; ++v) {
-        hwy::Prefetch(kb_next + k * bt + j0 + v * N);
-        kv[v] = LoadF32(d, kb + k * bt + j0 + v * N);
-      }
-      for (int r = 0; r < R; ++r) {
-        const auto qv = hn::Set(d, q[r][k]);
-        for (int v = 0; v < V; ++v) acc[r][v] = hn::MulAdd(qv, kv[v], acc[r][v]);
+    // I8: a group's dimensions share each key's scale (one vector of them).
+    const int group = kScaled<T> ? kv_scale_group(hd) : hd;
+    for (int k0 = 0; k0 < hd; k0 += group) {
+      [[maybe_unused]] hn::Vec<DF> sc[V];
+      if constexpr (kScaled<T>)
+        for (int v = 0; v < V; ++v) sc[v] = hn::LoadU(d, ks + k0 / group * bt + j0 + v * N);
+      for (int k = k0; k < k0 + group; ++k) {
+        hn::Vec<DF> kv[V];
+        for (int v = 0; v < V; ++v) {
+          hwy::Prefetch(kb_next + k * bt + j0 + v * N);
+          kv[v] = LoadF32(d, kb + k * bt + j0 + v * N);
+          if constexpr (kScaled<T>) kv[v] = hn::Mul(kv[v], sc[v]);
+        }
+        for (int r = 0; r < R; ++r) {
+          const auto qv = hn::Set(d, q[r][k]);
+          for (int v = 0; v < V; ++v) acc[r][v] = hn::MulAdd(qv, kv[v], acc[r][v]);
+        }
       }
     }
     for (int r = 0; r < R; ++r)
@@ -220,13 +243,24 @@ int64_t ScorePasses(const T* kb, const T* kb_next, int bt, int hd, const float* 
   return j0;
 }
 
-// Row j of the values of one kv head, through the block table.
+// Row j of the values of one kv head, through the block table, and for I8
+// its scales (one per `group` columns).
 template <typename T>
 struct ValueRows {
   const void* const* blocks;
-  int bt, hd, kv_head;
+  int bt, hd, kv_heads, kv_head;
+  int group = kv_scale_group(hd);
   const T* operator()(int64_t j) const {
     return static_cast<const T*>(blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
+  }
+  const float* scales(int64_t j) const {
+    return BlockScales(blocks[j / bt], int64_t(kv_heads) * bt * hd) +
+           (int64_t(kv_head) * bt + j % bt) * (hd / group);
+  }
+  float at(int64_t j, int64_t k) const {
+    const float x = ScalarF32(operator()(j), k);
+    if constexpr (kScaled<T>) return x * scales(j)[k / group];
+    return x;
   }
 };
 
@@ -248,6 +282,11 @@ int64_t ValuePasses(const ValueRows<T>& values, const float* scores, int64_t str
         for (int c = 0; c < C; ++c) hwy::Prefetch(values(j + kAhead) + k0 + c * N);
       hn::Vec<DF> vv[C];
       for (int c = 0; c < C; ++c) vv[c] = LoadF32(d, v + c * N);
+      if constexpr (kScaled<T>) {
+        const float* sv = values.scales(j);
+        for (int c = 0; c < C; ++c)
+          vv[c] = hn::Mul(vv[c], hn::Set(d, sv[(k0 + c * N) / values.group]));
+      }
       for (int r = 0; r < R; ++r) {
         const auto p = hn::Set(d, scores[r * stride + j]);
         for (int c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(p, vv[c], acc[r][c]);
@@ -265,7 +304,7 @@ int64_t ValuePasses(const ValueRows<T>& values, const float* scores, int64_t str
 // zero, so one pass over the values serves every row.
 template <typename T, int R>
 void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const void* const* v_blocks,
-                int bt, int hd, int kv_head, float scale, float* scores) {
+                int bt, int hd, int kv_heads, int kv_head, float scale, float* scores) {
   int64_t lo = rows[0].first, hi = rows[0].n_ctx;
   const float* q[R];
   for (int r = 0; r < R; ++r) {
@@ -277,20 +316,25 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
   // Scores: keys are transposed within a block, so lanes are keys and each
   // dimension is one multiply-add. Whole blocks are computed (their tails
   // are allocated); only [lo, hi) is used.
+  const int64_t codes = int64_t(kv_heads) * hd * bt;  // a block's, where its I8 scales start
+  const int group = kv_scale_group(hd);
   for (int64_t b = lo / bt; b < n_blocks; ++b) {
     const T* kb = static_cast<const T*>(k_blocks[b]) + int64_t(kv_head) * hd * bt;
+    const float* ks =
+        kScaled<T> ? BlockScales(k_blocks[b], codes) + int64_t(kv_head) * (hd / group) * bt : nullptr;
     // Blocks lie anywhere in the pool, beyond the hardware prefetcher's
     // reach: fetch the next one's keys while this one is read.
     const T* kb_next =
         b + 1 < n_blocks ? static_cast<const T*>(k_blocks[b + 1]) + int64_t(kv_head) * hd * bt : kb;
     // Two key vectors per pass (each broadcast query element serves both),
     // then one, then single keys.
-    int64_t j0 = ScorePasses<T, R, 2>(kb, kb_next, bt, hd, q, scale, scores + b * bt, stride, 0);
-    j0 = ScorePasses<T, R, 1>(kb, kb_next, bt, hd, q, scale, scores + b * bt, stride, j0);
+    int64_t j0 = ScorePasses<T, R, 2>(kb, ks, kb_next, bt, hd, q, scale, scores + b * bt, stride, 0);
+    j0 = ScorePasses<T, R, 1>(kb, ks, kb_next, bt, hd, q, scale, scores + b * bt, stride, j0);
     for (int r = 0; r < R; ++r)
       for (int64_t j = j0; j < bt; ++j) {
         float s = 0;
-        for (int k = 0; k < hd; ++k) s += q[r][k] * ScalarF32(kb, k * bt + j);
+        for (int k = 0; k < hd; ++k)
+          s += q[r][k] * ScalarF32(kb, k * bt + j) * (kScaled<T> ? ks[k / group * bt + j] : 1.0f);
         scores[r * stride + b * bt + j] = s * scale;
       }
   }
@@ -304,7 +348,7 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
   // out = sum_j p_j V_j, in passes over j of C vectors of every row's
   // output (in registers): each broadcast weight p serves C vectors, and
   // with few rows one pass covers whole value rows, read in order.
-  const ValueRows<T> values{v_blocks, bt, hd, kv_head};
+  const ValueRows<T> values{v_blocks, bt, hd, kv_heads, kv_head};
   int64_t k0 = 0;
   if constexpr (R <= 2) k0 = ValuePasses<T, R, 8>(values, scores, stride, lo, hi, rows, k0);
   if constexpr (R <= 4) k0 = ValuePasses<T, R, 4>(values, scores, stride, lo, hi, rows, k0);
@@ -313,19 +357,19 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
   for (; k0 < hd; ++k0)
     for (int r = 0; r < R; ++r) {
       float a = 0;
-      for (int64_t j = lo; j < hi; ++j) a += scores[r * stride + j] * ScalarF32(values(j), k0);
+      for (int64_t j = lo; j < hi; ++j) a += scores[r * stride + j] * values.at(j, k0);
       rows[r].out[k0] = a;
     }
 }
 
 template <typename T>
 void AttendTyped(const AttentionRow* rows, int n, const void* const* k_blocks,
-                 const void* const* v_blocks, int bt, int hd, int kv_head, float scale,
-                 float* scratch) {
+                 const void* const* v_blocks, int bt, int hd, int kv_heads, int kv_head,
+                 float scale, float* scratch) {
   switch (n) {
 #define HEARTH_ROWS(R) \
   case R:              \
-    return AttendRows<T, R>(rows, k_blocks, v_blocks, bt, hd, kv_head, scale, scratch);
+    return AttendRows<T, R>(rows, k_blocks, v_blocks, bt, hd, kv_heads, kv_head, scale, scratch);
     HEARTH_ROWS(1)
     HEARTH_ROWS(2) HEARTH_ROWS(3) HEARTH_ROWS(4) HEARTH_ROWS(5) HEARTH_ROWS(6) HEARTH_ROWS(7)
         HEARTH_ROWS(8)
@@ -334,15 +378,19 @@ void AttendTyped(const AttentionRow* rows, int n, const void* const* k_blocks,
 }
 
 void Attend(const AttentionRow* rows, int n_rows, const void* const* k_blocks,
-            const void* const* v_blocks, DType kv_type, int bt, int hd, int kv_head, float scale,
-            float* scratch) {
+            const void* const* v_blocks, DType kv_type, int bt, int hd, int kv_heads, int kv_head,
+            float scale, float* scratch) {
   for (int r0 = 0; r0 < n_rows; r0 += kMaxRows) {
     const int n = std::min(kMaxRows, n_rows - r0);
+    auto attend = [&]<typename T>(T) {
+      AttendTyped<T>(rows + r0, n, k_blocks, v_blocks, bt, hd, kv_heads, kv_head, scale, scratch);
+    };
     if (kv_type == DType::BF16)
-      AttendTyped<hwy::bfloat16_t>(rows + r0, n, k_blocks, v_blocks, bt, hd, kv_head, scale,
-                                   scratch);
+      attend(hwy::bfloat16_t{});
+    else if (kv_type == DType::I8)
+      attend(int8_t{});
     else
-      AttendTyped<float>(rows + r0, n, k_blocks, v_blocks, bt, hd, kv_head, scale, scratch);
+      attend(float{});
   }
 }
 
@@ -393,9 +441,10 @@ void scale(float* x, float s, int64_t n) {
 }
 void attend(const AttentionRow* rows, int n_rows, const void* const* k_blocks,
             const void* const* v_blocks, DType kv_type, int block_tokens, int head_dim,
-            int kv_head, float scale, float* scratch) {
+            int kv_heads, int kv_head, float scale, float* scratch) {
   HWY_DYNAMIC_DISPATCH(Attend)
-  (rows, n_rows, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_head, scale, scratch);
+  (rows, n_rows, k_blocks, v_blocks, kv_type, block_tokens, head_dim, kv_heads, kv_head, scale,
+   scratch);
 }
 const char* target_name() {
   return HWY_DYNAMIC_DISPATCH(TargetName)();

@@ -38,12 +38,19 @@ float max_value(const float* x, int64_t n);
 float exp_shift_sum(float* x, float shift, int64_t n);
 void scale(float* x, float s, int64_t n);
 
+// Dimensions of a head that share one scale in I8 KV entries (ops.h
+// KvView): 32, as llama.cpp's q8_0, or the whole head where 32 does not
+// divide it. A vector of lanes then never straddles two groups.
+constexpr int kv_scale_group(int head_dim) {
+  return head_dim % 32 == 0 ? 32 : head_dim;
+}
+
 // Attention of query rows that share kv head `kv_head` (see ops.h);
 // layouts as in ops.h KvView. scratch: n_rows times the largest n_ctx
 // rounded up to a block.
 void attend(const AttentionRow* rows, int n_rows, const void* const* k_blocks,
             const void* const* v_blocks, DType kv_type, int block_tokens, int head_dim,
-            int kv_head, float scale, float* scratch);
+            int kv_heads, int kv_head, float scale, float* scratch);
 
 // Name of the target chosen for this CPU, e.g. "AVX3".
 const char* target_name();

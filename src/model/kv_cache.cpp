@@ -3,6 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <string>
@@ -10,8 +12,15 @@
 
 namespace hearth {
 
+size_t KvCache::layer_block_bytes(const KvCacheShape& s) {
+  const size_t entries = size_t(s.kv_heads) * s.block_tokens * s.head_dim;
+  if (s.dtype == DType::I8)  // codes, then a scale per group
+    return entries + entries / size_t(simd::kv_scale_group(s.head_dim)) * sizeof(float);
+  return entries * dtype_size(s.dtype);
+}
+
 size_t KvCache::block_bytes(const KvCacheShape& s) {
-  return 2 * size_t(s.layers) * s.kv_heads * s.block_tokens * s.head_dim * dtype_size(s.dtype);
+  return 2 * size_t(s.layers) * layer_block_bytes(s);
 }
 
 int64_t KvCache::blocks_for_bytes(const KvCacheShape& s, size_t bytes) {
@@ -19,10 +28,9 @@ int64_t KvCache::blocks_for_bytes(const KvCacheShape& s, size_t bytes) {
 }
 
 KvCache::KvCache(const KvCacheShape& shape, int64_t n_blocks) : shape_(shape), n_blocks_(n_blocks) {
-  if (shape.dtype != DType::F32 && shape.dtype != DType::BF16)
-    throw std::invalid_argument("KV cache entries must be F32 or BF16");
-  layer_block_bytes_ =
-      size_t(shape.kv_heads) * shape.block_tokens * shape.head_dim * dtype_size(shape.dtype);
+  if (shape.dtype != DType::F32 && shape.dtype != DType::BF16 && shape.dtype != DType::I8)
+    throw std::invalid_argument("KV cache entries must be F32, BF16 or I8");
+  layer_block_bytes_ = layer_block_bytes(shape);
   storage_bytes_ = size_t(n_blocks) * block_bytes(shape);
   if (storage_bytes_ > 0) {
     void* p = ::mmap(nullptr, storage_bytes_, PROT_READ | PROT_WRITE,
@@ -145,6 +153,21 @@ void KvCache::share_block(int seq, size_t i, int32_t block) {
   unref(own);
 }
 
+namespace {
+
+// Codes of n entries x[i] and their scale, which maps the largest magnitude
+// to 127 (codes round to nearest, ties to even); codes[i * stride].
+float quantize_group(const float* x, int n, int8_t* codes, size_t stride) {
+  float amax = 0;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float scale = amax / 127.0f;
+  for (int i = 0; i < n; ++i)
+    codes[i * stride] = scale > 0 ? int8_t(std::nearbyint(x[i] / scale)) : int8_t(0);
+  return scale;
+}
+
+}  // namespace
+
 void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float* v) {
   const Sequence& s = seqs_.at(seq);
   const int bt = shape_.block_tokens, hd = shape_.head_dim;
@@ -155,6 +178,23 @@ void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float
   uint8_t* kb = layer_data(layer, block, false);
   uint8_t* vb = layer_data(layer, block, true);
   // Keys go in transposed ([head][dim][slot]); values row by row.
+  if (shape_.dtype == DType::I8) {
+    const size_t codes = size_t(shape_.kv_heads) * bt * hd;  // the scales follow them
+    const int group = simd::kv_scale_group(hd), groups = hd / group;
+    auto* key_scales = reinterpret_cast<float*>(kb + codes);
+    auto* value_scales = reinterpret_cast<float*>(vb + codes);
+    for (int h = 0; h < shape_.kv_heads; ++h)
+      for (int g = 0; g < groups; ++g) {
+        const int d0 = g * group;
+        key_scales[(size_t(h) * groups + g) * bt + slot] =
+            quantize_group(k + h * hd + d0, group,
+                           reinterpret_cast<int8_t*>(kb) + (size_t(h) * hd + d0) * bt + slot, bt);
+        value_scales[(size_t(h) * bt + slot) * groups + g] =
+            quantize_group(v + h * hd + d0, group,
+                           reinterpret_cast<int8_t*>(vb) + (size_t(h) * bt + slot) * hd + d0, 1);
+      }
+    return;
+  }
   auto put = [&](auto* keys, auto* values, auto convert) {
     for (int h = 0; h < shape_.kv_heads; ++h) {
       const float *kh = k + h * hd, *vh = v + h * hd;

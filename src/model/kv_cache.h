@@ -26,7 +26,7 @@ namespace hearth {
 struct KvCacheShape {
   int layers = 0, kv_heads = 0, head_dim = 0;
   int block_tokens = 32;
-  DType dtype = DType::F32;  // F32 or BF16
+  DType dtype = DType::F32;  // F32, BF16 or I8 (codes and scales: core/ops.h KvView)
 };
 
 class KvCache {
@@ -90,6 +90,7 @@ class KvCache {
     return (tokens + shape.block_tokens - 1) / shape.block_tokens;
   }
   static size_t block_bytes(const KvCacheShape& shape);
+  static size_t layer_block_bytes(const KvCacheShape& shape);  // one layer's K (or V)
 
  private:
   struct Sequence {

@@ -523,7 +523,7 @@ TEST(Ops, RopeMatchesReference) {
 }
 
 TEST(Ops, AttentionOverBlocksMatchesReference) {
-  for (DType t : {DType::F32, DType::BF16})
+  for (DType t : {DType::F32, DType::BF16, DType::I8})
     for (int64_t n_ctx : {1, 7, 33, 70})
       for (auto [bt, hd] :
            {std::pair{16, 8}, std::pair{32, 64}, std::pair{8, 6}, std::pair{32, 128}}) {
@@ -535,6 +535,20 @@ TEST(Ops, AttentionOverBlocksMatchesReference) {
           auto k = randn(size_t(kv_heads * bt * hd), 100 + b),
                v = randn(size_t(kv_heads * bt * hd), 200 + b);
           auto pack = [&](const std::vector<float>& f) {
+            if (t == DType::I8) {
+              // Codes, then a positive scale per group (ops.h KvView): any
+              // values do, the kernel and the reference read the same.
+              const size_t n_scales = f.size() / size_t(simd::kv_scale_group(hd));
+              std::vector<uint8_t> out(f.size() + n_scales * sizeof(float));
+              for (size_t i = 0; i < f.size(); ++i)
+                out[i] = uint8_t(int8_t(std::clamp(std::lround(f[i] * 50), -127L, 127L)));
+              const auto s = randn(n_scales, 300 + b);
+              for (size_t i = 0; i < n_scales; ++i) {
+                const float scale = 0.02f * (0.5f + std::fabs(s[i]));
+                std::memcpy(out.data() + f.size() + i * sizeof(float), &scale, sizeof scale);
+              }
+              return out;
+            }
             std::vector<uint8_t> out(f.size() * dtype_size(t));
             for (size_t i = 0; i < f.size(); ++i)
               if (t == DType::F32)
