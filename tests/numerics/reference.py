@@ -50,6 +50,21 @@ def bf16_round(x):
     return u.astype(np.uint32).view(np.float32)
 
 
+def int8_kv_round(x):
+    """KV entries x [tokens, heads, head_dim] as hearth's --kv-type int8
+    keeps them (docs/architecture.md): per token, head and group of 32
+    dimensions (the whole head where 32 does not divide it), in float32,
+    scale = max|x| / 127 and codes rint(x / scale) (ties to even); returns
+    codes * scale."""
+    t, h, d = x.shape
+    g = 32 if d % 32 == 0 else d
+    x32 = np.asarray(x, dtype=np.float32).reshape(t, h, d // g, g)
+    scale = np.abs(x32).max(axis=-1, keepdims=True) / np.float32(127)
+    safe = np.where(scale > 0, scale, np.float32(1))
+    codes = np.where(scale > 0, np.rint(x32 / safe), np.float32(0)).astype(np.float32)
+    return (codes * scale).reshape(t, h, d)
+
+
 _DTYPES = {
     "F64": np.dtype("<f8"),
     "F32": np.dtype("<f4"),
@@ -270,10 +285,11 @@ class Model:
         self.embed = self._matrix(prefix + "embed_tokens", (self.vocab, self.hidden))
         # KV entries as hearth (and mlx-lm) keep them by default: in the
         # activations' dtype, which follows the stored weights: BF16 for 16-bit
-        # and quantized checkpoints, F32 for F32 ones (hearth --kv-type).
+        # and quantized checkpoints, F32 for F32 ones (hearth --kv-type); a
+        # caller may set "int8" (int8_kv_round).
         dtypes = dtypes or {}
         stored = dtypes.get(prefix + "embed_tokens.scales") or dtypes.get(prefix + "embed_tokens.weight")
-        self.kv_bf16 = stored is not None and stored != "F32"
+        self.kv = "bf16" if stored is not None and stored != "F32" else "f32"
         if self.tied:
             self.lm_head = self.embed
         elif bare and "lm_head.weight" not in tensors:
@@ -410,8 +426,10 @@ class Model:
                 k = rms_norm(k, L["k_norm"], self.eps)
             q = q * cos[:, None, :] + rotate_half(q) * sin[:, None, :]
             k = k * cos[:, None, :] + rotate_half(k) * sin[:, None, :]
-            if self.kv_bf16:
+            if self.kv == "bf16":
                 k, v = bf16_round(k).astype(np.float64), bf16_round(v).astype(np.float64)
+            elif self.kv == "int8":
+                k, v = int8_kv_round(k).astype(np.float64), int8_kv_round(v).astype(np.float64)
             c = cache[li]
             c["k"] = np.concatenate([c["k"], k.transpose(1, 0, 2)], axis=1)
             c["v"] = np.concatenate([c["v"], v.transpose(1, 0, 2)], axis=1)

@@ -65,6 +65,7 @@ TOP_K = 5
 # only if the reference's own logits for the two are within it.
 REL = {"f32": 1e-3, "bf16": 1e-2, "f16": 1e-2, "mlx": 2e-2}
 INT8_FLOOR = 2.0
+KV_INT8_FLOOR = 0.25  # of the int8 KV noise floor (compare(kv="int8"))
 EMBED_REL = {"f32": 1e-4, "bf16": 1e-2, "f16": 1e-2, "mlx": 3e-2}
 
 
@@ -335,8 +336,11 @@ def compare_embeddings(hearth, model_dir, kind, notes, inputs, pooling, dimensio
     notes.append(f"max |diff| {worst:.3g} over {len(inputs)} inputs")
 
 
-def compare(hearth, model_dir, kind, notes, ids=None, max_tokens=GEN_TOKENS, model=None):
+def compare(hearth, model_dir, kind, notes, ids=None, max_tokens=GEN_TOKENS, model=None, kv=None):
     model = model or reference.Model.load(model_dir)
+    default_kv = model.kv
+    if kv:
+        model.kv = kv
     if ids is None:
         margin, ids, ref = choose_prompt(model)
     else:
@@ -352,8 +356,18 @@ def compare(hearth, model_dir, kind, notes, ids=None, max_tokens=GEN_TOKENS, mod
         floor = bf16_noise_floor(model_dir, ids, ref_logits)
         tol = max(tol, INT8_FLOOR * floor)
         notes.append(f"bf16 noise floor {floor:.3g}")
+    if kv == "int8":
+        # A code that rounds the other way in hearth (its keys and values
+        # differ from the reference's in the last bits) moves a logit by a
+        # small part of what rounding every entry to int8 does (the floor);
+        # unrounded entries would miss by the whole floor and fail.
+        unrounded = reference.Model.load(model_dir)
+        unrounded.kv = default_kv
+        floor = float(np.abs(unrounded.logits_for(ids) - ref_logits).max())
+        tol = max(tol, KV_INT8_FLOOR * floor)
+        notes.append(f"int8 KV noise floor {floor:.3g}")
 
-    steps, raw = hearth.generate(model_dir, ids, max_tokens)
+    steps, raw = hearth.generate(model_dir, ids, max_tokens, extra=["--kv-type", kv] if kv else ())
     # (1) prompt logits
     check(raw.size == len(ids) * model.vocab,
           f"--dump-logits holds {raw.size} floats, expected {len(ids)} x {model.vocab}")
@@ -708,6 +722,36 @@ class Suite(Tests):
             for i in range(cfg["num_hidden_layers"]):
                 for module, n in sizes.items():
                     tensors[f"model.layers.{i}.{module}.bias"] = (rng.randn(n) * 0.1).astype(np.float32)
+
+        # int8 KV entries (--kv-type int8) against a reference that rounds
+        # its keys and values the same way (reference.int8_kv_round), on F32
+        # weights, whose tolerance would not hide unrounded entries. The tiny
+        # presets' heads (16 and 32 dimensions) hold one scale group; a qwen3
+        # variant with 128-dimension heads has four.
+        def head_dim_128(cfg):
+            cfg["head_dim"] = 128
+
+        def widen_heads(cfg, tensors):
+            rng = np.random.RandomState(13)
+            d, hidden = cfg["head_dim"], cfg["hidden_size"]
+            q, kv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d
+            shapes = {"q_proj.weight": (q, hidden), "k_proj.weight": (kv, hidden), "v_proj.weight": (kv, hidden),
+                      "o_proj.weight": (hidden, q), "q_norm.weight": (d,), "k_norm.weight": (d,)}
+            for i in range(cfg["num_hidden_layers"]):
+                for name, shape in shapes.items():
+                    key = f"model.layers.{i}.self_attn.{name}"
+                    old = tensors[key]
+                    tensors[key] = (old.mean() + rng.randn(*shape) * old.std()).astype(np.float32)
+
+        def wide_heads():
+            return self.variant(self.model("qwen3", "f32"), "qwen3-head-dim-128", head_dim_128, widen_heads)
+
+        self.test("numerics qwen3 f32 head_dim 128", lambda notes: compare(self.hearth, wide_heads(), "f32", notes))
+        self.test("numerics qwen3 f32 head_dim 128 int8 KV",
+                  lambda notes: compare(self.hearth, wide_heads(), "f32", notes, kv="int8"))
+        for arch in ("qwen3", "mistral"):
+            self.test(f"numerics {arch} f32 int8 KV",
+                      lambda notes, arch=arch: compare(self.hearth, self.model(arch, "f32"), "f32", notes, kv="int8"))
 
         self.test("numerics llama f32 attention_bias + mlp_bias",
                   lambda notes: compare(self.hearth, self.variant(self.model("llama", "f32"), "llama-biases",
