@@ -105,7 +105,7 @@ struct QueueFull : std::runtime_error {
 struct EngineOptions {
   int threads = 0;              // 0: physical cores
   int64_t ctx_size = 0;         // 0: the model's max_position_embeddings
-  std::optional<DType> kv_type{};  // KV cache entries, F32 or BF16; empty: the model's native_kv_type
+  std::optional<DType> kv_type{};  // KV cache entries, F32, BF16 or I8; empty: the model's native_kv_type
   size_t kv_budget = 0;         // KV pool bytes; 0: 85% of the memory available, less the weights
   int64_t prompt_cache = -1;    // bytes the prompt cache may index; -1: half the pool; 0: off
   cache::Retention retention = cache::Retention::Lru;

@@ -97,6 +97,9 @@ for opt in "--ssd-demote-idle inf" "--ssd-spill-queue 1e300" "--kv-budget nan"; 
   check "serve: $opt is refused" clean_error $rc
   check "serve: ... naming the range" contains "$tmp/e14" "must be between -1e9 and 1e9"
 done
+"$hearth" generate --prompt-ids 1 --max-tokens 1 --kv-type int4 >/dev/null 2>"$tmp/e15"; rc=$?
+check "generate: an unknown --kv-type is refused" clean_error $rc
+check "generate: ... naming the types" contains "$tmp/e15" "--kv-type must be auto, f32, bf16 or int8, not 'int4'"
 "$hearth" transcribe "$tmp/none.wav" --model "$tmp/nope" --format txt >/dev/null 2>"$tmp/e10"; rc=$?
 check "transcribe: an unknown --format is refused before anything loads" clean_error $rc
 check "transcribe: ... by name" contains "$tmp/e10" "--format must be"

@@ -47,21 +47,26 @@ test('greedy chat equals `hearth generate --chat --temperature 0`', async () => 
   }
 });
 
-test('--kv-type bf16: greedy completions equal `hearth generate --kv-type bf16`; a KV budget holds twice the blocks', async () => {
-  const f32 = await startServer(['--kv-budget', '0.25']);
-  const f32Blocks = (await stats(f32)).memory.kv_blocks_total;
-  assert.equal((await f32.stop()).code, 0);
-  const srv = await startServer(['--kv-type', 'bf16', '--kv-budget', '0.25']);
-  try {
-    const blocks = (await stats(srv)).memory.kv_blocks_total;  // the budget rounded down to whole blocks
-    assert.ok(blocks === f32Blocks * 2 || blocks === f32Blocks * 2 + 1, `${blocks} vs ${f32Blocks}`);
-    const client = srv.client();
-    for (const [prompt, n] of CASES.slice(0, 2)) {
-      const { stdout } = await run(HEARTH, ['generate', '--prompt', prompt, '--max-tokens', String(n), '--temperature', '0', '--kv-type', 'bf16']);
-      const r = await client.completions.create({ model: 'stories260k', prompt, max_tokens: n, temperature: 0 });
-      assert.equal(r.choices[0].text, stdout.replace(/\n$/, ''), `prompt ${JSON.stringify(prompt)}, ${n} tokens`);
+// Bytes a KV entry takes against F32's 4: BF16's 2; int8's code, and
+// stories260k's 8-dimension heads carry one f32 scale each (0.5 a byte).
+for (const [type, bytes] of [['bf16', 2], ['int8', 1.5]]) {
+  test(`--kv-type ${type}: greedy completions equal \`hearth generate --kv-type ${type}\`; a KV budget holds ${+(4 / bytes).toFixed(2)}x the blocks`, async () => {
+    const f32 = await startServer(['--kv-budget', '0.25']);
+    const f32Blocks = (await stats(f32)).memory.kv_blocks_total;
+    assert.equal((await f32.stop()).code, 0);
+    const srv = await startServer(['--kv-type', type, '--kv-budget', '0.25']);
+    try {
+      const blocks = (await stats(srv)).memory.kv_blocks_total;  // the budget rounded down to whole blocks
+      const want = f32Blocks * 4 / bytes;
+      assert.ok(blocks >= Math.floor(want) && blocks <= Math.ceil(want + 4 / bytes), `${blocks} vs ${f32Blocks}`);
+      const client = srv.client();
+      for (const [prompt, n] of CASES.slice(0, 2)) {
+        const { stdout } = await run(HEARTH, ['generate', '--prompt', prompt, '--max-tokens', String(n), '--temperature', '0', '--kv-type', type]);
+        const r = await client.completions.create({ model: 'stories260k', prompt, max_tokens: n, temperature: 0 });
+        assert.equal(r.choices[0].text, stdout.replace(/\n$/, ''), `prompt ${JSON.stringify(prompt)}, ${n} tokens`);
+      }
+    } finally {
+      assert.equal((await srv.stop()).code, 0);
     }
-  } finally {
-    assert.equal((await srv.stop()).code, 0);
-  }
-});
+  });
+}

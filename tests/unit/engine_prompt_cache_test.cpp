@@ -400,6 +400,38 @@ TEST(PromptCacheSsd, IdleBlocksLeaveRamOnceDurableAndComeBack) {
   expect_kv_returned(engine);
 }
 
+// Int8 entries (codes, then scales) go to disk and come back as they were:
+// a restarted engine continues as the int8 engine itself did, and an engine
+// keeping BF16 entries in the same directory takes none of them.
+TEST(PromptCacheSsd, Int8EntriesComeBackFromDiskForInt8EnginesOnly) {
+  TempDir dir;
+  EngineOptions cold_opt{.threads = 2, .prompt_cache = 0}, opt = with_ssd(dir.path);
+  cold_opt.kv_type = opt.kv_type = DType::I8;
+  const auto prompt = prompt_of(100);
+  const Output want = run(*std::make_unique<Engine>(LlamaModel::load(kModel), cold_opt), prompt, 20);
+  const Output bf16_want = run(*cold_engine(), prompt, 20);
+  ASSERT_EQ(bf16_want.logprobs.size(), want.logprobs.size());
+  float moved = 0;  // the entries really are int8
+  for (size_t i = 0; i < want.logprobs.size(); ++i)
+    moved = std::max(moved, std::fabs(want.logprobs[i] - bf16_want.logprobs[i]));
+  EXPECT_GT(moved, 1e-3f);
+  {
+    Engine first(LlamaModel::load(kModel), opt);
+    expect_same(run(first, prompt, 20), want);
+    ASSERT_TRUE(first.flush_cache());
+  }
+  {
+    Engine second(LlamaModel::load(kModel), opt);
+    const Output again = run(second, prompt, 20);
+    EXPECT_EQ(again.info.cached_tokens, 96);
+    expect_same(again, want);
+    EXPECT_EQ(second.ssd_stats()->restores, 3);
+  }
+  Engine bf16(LlamaModel::load(kModel), with_ssd(dir.path));
+  EXPECT_EQ(bf16.longest_durable_prefix_tokens(), 0);
+  EXPECT_EQ(run(bf16, prompt, 20).info.cached_tokens, 0);
+}
+
 TEST(PromptCacheSsd, TheDirectoryServesOneEngine) {
   TempDir dir;
   Engine first(LlamaModel::load(kModel), with_ssd(dir.path));
