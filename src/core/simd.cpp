@@ -213,32 +213,34 @@ int64_t ScorePasses(const T* kb, const float* ks, const T* kb_next, int bt, int 
                     const float* const* q, float scale, float* scores, int64_t stride, int64_t j0) {
   const DF d;
   const int64_t N = hn::Lanes(d);
+  // I8: the dot product over a group of dimensions, whose codes share each
+  // key's scale, is scaled once and added to the score.
+  const int group = kScaled<T> ? kv_scale_group(hd) : hd;
   for (; j0 + V * N <= bt; j0 += V * N) {
-    hn::Vec<DF> acc[R][V];
-    for (int r = 0; r < R; ++r)
-      for (int v = 0; v < V; ++v) acc[r][v] = hn::Zero(d);
-    // I8: a group's dimensions share each key's scale (one vector of them).
-    const int group = kScaled<T> ? kv_scale_group(hd) : hd;
     for (int k0 = 0; k0 < hd; k0 += group) {
-      [[maybe_unused]] hn::Vec<DF> sc[V];
-      if constexpr (kScaled<T>)
-        for (int v = 0; v < V; ++v) sc[v] = hn::LoadU(d, ks + k0 / group * bt + j0 + v * N);
+      hn::Vec<DF> acc[R][V];
+      for (int r = 0; r < R; ++r)
+        for (int v = 0; v < V; ++v) acc[r][v] = hn::Zero(d);
       for (int k = k0; k < k0 + group; ++k) {
         hn::Vec<DF> kv[V];
         for (int v = 0; v < V; ++v) {
           hwy::Prefetch(kb_next + k * bt + j0 + v * N);
           kv[v] = LoadF32(d, kb + k * bt + j0 + v * N);
-          if constexpr (kScaled<T>) kv[v] = hn::Mul(kv[v], sc[v]);
         }
         for (int r = 0; r < R; ++r) {
           const auto qv = hn::Set(d, q[r][k]);
           for (int v = 0; v < V; ++v) acc[r][v] = hn::MulAdd(qv, kv[v], acc[r][v]);
         }
       }
+      for (int v = 0; v < V; ++v) {
+        auto s = hn::Set(d, scale);
+        if constexpr (kScaled<T>) s = hn::Mul(hn::LoadU(d, ks + k0 / group * bt + j0 + v * N), s);
+        for (int r = 0; r < R; ++r) {
+          float* out = scores + r * stride + j0 + v * N;
+          hn::StoreU(k0 == 0 ? hn::Mul(acc[r][v], s) : hn::MulAdd(acc[r][v], s, hn::LoadU(d, out)), d, out);
+        }
+      }
     }
-    for (int r = 0; r < R; ++r)
-      for (int v = 0; v < V; ++v)
-        hn::StoreU(hn::Mul(acc[r][v], hn::Set(d, scale)), d, scores + r * stride + j0 + v * N);
   }
   return j0;
 }
@@ -250,16 +252,21 @@ struct ValueRows {
   const void* const* blocks;
   int bt, hd, kv_heads, kv_head;
   int group = kv_scale_group(hd);
-  const T* operator()(int64_t j) const {
-    return static_cast<const T*>(blocks[j / bt]) + (int64_t(kv_head) * bt + j % bt) * hd;
-  }
-  const float* scales(int64_t j) const {
-    return BlockScales(blocks[j / bt], int64_t(kv_heads) * bt * hd) +
-           (int64_t(kv_head) * bt + j % bt) * (hd / group);
+  struct Row {
+    const T* entries;
+    const float* scales;  // I8 only
+  };
+  Row row(int64_t j) const {
+    const void* block = blocks[j / bt];
+    const int64_t i = int64_t(kv_head) * bt + j % bt;  // the row's index in the block
+    const T* entries = static_cast<const T*>(block) + i * hd;
+    if constexpr (kScaled<T>) return {entries, BlockScales(block, int64_t(kv_heads) * bt * hd) + i * (hd / group)};
+    return {entries, nullptr};
   }
   float at(int64_t j, int64_t k) const {
-    const float x = ScalarF32(operator()(j), k);
-    if constexpr (kScaled<T>) return x * scales(j)[k / group];
+    const Row r = row(j);
+    const float x = ScalarF32(r.entries, k);
+    if constexpr (kScaled<T>) return x * r.scales[k / group];
     return x;
   }
 };
@@ -276,20 +283,44 @@ int64_t ValuePasses(const ValueRows<T>& values, const float* scores, int64_t str
     hn::Vec<DF> acc[R][C];
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) acc[r][c] = hn::Zero(d);
-    for (int64_t j = lo; j < hi; ++j) {
-      const T* v = values(j) + k0;
-      if (j + kAhead < hi)
-        for (int c = 0; c < C; ++c) hwy::Prefetch(values(j + kAhead) + k0 + c * N);
-      hn::Vec<DF> vv[C];
-      for (int c = 0; c < C; ++c) vv[c] = LoadF32(d, v + c * N);
-      if constexpr (kScaled<T>) {
-        const float* sv = values.scales(j);
-        for (int c = 0; c < C; ++c)
-          vv[c] = hn::Mul(vv[c], hn::Set(d, sv[(k0 + c * N) / values.group]));
+    // I8: the group of each vector of the pass (a vector lies within one),
+    // and whether it is the first of its group in the pass.
+    [[maybe_unused]] int64_t group_of[C];
+    [[maybe_unused]] bool group_starts[C];
+    if constexpr (kScaled<T>)
+      for (int c = 0; c < C; ++c) {
+        group_of[c] = (k0 + c * N) / values.group;
+        group_starts[c] = c == 0 || group_of[c] != group_of[c - 1];
       }
-      for (int r = 0; r < R; ++r) {
-        const auto p = hn::Set(d, scores[r * stride + j]);
-        for (int c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(p, vv[c], acc[r][c]);
+    // Block by block: a block's rows are hd entries (and hd / group
+    // scales) apart, so only a block's first row goes through the table.
+    const int64_t hd = values.hd, groups = hd / values.group;
+    for (int64_t j = lo; j < hi;) {
+      const int64_t end = std::min(hi, (j / values.bt + 1) * values.bt);
+      const auto here = values.row(j), next = end < hi ? values.row(end) : here;
+      for (int64_t i = 0; j < end; ++j, ++i) {
+        const T* v = here.entries + i * hd + k0;
+        if (j + kAhead < hi) {
+          const T* ahead = j + kAhead < end ? v + kAhead * hd : next.entries + (j + kAhead - end) * hd + k0;
+          for (int c = 0; c < C; ++c) hwy::Prefetch(ahead + c * N);
+        }
+        hn::Vec<DF> vv[C];
+        for (int c = 0; c < C; ++c) vv[c] = LoadF32(d, v + c * N);
+        if constexpr (kScaled<T>) {
+          // Each row's weight times the group's scale, once per group.
+          const float* sv = here.scales + i * groups;
+          hn::Vec<DF> p[R];
+          for (int c = 0; c < C; ++c) {
+            if (group_starts[c])
+              for (int r = 0; r < R; ++r) p[r] = hn::Set(d, scores[r * stride + j] * sv[group_of[c]]);
+            for (int r = 0; r < R; ++r) acc[r][c] = hn::MulAdd(p[r], vv[c], acc[r][c]);
+          }
+        } else {
+          for (int r = 0; r < R; ++r) {
+            const auto p = hn::Set(d, scores[r * stride + j]);
+            for (int c = 0; c < C; ++c) acc[r][c] = hn::MulAdd(p, vv[c], acc[r][c]);
+          }
+        }
       }
     }
     for (int r = 0; r < R; ++r)
