@@ -48,7 +48,8 @@ beats the built-in defaults. See docs/server-config.md.
   --kv-type T                  KV cache entries: auto (default: bf16, as the activations of
                                16-bit and quantized checkpoints; f32 for f32 ones), f32, bf16
                                or int8 (bf16: half the memory and attention traffic of f32;
-                               int8: 8-bit codes and a scale per 32 dimensions, 56% of bf16)
+                               int8: 8-bit codes and a scale per 32 dimensions, 56% of bf16's
+                               memory where heads have 32 dimensions or more)
   --kv-budget GB               KV pool size (default: 85% of the memory available at start,
                                less the weights); the context shrinks to what it holds
   --prompt-cache GB            bytes of KV the prompt cache may keep for reuse (default: half

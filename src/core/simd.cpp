@@ -300,7 +300,8 @@ int64_t ValuePasses(const ValueRows<T>& values, const float* scores, int64_t str
       const auto here = values.row(j), next = end < hi ? values.row(end) : here;
       for (int64_t i = 0; j < end; ++j, ++i) {
         const T* v = here.entries + i * hd + k0;
-        if (j + kAhead < hi) {
+        // (Not past the next block, which smaller blocks than kAhead would reach.)
+        if (j + kAhead < hi && j + kAhead < end + values.bt) {
           const T* ahead = j + kAhead < end ? v + kAhead * hd : next.entries + (j + kAhead - end) * hd + k0;
           for (int c = 0; c < C; ++c) hwy::Prefetch(ahead + c * N);
         }
@@ -365,7 +366,10 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
       for (int64_t j = j0; j < bt; ++j) {
         float s = 0;
         for (int k = 0; k < hd; ++k)
-          s += q[r][k] * ScalarF32(kb, k * bt + j) * (kScaled<T> ? ks[k / group * bt + j] : 1.0f);
+          if constexpr (kScaled<T>)
+            s += q[r][k] * ScalarF32(kb, k * bt + j) * ks[k / group * bt + j];
+          else
+            s += q[r][k] * ScalarF32(kb, k * bt + j);
         scores[r * stride + b * bt + j] = s * scale;
       }
   }

@@ -30,6 +30,9 @@ int64_t KvCache::blocks_for_bytes(const KvCacheShape& s, size_t bytes) {
 KvCache::KvCache(const KvCacheShape& shape, int64_t n_blocks) : shape_(shape), n_blocks_(n_blocks) {
   if (shape.dtype != DType::F32 && shape.dtype != DType::BF16 && shape.dtype != DType::I8)
     throw std::invalid_argument("KV cache entries must be F32, BF16 or I8");
+  // I8 scales are floats right after the codes: whole floats of codes.
+  if (shape.dtype == DType::I8 && size_t(shape.kv_heads) * shape.block_tokens * shape.head_dim % sizeof(float))
+    throw std::invalid_argument("I8 KV entries need kv_heads * block_tokens * head_dim to be a multiple of 4");
   layer_block_bytes_ = layer_block_bytes(shape);
   storage_bytes_ = size_t(n_blocks) * block_bytes(shape);
   if (storage_bytes_ > 0) {
@@ -156,13 +159,17 @@ void KvCache::share_block(int seq, size_t i, int32_t block) {
 namespace {
 
 // Codes of n entries x[i] and their scale, which maps the largest magnitude
-// to 127 (codes round to nearest, ties to even); codes[i * stride].
+// to 127 (codes round to nearest, ties to even); codes[i * stride]. A NaN
+// or infinity makes the scale NaN, so the group reads back as NaN, as F32
+// and BF16 entries would; codes are clamped, since a subnormal largest
+// magnitude rounds the scale coarsely.
 float quantize_group(const float* x, int n, int8_t* codes, size_t stride) {
   float amax = 0;
-  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  for (int i = 0; i < n; ++i) amax = std::isfinite(x[i]) ? std::max(amax, std::fabs(x[i])) : NAN;
   const float scale = amax / 127.0f;
+  const bool usable = std::isfinite(scale) && scale > 0;
   for (int i = 0; i < n; ++i)
-    codes[i * stride] = scale > 0 ? int8_t(std::nearbyint(x[i] / scale)) : int8_t(0);
+    codes[i * stride] = usable ? int8_t(std::clamp(std::nearbyint(x[i] / scale), -127.0f, 127.0f)) : int8_t(0);
   return scale;
 }
 

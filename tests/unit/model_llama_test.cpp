@@ -93,9 +93,10 @@ TEST(Llama, RaggedBatchEqualsSeparateRuns) {
 
 // Logits with `dtype` KV entries against F32 ones over a 12-token prompt:
 // different (the entries really are rounded), within `tolerance` of the
-// logits' range, and the same greedy choice wherever F32's best two are
-// further apart than twice the largest difference (a near tie may flip).
-void expect_close_to_f32_kv(DType dtype, float tolerance) {
+// logits' range, and the same greedy choice at every position, or with
+// `near_ties_may_flip` wherever F32's best two are further apart than twice
+// the largest difference.
+void expect_close_to_f32_kv(DType dtype, float tolerance, bool near_ties_may_flip) {
   Fixture f;
   KvCache kv(f.model->kv_shape(dtype), 8);
   std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 29, 300, 100, 7, 50, 60, 70};
@@ -117,7 +118,7 @@ void expect_close_to_f32_kv(DType dtype, float tolerance) {
   for (size_t p = 0; p < prompt.size(); ++p) {
     std::vector<float> top(want.begin() + p * 512, want.begin() + (p + 1) * 512);
     std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<>());
-    if (top[0] - top[1] <= 2 * worst) continue;
+    if (near_ties_may_flip && top[0] - top[1] <= 2 * worst) continue;
     ++compared;
     EXPECT_EQ(argmax(&got[p * 512], 512), argmax(&want[p * 512], 512)) << "position " << p;
   }
@@ -125,13 +126,13 @@ void expect_close_to_f32_kv(DType dtype, float tolerance) {
 }
 
 TEST(Llama, Bf16KvCacheStaysCloseToF32) {
-  expect_close_to_f32_kv(DType::BF16, 0.01f);  // keys and values to ~3 significant digits
+  expect_close_to_f32_kv(DType::BF16, 0.01f, false);  // keys and values to ~3 significant digits
 }
 
 TEST(Llama, Int8KvCacheStaysCloseToF32) {
   // stories260k's heads have 8 dimensions: one scale each, codes of 1/254
   // of the largest magnitude.
-  expect_close_to_f32_kv(DType::I8, 0.02f);
+  expect_close_to_f32_kv(DType::I8, 0.02f, true);
 }
 
 TEST(Llama, KvBlocksReturnToThePool) {
