@@ -14,12 +14,17 @@ float weight_at(const Matrix& w, int64_t r, int64_t c) {
   return scale * float(quant_code(w, r, c)) + bias;
 }
 
+const float* int8_scales(const KvView& kv, const void* block) {
+  return reinterpret_cast<const float*>(static_cast<const uint8_t*>(block) +
+                                        simd::kv_scales_offset(kv.kv_heads, kv.block_tokens, kv.head_dim));
+}
+
 float key_at(const KvView& kv, int64_t pos, int head, int d) {
   const void* block = kv.k_blocks[pos / kv.block_tokens];
   const int64_t slot = pos % kv.block_tokens;
   if (kv.dtype == DType::I8) {
     const auto* codes = static_cast<const int8_t*>(block);
-    const auto* scales = reinterpret_cast<const float*>(codes + int64_t(kv.kv_heads) * kv.head_dim * kv.block_tokens);
+    const auto* scales = int8_scales(kv, block);
     const int group = simd::kv_scale_group(kv.head_dim), groups = kv.head_dim / group;
     return float(codes[(int64_t(head) * kv.head_dim + d) * kv.block_tokens + slot]) *
            scales[(int64_t(head) * groups + d / group) * kv.block_tokens + slot];
@@ -33,7 +38,7 @@ float value_at(const KvView& kv, int64_t pos, int head, int d) {
   const int64_t row = int64_t(head) * kv.block_tokens + pos % kv.block_tokens;
   if (kv.dtype == DType::I8) {
     const auto* codes = static_cast<const int8_t*>(block);
-    const auto* scales = reinterpret_cast<const float*>(codes + int64_t(kv.kv_heads) * kv.head_dim * kv.block_tokens);
+    const auto* scales = int8_scales(kv, block);
     const int group = simd::kv_scale_group(kv.head_dim);
     return float(codes[row * kv.head_dim + d]) * scales[row * (kv.head_dim / group) + d / group];
   }

@@ -199,9 +199,9 @@ static_assert(32 % HWY_LANES(float) == 0);
 template <typename T>
 constexpr bool kScaled = std::is_same_v<T, int8_t>;
 
-// Where a block's I8 scales start: after its codes, kv_heads * hd * bt bytes.
-inline const float* BlockScales(const void* block, int64_t codes) {
-  return reinterpret_cast<const float*>(static_cast<const int8_t*>(block) + codes);
+// A block's I8 scales (kv_scales_offset bytes in).
+inline const float* BlockScales(const void* block, size_t offset) {
+  return reinterpret_cast<const float*>(static_cast<const int8_t*>(block) + offset);
 }
 
 // Scores of keys [j0, ...) of one block (kb: its keys of one kv head,
@@ -260,7 +260,7 @@ struct ValueRows {
     const void* block = blocks[j / bt];
     const int64_t i = int64_t(kv_head) * bt + j % bt;  // the row's index in the block
     const T* entries = static_cast<const T*>(block) + i * hd;
-    if constexpr (kScaled<T>) return {entries, BlockScales(block, int64_t(kv_heads) * bt * hd) + i * (hd / group)};
+    if constexpr (kScaled<T>) return {entries, BlockScales(block, kv_scales_offset(kv_heads, bt, hd)) + i * (hd / group)};
     return {entries, nullptr};
   }
   float at(int64_t j, int64_t k) const {
@@ -348,12 +348,12 @@ void AttendRows(const AttentionRow* rows, const void* const* k_blocks, const voi
   // Scores: keys are transposed within a block, so lanes are keys and each
   // dimension is one multiply-add. Whole blocks are computed (their tails
   // are allocated); only [lo, hi) is used.
-  const int64_t codes = int64_t(kv_heads) * hd * bt;  // a block's, where its I8 scales start
+  const size_t scales_at = kv_scales_offset(kv_heads, bt, hd);
   const int group = kv_scale_group(hd);
   for (int64_t b = lo / bt; b < n_blocks; ++b) {
     const T* kb = static_cast<const T*>(k_blocks[b]) + int64_t(kv_head) * hd * bt;
     const float* ks =
-        kScaled<T> ? BlockScales(k_blocks[b], codes) + int64_t(kv_head) * (hd / group) * bt : nullptr;
+        kScaled<T> ? BlockScales(k_blocks[b], scales_at) + int64_t(kv_head) * (hd / group) * bt : nullptr;
     // Blocks lie anywhere in the pool, beyond the hardware prefetcher's
     // reach: fetch the next one's keys while this one is read.
     const T* kb_next =

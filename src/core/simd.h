@@ -2,6 +2,7 @@
 // knows (AVX-512, AVX2, SSE4, NEON, scalar) and dispatched at run time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -43,6 +44,12 @@ void scale(float* x, float s, int64_t n);
 // divide it. A vector of lanes then never straddles two groups.
 constexpr int kv_scale_group(int head_dim) {
   return head_dim % 32 == 0 ? 32 : head_dim;
+}
+
+// Where the f32 scales of one layer's I8 keys (or values) start in a block:
+// right after their kv_heads * block_tokens * head_dim codes, at `part`.
+constexpr size_t kv_scales_offset(int kv_heads, int block_tokens, int head_dim) {
+  return size_t(kv_heads) * block_tokens * head_dim;
 }
 
 // Attention of query rows that share kv head `kv_head` (see ops.h);

@@ -31,7 +31,8 @@ KvCache::KvCache(const KvCacheShape& shape, int64_t n_blocks) : shape_(shape), n
   if (shape.dtype != DType::F32 && shape.dtype != DType::BF16 && shape.dtype != DType::I8)
     throw std::invalid_argument("KV cache entries must be F32, BF16 or I8");
   // I8 scales are floats right after the codes: whole floats of codes.
-  if (shape.dtype == DType::I8 && size_t(shape.kv_heads) * shape.block_tokens * shape.head_dim % sizeof(float))
+  if (shape.dtype == DType::I8 &&
+      simd::kv_scales_offset(shape.kv_heads, shape.block_tokens, shape.head_dim) % sizeof(float))
     throw std::invalid_argument("I8 KV entries need kv_heads * block_tokens * head_dim to be a multiple of 4");
   layer_block_bytes_ = layer_block_bytes(shape);
   storage_bytes_ = size_t(n_blocks) * block_bytes(shape);
@@ -186,10 +187,10 @@ void KvCache::store(int layer, int seq, int64_t pos, const float* k, const float
   uint8_t* vb = layer_data(layer, block, true);
   // Keys go in transposed ([head][dim][slot]); values row by row.
   if (shape_.dtype == DType::I8) {
-    const size_t codes = size_t(shape_.kv_heads) * bt * hd;  // the scales follow them
+    const size_t scales_at = simd::kv_scales_offset(shape_.kv_heads, bt, hd);
     const int group = simd::kv_scale_group(hd), groups = hd / group;
-    auto* key_scales = reinterpret_cast<float*>(kb + codes);
-    auto* value_scales = reinterpret_cast<float*>(vb + codes);
+    auto* key_scales = reinterpret_cast<float*>(kb + scales_at);
+    auto* value_scales = reinterpret_cast<float*>(vb + scales_at);
     for (int h = 0; h < shape_.kv_heads; ++h)
       for (int g = 0; g < groups; ++g) {
         const int d0 = g * group;
