@@ -2,7 +2,7 @@
 # The benchmark suite: `hearth bench` on random-weight checkpoints of real
 # model shapes (Qwen3-0.6B, Llama-3.2-1B) in BF16, MLX 8-bit and MLX 4-bit
 # (group 64), at 1 and 2 threads, printed as a Markdown table with the memory
-# bandwidth each run measured. Not a test: numbers go to docs/performance.md.
+# bandwidth each run measured. Not a test: numbers go to docs/performance/engine.md.
 # Usage: bench/suite.sh [build/hearth] [repeats]
 set -euo pipefail
 hearth=${1:-build/hearth}

@@ -161,7 +161,8 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed&
   int64_t p = 0;
   for (; p + A <= w.pairs; p += A) {
     // Only far ahead: the near (L1) prefetch as well was 2-6% slower in
-    // decode on a Zen 5 and no faster in prefill (performance.md).
+    // decode on a Zen 5 and no faster in prefill (docs/performance/engine.md,
+    // "Weight prefetch").
     if (t0 == 0) prefetch_far(reinterpret_cast<const uint8_t*>(blk + p * 32), A * 64);
 #pragma GCC unroll 4
     for (int a = 0; a < A; ++a) {

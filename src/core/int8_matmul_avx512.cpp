@@ -87,7 +87,8 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
     // Later token blocks find the tile in cache. A few tokens stream the
     // tile once: there the near (L1) prefetch cost a Zen 5 about 8% of 4-bit
     // decode, as it did the AVX2 kernel on a Zen 3; more tokens reuse each
-    // line, and the near one kept prefill about 3% faster (performance.md).
+    // line, and the near one kept prefill about 3% faster (docs/performance/engine.md,
+    // "Weight prefetch").
     if (t0 == 0) {
       if constexpr (kChains == 2) prefetch_far(blk, group_bytes);
       else prefetch_ahead(blk, group_bytes);

@@ -81,7 +81,7 @@ inline void prefetch_ahead(const uint8_t* p, size_t bytes) {
 // Only the far prefetch, for a stream read once: the near one as well cost
 // 8-bit decode about 9% and 4-bit up to 8% on an AVX2-only Zen 3, and with
 // AVX-512 on a Zen 5 4-bit decode about 8% and BF16 2-6% (the L1 prefetcher
-// follows the stream by itself; docs/performance.md, "Weight prefetch").
+// follows the stream by itself; docs/performance/engine.md, "Weight prefetch").
 inline void prefetch_far(const uint8_t* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + kPrefetchFar + off, 0, 2);
 }
