@@ -70,7 +70,8 @@ suite "whisper streaming = one-shot" $PY tests/numerics/test_whisper_stream.py -
 # The hostile-client tests again on the sanitizer build: a report aborts the
 # server, and leaks at exit fail its exit status.
 [ -f tests/server/run.sh ] && suite "server front door (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 \
-  bash tests/server/run.sh build-asan/hearth tests/server/front_door.test.mjs tests/server/api.test.mjs
+  bash tests/server/run.sh build-asan/hearth tests/server/front_door_protocol.test.mjs tests/server/front_door_clients.test.mjs \
+  tests/server/api.test.mjs
 # The audio routes' bad input and limits (the tests that decode little: Whisper at -O0 is slow).
 [ -f tests/server/run.sh ] && suite "audio routes' bad input (ASan+UBSan)" env ASAN_OPTIONS=detect_leaks=1 \
   TEST_NAME_PATTERN='bad requests|vad fields|limits|without' \

@@ -1,8 +1,8 @@
 // http::Server over real loopback sockets: what a connection must do when the
 // client misbehaves (stops reading a stream, leaves mid-request, half-closes,
 // trickles), and what stop() must do with open connections. The end-to-end
-// versions with the model are in tests/server/front_door.test.mjs; these run
-// under ASan in the test command.
+// versions with the model are in tests/server/front_door_clients.test.mjs and
+// front_door_protocol.test.mjs; these run under ASan in the test command.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
