@@ -1,7 +1,7 @@
 // The built-in library of the Jinja engine, shared between its source files:
-// operators (ops.cpp), filters (filters.cpp), tests (`x is defined`:
-// is_tests.cpp), str/dict/list methods (methods.cpp), string formatting
-// (format.cpp) and global functions (globals.cpp).
+// operators (ops.cpp), filters (filters.cpp, filters_strings.cpp), tests
+// (`x is defined`: is_tests.cpp), str/dict/list methods (methods.cpp), string
+// formatting (format.cpp) and global functions (globals.cpp).
 #pragma once
 
 #include <optional>
