@@ -65,26 +65,39 @@ std::unordered_set<std::string> names(const ojson& required) {
   return out;
 }
 
+// A tool's parameters schema as its properties and required names (none
+// where it has no parameters); nullopt where the call cannot be
+// constrained: a $ref anywhere, or properties / required of the wrong type.
+struct Parameters {
+  ojson properties = ojson::object();
+  std::unordered_set<std::string> required;
+};
+std::optional<Parameters> call_parameters(const ojson* parameters) {
+  Parameters out;
+  if (!parameters || !parameters->is_object() || parameters->empty()) return out;
+  if (parameters->dump().find("\"$ref\"") != std::string::npos) return std::nullopt;
+  out.properties = parameters->value("properties", ojson::object());
+  const ojson required = parameters->value("required", ojson::array());
+  if (!out.properties.is_object() || !required.is_array()) return std::nullopt;
+  out.required = names(required);
+  return out;
+}
+
 // <tool_call>\n<function=NAME>\n(<parameter=KEY>\nVALUE\n</parameter>\n)*</function>\n</tool_call>,
 // the parameters in the schema's order, the required ones always there.
 // Built from the end, each optional one a choice of itself and what
 // follows, so that any number of them never makes a long run of skippable
 // parts (GrammarBuilder::kMaxSkippableRun).
 std::optional<Expr> coder_call(GrammarBuilder& b, const std::string& name, const ojson* parameters) {
+  const auto spec = call_parameters(parameters);
+  if (!spec) return std::nullopt;
   std::vector<std::pair<Expr, bool>> params;  // each, and whether it is required
-  if (parameters && parameters->is_object() && !parameters->empty()) {
-    if (parameters->dump().find("\"$ref\"") != std::string::npos) return std::nullopt;
-    const ojson& props = parameters->value("properties", ojson::object());
-    const ojson& required = parameters->value("required", ojson::array());
-    if (!props.is_object() || !required.is_array()) return std::nullopt;
-    const std::unordered_set<std::string> must_have = names(required);
-    for (const auto& [key, schema] : props.items()) {
-      if (key.find('>') != std::string::npos || key.find('<') != std::string::npos) return std::nullopt;
-      auto value = coder_value(b, schema);
-      if (!value) return std::nullopt;
-      params.emplace_back(b.sequence({b.literal("<parameter=" + key + ">\n"), *value, b.literal("\n</parameter>\n")}),
-                          must_have.count(key) > 0);
-    }
+  for (const auto& [key, schema] : spec->properties.items()) {
+    if (key.find('>') != std::string::npos || key.find('<') != std::string::npos) return std::nullopt;
+    auto value = coder_value(b, schema);
+    if (!value) return std::nullopt;
+    params.emplace_back(b.sequence({b.literal("<parameter=" + key + ">\n"), *value, b.literal("\n</parameter>\n")}),
+                        spec->required.count(key) > 0);
   }
   Expr rest = b.literal("</function>\n</tool_call>");
   for (size_t i = params.size(); i-- > 0;) {
@@ -133,28 +146,23 @@ std::optional<Expr> python_value(GrammarBuilder& b, const ojson& schema) {
 // NAME(key=value, ..): the parameters in the schema's order, the required
 // ones always there, ", " only between those present.
 std::optional<Expr> python_call(GrammarBuilder& b, const std::string& name, const ojson* parameters) {
+  const auto spec = call_parameters(parameters);
+  if (!spec) return std::nullopt;
   Expr first = b.literal(""), rest = b.literal("");  // what may follow: with no parameter yet / after one
-  if (parameters && parameters->is_object() && !parameters->empty()) {
-    if (parameters->dump().find("\"$ref\"") != std::string::npos) return std::nullopt;
-    const ojson& props = parameters->value("properties", ojson::object());
-    const ojson& required = parameters->value("required", ojson::array());
-    if (!props.is_object() || !required.is_array()) return std::nullopt;
-    const std::unordered_set<std::string> must_have = names(required);
-    std::vector<std::pair<std::string, const ojson*>> items;
-    for (const auto& [key, schema] : props.items()) items.emplace_back(key, &schema);
-    for (auto it = items.rbegin(); it != items.rend(); ++it) {
-      const std::string& key = it->first;
-      if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum(uint8_t(c)) || c == '_'; }))
-        return std::nullopt;
-      auto value = python_value(b, *it->second);
-      if (!value) return std::nullopt;
-      const Expr param = b.sequence({b.literal(key + "="), *value});
-      const Expr as_first = b.sequence({param, rest}), as_next = b.sequence({b.literal(", "), param, rest});
-      if (must_have.count(key)) {
-        first = as_first, rest = as_next;
-      } else {
-        first = b.choice({as_first, first}), rest = b.choice({as_next, rest});
-      }
+  std::vector<std::pair<std::string, const ojson*>> items;
+  for (const auto& [key, schema] : spec->properties.items()) items.emplace_back(key, &schema);
+  for (auto it = items.rbegin(); it != items.rend(); ++it) {
+    const std::string& key = it->first;
+    if (key.empty() || !std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum(uint8_t(c)) || c == '_'; }))
+      return std::nullopt;
+    auto value = python_value(b, *it->second);
+    if (!value) return std::nullopt;
+    const Expr param = b.sequence({b.literal(key + "="), *value});
+    const Expr as_first = b.sequence({param, rest}), as_next = b.sequence({b.literal(", "), param, rest});
+    if (spec->required.count(key)) {
+      first = as_first, rest = as_next;
+    } else {
+      first = b.choice({as_first, first}), rest = b.choice({as_next, rest});
     }
   }
   return b.sequence({b.literal(name + "("), first, b.literal(")")});
