@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "core/bf16_matmul.h"
 #include "core/int8_matmul.h"
@@ -15,7 +16,8 @@ namespace hearth::cache {
 
 namespace {
 
-// Bumped whenever the KV layout in a block changes.
+// Bumped whenever what a namespace describes changes meaning. The layout of
+// a block's entries needs no bump: kv_layout_fingerprint tracks it.
 constexpr const char* kFormat = "hearth-kv/1";
 
 std::string hex64(uint64_t v) {
@@ -40,6 +42,28 @@ uint64_t file_fingerprint(const uint8_t* data, size_t size) {
 
 }  // namespace
 
+uint64_t kv_layout_fingerprint(const KvCacheShape& shape) {
+  KvCache kv(shape, 1);
+  const int seq = kv.create_sequence();
+  kv.reserve(seq, shape.block_tokens);
+  const size_t n = size_t(shape.kv_heads) * size_t(shape.head_dim);
+  std::vector<float> k(n), v(n);
+  for (int l = 0; l < shape.layers; ++l)
+    for (int p = 0; p < shape.block_tokens; ++p) {
+      // Exact values of both signs and of sizes from 1/64 to ~100, varying
+      // across heads, dimensions, positions and layers, so that rounding
+      // and per-group scales show in the bytes.
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t h = uint32_t(i) * 2654435761u + uint32_t(p) * 40503u + uint32_t(l) * 977u;
+        k[i] = float(int(h % 2001) - 1000) / 64.0f * float(1 + i % 7);
+        v[i] = float(int((h >> 11) % 2001) - 1000) / 64.0f * float(1 + (i + 3) % 5);
+      }
+      kv.store(l, seq, p, k.data(), v.data());
+    }
+  const std::span<const uint8_t> bytes = kv.block_data(kv.blocks(seq)[0]);
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
+
 std::string model_namespace(const LlamaModel& model, const KvCacheShape& kv) {
   std::ifstream config(model.dir() / "config.json", std::ios::binary);
   std::stringstream text;
@@ -56,7 +80,7 @@ std::string model_namespace(const LlamaModel& model, const KvCacheShape& kv) {
   // The kernels: int8 activations and the float path give slightly different
   // KV for the same tokens, and equal block hashes promise equal KV.
   return std::string(kFormat) + " " + std::string(dtype_name(kv.dtype)) +
-         " block=" + std::to_string(kv.block_tokens) +
+         " block=" + std::to_string(kv.block_tokens) + " layout=" + hex64(kv_layout_fingerprint(kv)) +
          " config=" + hex64(XXH3_64bits(c.data(), c.size())) +
          " weights=" + hex64(XXH3_64bits_digest(&st)) + " kernels=" + int8_target() + "," +
          bf16_target();

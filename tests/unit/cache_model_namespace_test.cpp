@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "cache/model_namespace.h"
@@ -48,6 +49,29 @@ TEST(ModelNamespace, ItNamesTheKernels) {
   EXPECT_NE(ns.find(std::string(" kernels=") + int8_target() + "," + bf16_target()),
             std::string::npos)
       << ns;
+}
+
+// The layout fingerprint hashes only bytes the writer sets (the same in a
+// fresh pool each time, or a restart would never find its records) and
+// tells the entry types apart.
+TEST(ModelNamespace, ItFingerprintsTheKvLayout) {
+  KvCacheShape shape{.layers = 3, .kv_heads = 2, .head_dim = 64, .block_tokens = 32, .dtype = DType::I8};
+  const uint64_t int8 = kv_layout_fingerprint(shape);
+  EXPECT_EQ(kv_layout_fingerprint(shape), int8);
+  shape.dtype = DType::BF16;
+  const uint64_t bf16 = kv_layout_fingerprint(shape);
+  shape.dtype = DType::F32;
+  const uint64_t f32 = kv_layout_fingerprint(shape);
+  EXPECT_NE(int8, bf16);
+  EXPECT_NE(int8, f32);
+  EXPECT_NE(bf16, f32);
+  shape.dtype = DType::I8, shape.head_dim = 96;  // 3 scale groups a head, not 2
+  EXPECT_NE(kv_layout_fingerprint(shape), int8);
+
+  const auto model = LlamaModel::load(copy_of_model());
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)kv_layout_fingerprint(model->kv_shape()));
+  EXPECT_NE(model_namespace(*model, model->kv_shape()).find(std::string(" layout=") + hex), std::string::npos);
 }
 
 }  // namespace
