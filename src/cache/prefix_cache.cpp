@@ -143,7 +143,10 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
     const int32_t block = blocks[size_t(cursor.blocks)];
     index(h, cursor.parent, ids, block);
     if (auto it = entries_.find(h); it != entries_.end()) it->second.used = clock_;
-    if (ssd_) ssd_->put(h, cursor.parent, ids, kv_.block_data(block));  // write-behind
+    if (ssd_) {  // write-behind
+      put_dropped_again(cursor.parent);
+      ssd_->put(h, cursor.parent, ids, kv_.block_data(block));
+    }
     cursor.parent = h;
     ++cursor.blocks;
   }
@@ -155,6 +158,20 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
     if (added && sessions_.size() > opt_.max_sessions) forget_oldest_sessions();
   }
   enforce_cap();
+}
+
+// A block found in RAM is never published again, so without this a dropped
+// write would keep every later turn of its conversation off the disk.
+void PrefixCache::put_dropped_again(const BlockHash& hash) {
+  std::vector<const std::pair<const BlockHash, Entry>*> run;  // youngest first
+  for (BlockHash h = hash; h != root_ && ssd_->was_dropped(h);) {
+    const auto it = entries_.find(h);
+    if (it == entries_.end()) return;  // not in RAM either: a future miss
+    run.push_back(&*it);
+    h = it->second.parent;
+  }
+  for (auto e = run.rbegin(); e != run.rend(); ++e)
+    ssd_->put((*e)->first, (*e)->second.parent, (*e)->second.tokens, kv_.block_data((*e)->second.block));
 }
 
 // Many sessions can share one chain (a fresh id on each request with the

@@ -325,6 +325,11 @@ bool SsdStore::contains(const BlockHash& hash) const {
   return index_.count(hash) > 0;
 }
 
+bool SsdStore::was_dropped(const BlockHash& hash) const {
+  std::lock_guard lk(mu_);
+  return dropped_.count(hash) > 0;
+}
+
 size_t SsdStore::contains_prefix(std::span<const BlockHash> chain) const {
   std::lock_guard lk(mu_);
   size_t n = 0;
@@ -447,6 +452,7 @@ void SsdStore::writer_loop() {
           ++stats_.failed_spills;
           stats_.last_error = error;
           pending_.erase(job.hash);
+          remember_dropped(job.hash);  // its children would be orphans on disk
         }
         if (flush_target_ && last_seq >= flush_target_) break;  // a flush() is waiting for this one
       }
@@ -463,6 +469,7 @@ void SsdStore::writer_loop() {
           ::unlinkat(dir_fd_, (w.hash.hex() + kv_record::kSuffix).c_str(), 0);
           ++stats_.failed_spills;
           stats_.last_error = "fsync " + ns_dir_.string() + ": " + std::strerror(err);
+          remember_dropped(w.hash);
         }
         pending_.erase(w.hash);
       }

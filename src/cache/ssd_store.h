@@ -95,6 +95,9 @@ class SsdStore {
   void touch(std::span<const BlockHash> hashes);
   // True once the record is durable on disk, not merely queued.
   bool contains(const BlockHash& hash) const;
+  // True when the block's write was dropped or failed and it has not been
+  // put again since: its children are dropped too until it is.
+  bool was_dropped(const BlockHash& hash) const;
   // How many of `chain` (in chain order) are durable, counting from the start.
   size_t contains_prefix(std::span<const BlockHash> chain) const;
   // Reads a record's payload into dst (block_bytes). Anything that does not

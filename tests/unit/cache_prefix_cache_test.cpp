@@ -436,5 +436,45 @@ TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) 
   std::filesystem::remove_all(dir);
 }
 
+// A block whose SSD write was dropped (a full queue) and that stays in RAM
+// is never published again; the next turn's blocks, its children, put it
+// (and its dropped ancestors) to the disk again before themselves, or the
+// whole conversation past it would stay off the disk.
+TEST(PrefixCache, ADroppedWriteIsPutAgainBeforeItsChildren) {
+  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  {
+    Fixture f;
+    const uint64_t queued_block = kBlock * sizeof(int32_t) + f.kv.block_bytes();  // tokens and payload
+    SsdStore ssd({dir, 0, 3 * queued_block, root_hash("ns"), f.kv.block_bytes(), kBlock});
+    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+    const auto turn1 = iota(5 * kBlock), turn2 = iota(6 * kBlock);  // turn 2 continues turn 1
+    ssd.set_paused(true);  // the queue holds three blocks: the last two are dropped
+    const int seq1 = f.publish_new(c, turn1);
+    ssd.set_paused(false);
+    ssd.flush();
+    const PrefixMatch m1 = c.lookup(turn1);
+    EXPECT_EQ(ssd.contains_prefix(m1.chain), 3u);
+    EXPECT_TRUE(ssd.was_dropped(m1.chain[3]));
+    EXPECT_TRUE(ssd.was_dropped(m1.chain[4]));
+    f.kv.release(seq1);
+
+    // Turn 2 attaches turn 1's blocks from RAM and publishes its new one.
+    const PrefixMatch m2 = c.lookup(turn2);
+    ASSERT_EQ(m2.tokens, 5 * kBlock);
+    const int seq2 = f.kv.create_sequence();
+    f.kv.attach(seq2, m2.blocks);
+    ASSERT_TRUE(f.kv.reserve(seq2, 6 * kBlock));
+    f.kv.set_length(seq2, 6 * kBlock);
+    ChainCursor cursor{m2.chain[4], 5};
+    c.publish(cursor, turn2, 6 * kBlock, f.kv.blocks(seq2));
+    ssd.flush();
+    EXPECT_EQ(ssd.contains_prefix(m2.chain), 6u) << "turn 1's dropped blocks, then turn 2's";
+    EXPECT_FALSE(ssd.was_dropped(m2.chain[4]));
+    f.kv.release(seq2);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hearth::cache

@@ -731,8 +731,13 @@ TEST_F(SsdStoreTest, AFailedWriteIsCountedAndTheStoreKeepsWorking) {
   auto st = s.stats();
   EXPECT_EQ(st.failed_spills, 1);
   EXPECT_NE(st.last_error.find(".kvb.tmp"), std::string::npos) << st.last_error;
+  // Remembered as dropped: its child alone would be an orphan on disk.
+  EXPECT_TRUE(s.was_dropped(chain[0].hash));
+  put(s, chain[1]);
+  EXPECT_EQ(s.flush().written, 0);
 
-  put(s, chain[0]);  // not remembered as stored or queued: it can be tried again
+  put(s, chain[0]);  // not stored or queued: it can be tried again, and its child follows
+  EXPECT_FALSE(s.was_dropped(chain[0].hash));
   put(s, chain[1]);
   f = s.flush();
   EXPECT_EQ(f.written, 2);
