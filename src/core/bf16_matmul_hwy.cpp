@@ -30,13 +30,6 @@ using DU = hn::ScalableTag<uint32_t>;
 constexpr int kRows = kPackedRows;
 constexpr int kMaxTokens = 4;  // AVX2: 4 tokens x 2 halves of sums, 2 weights, a broadcast
 
-// Independent sums per (token, part) so the multiply-adds' latency overlaps:
-// one token alternates four (low/high weight x even/odd pair), two tokens
-// two (low/high); with more tokens, the tokens' sums already overlap.
-constexpr int chains(int tokens) {
-  return tokens == 1 ? 4 : tokens == 2 ? 2 : 1;
-}
-
 // Pair p's weights of the tile, widened to F32: lo[k] (column 2p) and hi[k]
 // (column 2p + 1) of each of its K parts.
 template <bool kF16, int K>
@@ -61,73 +54,79 @@ HWY_INLINE void WidenPair(const uint16_t* v_at, hn::Vec<DF> (&lo)[K], hn::Vec<DF
   }
 }
 
-// Pair p's weights times columns 2p (into chain c_lo) and 2p + 1 (into c_hi,
-// when kHigh) of each token.
-template <bool kF16, int NT, int K, int C, bool kHigh>
-HWY_INLINE void AddPair(hn::Vec<DF> (&acc)[NT][K][C], const uint16_t* blk, int64_t p,
-                        const float* const* xt, int c_lo, int c_hi, bool prefetch) {
+// Pair p's weights of RT row tiles (blk[r]) times columns 2p and 2p + 1
+// (when kHigh) of each token. Every row's sum is one chain of multiply-adds
+// over the columns in order, whatever NT and RT are: a row decoded alone and
+// beside other tokens gets the same bits (batch invariance).
+template <bool kF16, int NT, int RT, int K, bool kHigh>
+HWY_INLINE void AddPair(hn::Vec<DF> (&acc)[NT][RT][K], const uint16_t* const* blk, int64_t p,
+                        const float* const* xt, bool prefetch) {
   const DF df;
-  const uint16_t* v_at = blk + p * 2 * kRows;
-  if (prefetch) prefetch_ahead(reinterpret_cast<const uint8_t*>(v_at), 64);
   // Every part widened first, so each token's two broadcasts serve all of them.
-  hn::Vec<DF> lo[K], hi[K];
-  WidenPair<kF16, K>(v_at, lo, hi);
+  hn::Vec<DF> lo[RT][K], hi[RT][K];
+  for (int r = 0; r < RT; ++r) {
+    const uint16_t* v_at = blk[r] + p * 2 * kRows;
+    if (prefetch) prefetch_ahead(reinterpret_cast<const uint8_t*>(v_at), 64);
+    WidenPair<kF16, K>(v_at, lo[r], hi[r]);
+  }
   for (int t = 0; t < NT; ++t) {
     const auto x_lo = hn::Set(df, xt[t][2 * p]);
-    for (int k = 0; k < K; ++k) acc[t][k][c_lo] = hn::MulAdd(lo[k], x_lo, acc[t][k][c_lo]);
+    for (int r = 0; r < RT; ++r)
+      for (int k = 0; k < K; ++k) acc[t][r][k] = hn::MulAdd(lo[r][k], x_lo, acc[t][r][k]);
     if constexpr (kHigh) {
       const auto x_hi = hn::Set(df, xt[t][2 * p + 1]);
-      for (int k = 0; k < K; ++k) acc[t][k][c_hi] = hn::MulAdd(hi[k], x_hi, acc[t][k][c_hi]);
+      for (int r = 0; r < RT; ++r)
+        for (int k = 0; k < K; ++k) acc[t][r][k] = hn::MulAdd(hi[r][k], x_hi, acc[t][r][k]);
     }
   }
 }
 
-// One tile of 16 rows against NT tokens from t0; kF16: F16 weights, else BF16.
-template <bool kF16, int NT>
+// RT row tiles of 16 rows from `tile` against NT tokens from t0; kF16: F16
+// weights, else BF16. One token takes two tiles at a time (RT = 2), whose
+// independent chains hide the multiply-adds' latency, as several tokens'
+// chains do.
+template <bool kF16, int NT, int RT>
 void TileKernel(const Bf16Packed& w, int64_t tile, const float* x, int64_t t0, float* y) {
   const DF df;
   constexpr int N = int(HWY_LANES(float));  // fixed-width targets only (SVE is disabled)
   constexpr int K = kRows / N;              // vectors per 64-byte pair vector
-  constexpr int C = chains(NT);
-  const uint16_t* blk = reinterpret_cast<const uint16_t*>(w.data.get()) + tile * w.pairs * 2 * kRows;
+  const uint16_t* blk[RT];
+  for (int r = 0; r < RT; ++r)
+    blk[r] = reinterpret_cast<const uint16_t*>(w.data.get()) + (tile + r) * w.pairs * 2 * kRows;
   const float* xt[NT];
   for (int t = 0; t < NT; ++t) xt[t] = x + (t0 + t) * w.cols;
-  hn::Vec<DF> acc[NT][K][C];
+  hn::Vec<DF> acc[NT][RT][K];
   for (int t = 0; t < NT; ++t)
-    for (int k = 0; k < K; ++k)
-      for (int c = 0; c < C; ++c) acc[t][k][c] = hn::Zero(df);
+    for (int r = 0; r < RT; ++r)
+      for (int k = 0; k < K; ++k) acc[t][r][k] = hn::Zero(df);
 
   int64_t p = 0;
   const int64_t full = w.cols / 2;  // pairs with both columns
-  for (; p + 2 <= full; p += 2) {
-    AddPair<kF16, NT, K, C, true>(acc, blk, p, xt, 0, 1 % C, t0 == 0);
-    AddPair<kF16, NT, K, C, true>(acc, blk, p + 1, xt, 2 % C, 3 % C, t0 == 0);
-  }
-  if (p < full) AddPair<kF16, NT, K, C, true>(acc, blk, p++, xt, 0, 1 % C, t0 == 0);
+  for (; p < full; ++p) AddPair<kF16, NT, RT, K, true>(acc, blk, p, xt, t0 == 0);
   // An odd column count's last pair: its high weight is zero padding, and
   // there is no activation to read for it.
-  if (p < w.pairs) AddPair<kF16, NT, K, C, false>(acc, blk, p, xt, 0, 1 % C, t0 == 0);
+  if (p < w.pairs) AddPair<kF16, NT, RT, K, false>(acc, blk, p, xt, t0 == 0);
 
-  const int64_t row0 = tile * kRows;
-  for (int t = 0; t < NT; ++t)
-    for (int k = 0; k < K; ++k) {
-      auto sum = acc[t][k][0];
-      for (int c = 1; c < C; ++c) sum = hn::Add(sum, acc[t][k][c]);
-      float* out = y + (t0 + t) * w.rows + row0 + k * N;
-      const int64_t valid = std::clamp<int64_t>(w.rows - row0 - k * N, 0, N);
-      if (valid == N) {
-        hn::StoreU(sum, df, out);
-      } else if (valid > 0) {
-        HWY_ALIGN float part[N];
-        hn::Store(sum, df, part);
-        std::memcpy(out, part, size_t(valid) * sizeof(float));
+  for (int r = 0; r < RT; ++r) {
+    const int64_t row0 = (tile + r) * kRows;
+    for (int t = 0; t < NT; ++t)
+      for (int k = 0; k < K; ++k) {
+        float* out = y + (t0 + t) * w.rows + row0 + k * N;
+        const int64_t valid = std::clamp<int64_t>(w.rows - row0 - k * N, 0, N);
+        if (valid == N) {
+          hn::StoreU(acc[t][r][k], df, out);
+        } else if (valid > 0) {
+          HWY_ALIGN float part[N];
+          hn::Store(acc[t][r][k], df, part);
+          std::memcpy(out, part, size_t(valid) * sizeof(float));
+        }
       }
-    }
+  }
 }
 
 template <bool kF16, size_t... I>
 constexpr auto TokenKernels(std::index_sequence<I...>) {
-  return std::array{&TileKernel<kF16, int(I) + 1>...};
+  return std::array{&TileKernel<kF16, int(I) + 1, 1>...};
 }
 
 void Tiles(const Bf16Packed& w, int64_t tile_begin, int64_t tile_end, const float* x,
@@ -135,7 +134,11 @@ void Tiles(const Bf16Packed& w, int64_t tile_begin, int64_t tile_end, const floa
   static constexpr auto kBf16 = TokenKernels<false>(std::make_index_sequence<kMaxTokens>());
   static constexpr auto kF16 = TokenKernels<true>(std::make_index_sequence<kMaxTokens>());
   const auto& kernels = w.dtype == DType::F16 ? kF16 : kBf16;
-  for (int64_t tile = tile_begin; tile < tile_end; ++tile)
+  int64_t tile = tile_begin;
+  if (n_tokens == 1)
+    for (; tile + 2 <= tile_end; tile += 2)
+      (w.dtype == DType::F16 ? TileKernel<true, 1, 2> : TileKernel<false, 1, 2>)(w, tile, x, 0, y);
+  for (; tile < tile_end; ++tile)
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens)
       kernels[size_t(std::min<int64_t>(kMaxTokens, n_tokens - t0) - 1)](w, tile, x, t0, y);
 }

@@ -180,6 +180,37 @@ TEST(Ops, Bf16PackedMatmulMatchesReference) {
         }
 }
 
+// Batch invariance of the widening kernel (AVX2, NEON; F16 weights
+// everywhere): a token's outputs are the same bits alone, beside other
+// tokens (every width of token block) and whichever row tiles a task takes
+// together (one token pairs tiles). The AVX-512 BF16 and AMX kernels are
+// not covered: their sums still depend on the call's token count.
+TEST(Ops, Bf16WideningKernelIsBatchInvariant) {
+  if (!expect_bf16_kernel()) GTEST_SKIP() << "no packed 16-bit kernel on this CPU";
+  ThreadPool pool(1);
+  for (DType dtype : {DType::BF16, DType::F16})
+    for (int64_t rows : {7, 33, 48})
+      for (int64_t cols : {7, 64, 129}) {
+        DenseMatrix w(dtype, rows, cols, rows * 5 + cols);
+        const auto packed = bf16_pack(w.m, pool);
+        ASSERT_TRUE(packed);
+        constexpr int64_t kTokens = 9;
+        const auto x = randn(size_t(kTokens * cols), 11);
+        std::vector<float> alone(size_t(kTokens * rows));
+        for (int64_t t = 0; t < kTokens; ++t) {  // one token, tiles split at 1 (one alone, then pairs)
+          bf16_widen::tiles(*packed, 0, 1, x.data() + t * cols, 1, alone.data() + t * rows);
+          bf16_widen::tiles(*packed, 1, packed->tiles, x.data() + t * cols, 1, alone.data() + t * rows);
+        }
+        for (int64_t n = 1; n <= kTokens; ++n) {
+          std::vector<float> together(size_t(n * rows));
+          bf16_widen::tiles(*packed, 0, packed->tiles, x.data(), n, together.data());
+          SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                       ", " + std::to_string(n) + " tokens");
+          ASSERT_EQ(std::memcmp(together.data(), alone.data(), together.size() * sizeof(float)), 0);
+        }
+      }
+}
+
 TEST(Ops, QuantizedMatmulMatchesReference) {
   ThreadPool pool(2);
   for (int bits : {2, 3, 4, 5, 6, 8})
