@@ -102,6 +102,7 @@ int cmd_chat(int argc, char** argv) {
   // Checked once, before the first message.
   const SamplingParams sampling = sampling_params(args, gen);
   const int64_t max_tokens = args.integer("max-tokens", -1);
+  if (max_tokens == 0 || max_tokens < -1) throw std::runtime_error("--max-tokens must be >= 1");
 
   struct Reply {
     std::string text;

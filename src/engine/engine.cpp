@@ -108,6 +108,8 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest request) {
     throw std::invalid_argument("the prompt has " + std::to_string(n) +
                                 " tokens; the context holds " + std::to_string(ctx_size_) +
                                 ", leaving no room to generate");
+  if (!embed && request.max_tokens == 0)  // (sampling comes before the limit's check)
+    throw std::invalid_argument("max_tokens must be at least 1, or -1 for no limit");
   if (!embed && !model_->has_output_head())
     throw std::invalid_argument("this checkpoint has no output head (lm_head): it serves embeddings only");
   for (int32_t id : request.prompt)

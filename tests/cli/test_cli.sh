@@ -100,6 +100,9 @@ done
 "$hearth" generate --prompt-ids 1 --max-tokens 1 --kv-type int4 >/dev/null 2>"$tmp/e15"; rc=$?
 check "generate: an unknown --kv-type is refused" clean_error $rc
 check "generate: ... naming the types" contains "$tmp/e15" "--kv-type must be auto, f32, bf16 or int8, not 'int4'"
+echo hello | "$hearth" chat --max-tokens 0 >/dev/null 2>"$tmp/e16"; rc=$?
+check "chat: --max-tokens 0 is refused (it would still sample a token)" clean_error $rc
+check "chat: ... saying why" contains "$tmp/e16" "--max-tokens must be >= 1"
 "$hearth" transcribe "$tmp/none.wav" --model "$tmp/nope" --format txt >/dev/null 2>"$tmp/e10"; rc=$?
 check "transcribe: an unknown --format is refused before anything loads" clean_error $rc
 check "transcribe: ... by name" contains "$tmp/e10" "--format must be"

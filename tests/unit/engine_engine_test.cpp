@@ -105,6 +105,7 @@ TEST(Engine, RejectsBadRequestsAndAFullQueue) {
   EXPECT_THROW(engine.submit(greedy({}, 5)), std::invalid_argument);
   EXPECT_THROW(engine.submit(greedy({1, 9999}, 5)), std::invalid_argument);
   EXPECT_THROW(engine.submit(greedy(std::vector<int32_t>(512, 5), 5)), std::invalid_argument);
+  EXPECT_THROW(engine.submit(greedy({1, 5}, 0)), std::invalid_argument);  // would sample one token
   // One runs and two wait, the fourth and fifth are refused, whether or not
   // the loop has admitted the first yet: a free batch slot is room too.
   std::vector<std::shared_ptr<RequestHandle>> hs;
