@@ -361,11 +361,17 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
   }
   if (fd < 0) return false;
 
+  bool ok;
   struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) == record_bytes_ &&
-            kv_record::read(fd, shape(), {hash, parent}, expected_tokens, dst);
-  if (ok) ::futimens(fd, nullptr);  // the mtime orders records by use after a restart
-  ::close(fd);
+  {
+    struct Closer {  // also when the read throws (an allocation)
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) == record_bytes_ &&
+         kv_record::read(fd, shape(), {hash, parent}, expected_tokens, dst);
+    if (ok) ::futimens(fd, nullptr);  // the mtime orders records by use after a restart
+  }
 
   std::lock_guard lk(mu_);
   auto it = index_.find(hash);
