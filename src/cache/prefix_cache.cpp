@@ -160,18 +160,22 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
   enforce_cap();
 }
 
-// A block found in RAM is never published again, so without this a dropped
-// write would keep every later turn of its conversation off the disk.
+// A block found in RAM is never published again, so without this a write
+// dropped for a full queue would keep every later turn of its conversation
+// off the disk. Only once the queue has room (a full one would drop the run
+// again at once), and only until the first block the queue drops again.
 void PrefixCache::put_dropped_again(const BlockHash& hash) {
+  if (!ssd_->awaits_put_again(hash) || !ssd_->has_queue_room()) return;
   std::vector<const std::pair<const BlockHash, Entry>*> run;  // youngest first
-  for (BlockHash h = hash; h != root_ && ssd_->was_dropped(h);) {
+  for (BlockHash h = hash; h != root_ && ssd_->awaits_put_again(h);) {
     const auto it = entries_.find(h);
     if (it == entries_.end()) return;  // not in RAM either: a future miss
     run.push_back(&*it);
     h = it->second.parent;
   }
   for (auto e = run.rbegin(); e != run.rend(); ++e)
-    ssd_->put((*e)->first, (*e)->second.parent, (*e)->second.tokens, kv_.block_data((*e)->second.block));
+    if (!ssd_->put((*e)->first, (*e)->second.parent, (*e)->second.tokens, kv_.block_data((*e)->second.block)))
+      return;
 }
 
 // Many sessions can share one chain (a fresh id on each request with the

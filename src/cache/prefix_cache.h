@@ -168,9 +168,10 @@ class PrefixCache {
   int64_t evict_locked(int64_t n, const std::function<bool(const BlockHash&, const Entry&)>& may_go = {});
   void enforce_cap();
   void forget_oldest_sessions();
-  // Mutex held: puts `hash` and its indexed ancestors whose SSD writes were
-  // dropped (a full queue, a failed write) to the SSD tier again, oldest
-  // first, so that the children put after them are not dropped in turn.
+  // Mutex held: puts `hash` and its indexed ancestors that the SSD tier
+  // dropped for a full queue (SsdStore::awaits_put_again) to it again,
+  // oldest first, so that the children put after them are not dropped in
+  // turn.
   void put_dropped_again(const BlockHash& hash);
 
   KvCache& kv_;

@@ -249,7 +249,7 @@ void SsdStore::delete_files(const Evicted& files) const {
   }
 }
 
-void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,
+bool SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,
                    std::span<const uint8_t> payload) {
   if (tokens.size() != size_t(opt_.block_tokens) || payload.size() != opt_.block_bytes)
     throw std::invalid_argument(
@@ -270,31 +270,40 @@ void SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<con
   // what is dropped its end (a future miss, never a wrong answer).
   const uint64_t bytes = tokens.size() * sizeof(int32_t) + payload.size();
   auto drops = [&] {
-    if (!dropped_.contains(parent) && (queue_.empty() || queued_bytes_ + bytes <= opt_.queue_bytes)) return false;
+    const bool orphan = dropped_.contains(parent);
+    if (!orphan && (queue_.empty() || queued_bytes_ + bytes <= opt_.queue_bytes)) return false;
     ++stats_.dropped_spills;
-    remember_dropped(hash);
+    remember_dropped(hash, !orphan || put_again_.contains(parent));
     return true;
   };
   {
     std::lock_guard lk(mu_);
-    if (already_have() || drops()) return;
+    if (already_have()) return true;
+    if (drops()) return false;
   }
   Job job{0, hash, parent, {tokens.begin(), tokens.end()}, {payload.begin(), payload.end()}};
   {
     std::lock_guard lk(mu_);
-    if (already_have() || drops()) return;
+    if (already_have()) return true;
+    if (drops()) return false;
     job.seq = ++next_seq_;
     queued_bytes_ += job.bytes();
     pending_.insert(hash);
     dropped_.erase(hash);  // put again (computed again): its children may follow
+    put_again_.erase(hash);
     queue_.push_back(std::move(job));
   }
   work_cv_.notify_one();
+  return true;
 }
 
-void SsdStore::remember_dropped(const BlockHash& hash) {
-  if (dropped_.size() >= kMaxDroppedKept) dropped_.clear();  // (then a few orphans may be written)
+void SsdStore::remember_dropped(const BlockHash& hash, bool put_again) {
+  if (dropped_.size() >= kMaxDroppedKept) dropped_.clear(), put_again_.clear();  // (then a few orphans may be written)
   dropped_.insert(hash);
+  if (put_again)
+    put_again_.insert(hash);
+  else
+    put_again_.erase(hash);
 }
 
 uint64_t SsdStore::drop_queue() {
@@ -304,7 +313,7 @@ uint64_t SsdStore::drop_queue() {
     std::lock_guard lk(mu_);
     for (const Job& job : queue_) {
       pending_.erase(job.hash);
-      remember_dropped(job.hash);
+      remember_dropped(job.hash, false);
     }
     stats_.dropped_spills += int64_t(queue_.size());
     bytes = std::exchange(queued_bytes_, 0);
@@ -325,9 +334,14 @@ bool SsdStore::contains(const BlockHash& hash) const {
   return index_.count(hash) > 0;
 }
 
-bool SsdStore::was_dropped(const BlockHash& hash) const {
+bool SsdStore::awaits_put_again(const BlockHash& hash) const {
   std::lock_guard lk(mu_);
-  return dropped_.count(hash) > 0;
+  return put_again_.count(hash) > 0;
+}
+
+bool SsdStore::has_queue_room() const {
+  std::lock_guard lk(mu_);
+  return queue_.empty() || queued_bytes_ < opt_.queue_bytes;
 }
 
 size_t SsdStore::contains_prefix(std::span<const BlockHash> chain) const {
@@ -440,8 +454,15 @@ void SsdStore::writer_loop() {
       while (may_write() && batch.size() < kBatchRecords && batch_bytes < kBatchBytes) {
         Job job = std::move(queue_.front());
         queue_.pop_front();
-        writing = job.hash;
         queued_bytes_ -= job.bytes();
+        if (dropped_.contains(job.parent)) {  // queued before its parent's write failed: an orphan
+          pending_.erase(job.hash);
+          remember_dropped(job.hash, put_again_.contains(job.parent));
+          ++stats_.dropped_spills;
+          last_seq = job.seq;
+          continue;
+        }
+        writing = job.hash;
         writing_bytes_ += job.bytes();
         ++writing_count_;
         lk.unlock();
@@ -458,7 +479,7 @@ void SsdStore::writer_loop() {
           ++stats_.failed_spills;
           stats_.last_error = error;
           pending_.erase(job.hash);
-          remember_dropped(job.hash);  // its children would be orphans on disk
+          remember_dropped(job.hash, false);  // its children would be orphans on disk
         }
         if (flush_target_ && last_seq >= flush_target_) break;  // a flush() is waiting for this one
       }
@@ -475,7 +496,7 @@ void SsdStore::writer_loop() {
           ::unlinkat(dir_fd_, (w.hash.hex() + kv_record::kSuffix).c_str(), 0);
           ++stats_.failed_spills;
           stats_.last_error = "fsync " + ns_dir_.string() + ": " + std::strerror(err);
-          remember_dropped(w.hash);
+          remember_dropped(w.hash, false);
         }
         pending_.erase(w.hash);
       }

@@ -86,8 +86,9 @@ class SsdStore {
 
   // Queues a copy of the block for writing. A block already stored or queued
   // is skipped (a stored one counts as used). tokens must hold block_tokens ids
-  // and payload block_bytes bytes (std::invalid_argument otherwise).
-  void put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,
+  // and payload block_bytes bytes (std::invalid_argument otherwise). False
+  // when it was dropped (a full queue, or its parent dropped).
+  bool put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,
            std::span<const uint8_t> payload);
   // Marks stored records as used: the prompt cache calls it for the blocks a
   // lookup found in RAM, which would otherwise look unused to this tier's
@@ -95,9 +96,15 @@ class SsdStore {
   void touch(std::span<const BlockHash> hashes);
   // True once the record is durable on disk, not merely queued.
   bool contains(const BlockHash& hash) const;
-  // True when the block's write was dropped or failed and it has not been
-  // put again since: its children are dropped too until it is.
-  bool was_dropped(const BlockHash& hash) const;
+  // True when the block was dropped for a full queue (itself, or a parent
+  // that was) and has not been put again since: its children are dropped
+  // until it is, so the prompt cache puts it again first while it is in
+  // RAM. A failed write, or one drop_queue() gave up, blocks its children
+  // the same way but is not offered again: retrying would repeat the
+  // failure, or take back the memory just given up.
+  bool awaits_put_again(const BlockHash& hash) const;
+  // Whether a put now would find room in the queue.
+  bool has_queue_room() const;
   // How many of `chain` (in chain order) are durable, counting from the start.
   size_t contains_prefix(std::span<const BlockHash> chain) const;
   // Reads a record's payload into dst (block_bytes). Anything that does not
@@ -155,7 +162,7 @@ class SsdStore {
   void add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes);
   void remove_entry(const BlockHash& hash);  // from the index only: the caller unlinks the file
   void mark_used(const BlockHash& hash, Entry& e);
-  void remember_dropped(const BlockHash& hash);
+  void remember_dropped(const BlockHash& hash, bool put_again);
   // Files an eviction took out of the index: deleted after mu_ is let go,
   // so that put() and read() never wait on the file system freeing MBs.
   struct Evicted {
@@ -184,9 +191,11 @@ class SsdStore {
   std::deque<OtherRecord> others_;  // other namespaces' records, oldest first
   std::deque<Job> queue_;
   std::unordered_set<BlockHash, BlockHashHasher> pending_;  // queued or being written
-  // Blocks dropped from the queue, whose children are dropped too (until
-  // the block is put again); forgotten all at once past kMaxDroppedKept.
-  std::unordered_set<BlockHash, BlockHashHasher> dropped_;
+  // Blocks dropped from the queue or whose write failed, whose children are
+  // dropped too (until the block is put again), and those of them worth
+  // putting again (awaits_put_again); forgotten all at once past
+  // kMaxDroppedKept.
+  std::unordered_set<BlockHash, BlockHashHasher> dropped_, put_again_;
   static constexpr size_t kMaxDroppedKept = 1 << 16;
   uint64_t queued_bytes_ = 0, writing_bytes_ = 0;           // writing: the one record being written
   int64_t writing_count_ = 0;

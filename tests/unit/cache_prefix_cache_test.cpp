@@ -455,8 +455,8 @@ TEST(PrefixCache, ADroppedWriteIsPutAgainBeforeItsChildren) {
     ssd.flush();
     const PrefixMatch m1 = c.lookup(turn1);
     EXPECT_EQ(ssd.contains_prefix(m1.chain), 3u);
-    EXPECT_TRUE(ssd.was_dropped(m1.chain[3]));
-    EXPECT_TRUE(ssd.was_dropped(m1.chain[4]));
+    EXPECT_TRUE(ssd.awaits_put_again(m1.chain[3]));
+    EXPECT_TRUE(ssd.awaits_put_again(m1.chain[4]));
     f.kv.release(seq1);
 
     // Turn 2 attaches turn 1's blocks from RAM and publishes its new one.
@@ -470,7 +470,7 @@ TEST(PrefixCache, ADroppedWriteIsPutAgainBeforeItsChildren) {
     c.publish(cursor, turn2, 6 * kBlock, f.kv.blocks(seq2));
     ssd.flush();
     EXPECT_EQ(ssd.contains_prefix(m2.chain), 6u) << "turn 1's dropped blocks, then turn 2's";
-    EXPECT_FALSE(ssd.was_dropped(m2.chain[4]));
+    EXPECT_FALSE(ssd.awaits_put_again(m2.chain[4]));
     f.kv.release(seq2);
   }
   std::filesystem::remove_all(dir);

@@ -635,6 +635,9 @@ TEST_F(SsdStoreTest, AFullQueueDropsNewWritesSoAChainsStartIsKept) {
   EXPECT_EQ(st.dropped_spills, kPuts - 2);
   EXPECT_EQ(st.pending_spills, 2);
   EXPECT_LE(st.pending_spill_bytes, o.queue_bytes);
+  EXPECT_FALSE(s.awaits_put_again(chain[1].hash));
+  EXPECT_TRUE(s.awaits_put_again(chain[2].hash));  // dropped for room: worth putting again
+  EXPECT_TRUE(s.awaits_put_again(chain[3].hash));  // dropped with its parent
   put(s, chain[0], kBig);  // queued already: nothing to drop
   put(s, chain[5], kBig);  // dropped again
   EXPECT_EQ(s.stats().dropped_spills, kPuts - 1);
@@ -681,6 +684,7 @@ TEST_F(SsdStoreTest, DroppingTheQueueGivesUpEveryWaitingWrite) {
   put(s, chain[0]);  // no longer pending: it can be put again
   EXPECT_EQ(s.flush().written, 1);
   EXPECT_TRUE(read_ok(s, chain[0]));
+  EXPECT_FALSE(s.awaits_put_again(chain[1].hash)) << "given up for memory: not offered again";
 }
 
 TEST_F(SsdStoreTest, AFullQueueUnderARunningWriterStaysBounded) {
@@ -731,19 +735,42 @@ TEST_F(SsdStoreTest, AFailedWriteIsCountedAndTheStoreKeepsWorking) {
   auto st = s.stats();
   EXPECT_EQ(st.failed_spills, 1);
   EXPECT_NE(st.last_error.find(".kvb.tmp"), std::string::npos) << st.last_error;
-  // Remembered as dropped: its child alone would be an orphan on disk.
-  EXPECT_TRUE(s.was_dropped(chain[0].hash));
+  // Its child alone would be an orphan on disk, so it is dropped; the failed
+  // block is not offered to be put again (that would repeat the failure).
+  EXPECT_FALSE(s.awaits_put_again(chain[0].hash));
   put(s, chain[1]);
   EXPECT_EQ(s.flush().written, 0);
 
   put(s, chain[0]);  // not stored or queued: it can be tried again, and its child follows
-  EXPECT_FALSE(s.was_dropped(chain[0].hash));
   put(s, chain[1]);
   f = s.flush();
   EXPECT_EQ(f.written, 2);
   EXPECT_EQ(f.failed, 0);
   EXPECT_TRUE(read_ok(s, chain[0]));
   EXPECT_TRUE(read_ok(s, chain[1]));
+}
+
+// Children queued before their parent's write failed are not written: they
+// would be orphans on disk, never read back.
+TEST_F(SsdStoreTest, ChildrenQueuedBeforeTheirParentFailedAreDropped) {
+  SsdStore s(options());
+  s.set_paused(true);
+  auto chain = make_chain(chain_root_, 3);
+  for (const Block& b : chain) put(s, b);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = kRecordBytes / 2;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const auto f = s.flush();
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(f.failed, 1) << "only the first is tried";
+  EXPECT_EQ(f.dropped, 2);
+  EXPECT_EQ(f.written, 0);
+  EXPECT_EQ(s.stats().pending_spills, 0);
+  EXPECT_TRUE(files_in(ns_dir()).empty());
 }
 
 TEST_F(SsdStoreTest, LongestDurablePrefixTokens) {
