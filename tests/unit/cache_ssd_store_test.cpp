@@ -105,6 +105,22 @@ std::vector<std::string> files_in(const fs::path& dir) {
   return names;
 }
 
+// Runs f() while writing a record fails: RLIMIT_FSIZE makes writes past
+// half a record fail with EFBIG, like a full disk (chmod would not stop root).
+template <typename F>
+auto with_record_writes_failing(F f) {
+  rlimit old{};
+  EXPECT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = kRecordBytes / 2;
+  EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto result = f();
+  EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  ::signal(SIGXFSZ, old_handler);
+  return result;
+}
+
 void flip_byte(const fs::path& path, uint64_t offset) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekg(std::streamoff(offset));
@@ -715,18 +731,10 @@ TEST_F(SsdStoreTest, AFullQueueUnderARunningWriterStaysBounded) {
 TEST_F(SsdStoreTest, AFailedWriteIsCountedAndTheStoreKeepsWorking) {
   SsdStore s(options());
   auto chain = make_chain(chain_root_, 2);
-  // RLIMIT_FSIZE makes writes past the limit fail with EFBIG, like a full disk
-  // (chmod would not stop root).
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = old;
-  small.rlim_cur = kRecordBytes / 2;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  put(s, chain[0]);
-  auto f = s.flush();
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
-  ::signal(SIGXFSZ, old_handler);
+  auto f = with_record_writes_failing([&] {
+    put(s, chain[0]);
+    return s.flush();
+  });
 
   EXPECT_EQ(f.failed, 1);
   EXPECT_EQ(f.written, 0);
@@ -757,15 +765,7 @@ TEST_F(SsdStoreTest, ChildrenQueuedBeforeTheirParentFailedAreDropped) {
   s.set_paused(true);
   auto chain = make_chain(chain_root_, 3);
   for (const Block& b : chain) put(s, b);
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = old;
-  small.rlim_cur = kRecordBytes / 2;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  const auto f = s.flush();
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
-  ::signal(SIGXFSZ, old_handler);
+  const auto f = with_record_writes_failing([&] { return s.flush(); });
   EXPECT_EQ(f.failed, 1) << "only the first is tried";
   EXPECT_EQ(f.dropped, 2);
   EXPECT_EQ(f.written, 0);
