@@ -11,6 +11,7 @@ packages=(
   libhwy-dev:arm64 libgtest-dev:arm64           # ... linked with arm64 builds (multiarch, below)
   clang libclang-rt-dev llvm                    # libFuzzer harnesses under ASan/UBSan (tests/fuzz), llvm-symbolizer
   libhwy-dev                                    # portable SIMD with run-time dispatch
+  libsimde-dev                                  # the AVX-512 kernels' test on CPUs without AVX-512 (core/avx512.h)
   libgtest-dev libgmock-dev                     # unit tests
   nlohmann-json3-dev                            # JSON
   libboost-dev                                  # HTTP server: Boost.Beast on Asio (docs/architecture.md)

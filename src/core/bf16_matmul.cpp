@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/amx.h"
+#include "core/avx512.h"
 #include "core/cpu_features.h"
 #include "core/packed.h"
 
@@ -112,8 +113,7 @@ std::shared_ptr<const Bf16Packed> bf16_pack(std::span<const Matrix* const> parts
 namespace {
 // f32_to_bf16 in integer arithmetic, 16 values at a time (bit-exact with it,
 // denormals included, which VCVTNEPS2BF16 would flush).
-__attribute__((target("avx512f,avx512bw"))) void to_bf16_avx512(const float* x, int64_t n,
-                                                                uint16_t* out) {
+HEARTH_AVX512("avx512f,avx512bw") void to_bf16_avx512(const float* x, int64_t n, uint16_t* out) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
   const __m512i round = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
   const __m512i quiet = _mm512_set1_epi32(0x40);
@@ -142,62 +142,69 @@ void to_bf16(const float* x, int64_t n, uint16_t* out) {
 #if defined(__x86_64__)
 namespace {
 
-// Independent accumulators per token, enough chains to hide vdpbf16ps's
-// latency: with more tokens, the tokens' chains already overlap.
-constexpr int accumulators(int tokens) {
-  return tokens == 1 ? 4 : tokens < 4 ? 2 : 1;
-}
-
-// One tile of 16 rows against NT tokens.
-template <int NT>
-__attribute__((target("avx512f,avx512bf16"))) void tile_kernel(const Bf16Packed& w, int64_t tile,
-                                                               const uint16_t* xb, int64_t x_stride,
-                                                               int64_t t0, float* y) {
-  constexpr int A = accumulators(NT);
-  const uint16_t* blk = reinterpret_cast<const uint16_t*>(w.data.get()) + tile * w.pairs * 32;
-  __m512 acc[NT][A];
+// RT row tiles of 16 rows from `tile` against NT tokens from t0. Every row's
+// sum is one chain of vdpbf16ps over the column pairs in order, whatever NT
+// and RT are: a row computed alone and beside other tokens gets the same bits
+// (batch invariance). Few tokens take several tiles at a time (tiles()),
+// whose independent chains hide vdpbf16ps's latency, as more tokens' chains do.
+template <int NT, int RT>
+HEARTH_AVX512("avx512f,avx512bf16")
+void tile_kernel(const Bf16Packed& w, int64_t tile, const uint16_t* xb, int64_t x_stride,
+                 int64_t t0, float* y) {
+  const uint16_t* blk[RT];
+  for (int r = 0; r < RT; ++r)
+    blk[r] = reinterpret_cast<const uint16_t*>(w.data.get()) + (tile + r) * w.pairs * 32;
+  __m512 acc[NT][RT];
   for (int t = 0; t < NT; ++t)
-    for (int a = 0; a < A; ++a) acc[t][a] = _mm512_setzero_ps();
-  int64_t p = 0;
-  for (; p + A <= w.pairs; p += A) {
-    // Only far ahead: the near (L1) prefetch as well was 2-6% slower in
-    // decode on a Zen 5 and no faster in prefill (docs/performance/engine.md,
-    // "Weight prefetch").
-    if (t0 == 0) prefetch_far(reinterpret_cast<const uint8_t*>(blk + p * 32), A * 64);
+    for (int r = 0; r < RT; ++r) acc[t][r] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < w.pairs; ++p) {
+    __m512bh wv[RT];
 #pragma GCC unroll 4
-    for (int a = 0; a < A; ++a) {
-      const __m512bh wv = (__m512bh)_mm512_load_si512(blk + (p + a) * 32);
+    for (int r = 0; r < RT; ++r) {
+      // Only far ahead: the near (L1) prefetch as well was 2-6% slower in
+      // decode on a Zen 5 and no faster in prefill (docs/performance/engine.md,
+      // "Weight prefetch").
+      if (t0 == 0) prefetch_far(reinterpret_cast<const uint8_t*>(blk[r] + p * 32), 64);
+      wv[r] = (__m512bh)_mm512_load_si512(blk[r] + p * 32);
+    }
 #pragma GCC unroll 8
-      for (int t = 0; t < NT; ++t)
-        acc[t][a] = _mm512_dpbf16_ps(acc[t][a], wv,
-                                     (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * (p + a)));
+    for (int t = 0; t < NT; ++t) {
+      const __m512bh xv = (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * p);
+#pragma GCC unroll 4
+      for (int r = 0; r < RT; ++r) acc[t][r] = _mm512_dpbf16_ps(acc[t][r], wv[r], xv);
     }
   }
-  for (; p < w.pairs; ++p) {
-    const __m512bh wv = (__m512bh)_mm512_load_si512(blk + p * 32);
+  for (int r = 0; r < RT; ++r) {
+    const int64_t row0 = (tile + r) * kRows;
+    const __mmask16 valid = tile_row_mask(w.rows, row0);
     for (int t = 0; t < NT; ++t)
-      acc[t][0] =
-          _mm512_dpbf16_ps(acc[t][0], wv, (__m512bh)broadcast4(xb + (t0 + t) * x_stride + 2 * p));
-  }
-  const int64_t row0 = tile * kRows;
-  const __mmask16 valid = tile_row_mask(w.rows, row0);
-  for (int t = 0; t < NT; ++t) {
-    __m512 sum = acc[t][0];
-    for (int a = 1; a < A; ++a) sum = _mm512_add_ps(sum, acc[t][a]);
-    _mm512_mask_storeu_ps(y + (t0 + t) * w.rows + row0, valid, sum);
+      _mm512_mask_storeu_ps(y + (t0 + t) * w.rows + row0, valid, acc[t][r]);
   }
 }
 
-// tile_kernel for 1..kMaxTokens tokens, indexed by token count - 1.
+// tile_kernel for 1..kMaxTokens tokens on one tile, indexed by token count - 1.
 template <size_t... I>
 constexpr auto token_kernels(std::index_sequence<I...>) {
-  return std::array{&tile_kernel<int(I) + 1>...};
+  return std::array{&tile_kernel<int(I) + 1, 1>...};
 }
 
-void tile_any(const Bf16Packed& w, int64_t tile, const uint16_t* xb, int64_t x_stride, int64_t t0,
-              int nt, float* y) {
+// Row tiles [begin, end) against n_tokens tokens. One token takes four tiles
+// at a time and two or three tokens two: enough independent chains to hide
+// vdpbf16ps's latency. More tokens go tile by tile, each tile's weights
+// staying in cache across the token blocks.
+void tiles(const Bf16Packed& w, int64_t begin, int64_t end, const uint16_t* xb, int64_t x_stride,
+           int64_t n_tokens, float* y) {
   static constexpr auto kKernels = token_kernels(std::make_index_sequence<kMaxTokens>());
-  kKernels[size_t(nt - 1)](w, tile, xb, x_stride, t0, y);
+  int64_t tile = begin;
+  if (n_tokens == 1)
+    for (; tile + 4 <= end; tile += 4) tile_kernel<1, 4>(w, tile, xb, x_stride, 0, y);
+  else if (n_tokens < 4)
+    for (; tile + 2 <= end; tile += 2)
+      (n_tokens == 2 ? tile_kernel<2, 2> : tile_kernel<3, 2>)(w, tile, xb, x_stride, 0, y);
+  for (; tile < end; ++tile)
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens)
+      kKernels[size_t(std::min<int64_t>(kMaxTokens, n_tokens - t0) - 1)](w, tile, xb, x_stride, t0,
+                                                                         y);
 }
 
 // ---- AMX: prefill on the tile unit ----
@@ -347,10 +354,7 @@ void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t 
   std::fill(xb.begin() + n_tokens * stride, xb.end(), uint16_t(0));
   if (amx) return amx_matmul(pool, w, xb.data(), stride, n_tokens, y);
   pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
-    for (int64_t tile = b; tile < e; ++tile)
-      for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens)
-        tile_any(w, tile, xb.data(), stride, t0, int(std::min<int64_t>(kMaxTokens, n_tokens - t0)),
-                 y);
+    tiles(w, b, e, xb.data(), stride, n_tokens, y);
   });
 #endif
 }

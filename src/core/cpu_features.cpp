@@ -39,6 +39,11 @@ CpuFeatures detect() {
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+#if defined(HEARTH_EMULATE_AVX512)
+  // The hand-written AVX-512 kernels run under SIMDe here (core/avx512.h),
+  // whatever the CPU has.
+  f.avx512f = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512bf16 = true;
+#endif
 #elif defined(__aarch64__)
   const unsigned long hwcap = getauxval(AT_HWCAP);
   f.asimd = hwcap & HWCAP_ASIMD;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/amx.h"
+#include "core/avx512.h"
 #include "core/int8_kernels.h"
 #include "core/packed.h"
 
@@ -17,7 +18,7 @@ namespace avx512 {
 constexpr int kRows = kPackedRows;
 constexpr int kMaxTokens = 8;  // tokens per kernel call (accumulators in registers)
 
-__attribute__((target("avx512f,avx512bw"))) inline __m512 load16_f32(DType t, const uint8_t* p) {
+HEARTH_AVX512("avx512f,avx512bw") inline __m512 load16_f32(DType t, const uint8_t* p) {
   if (t == DType::F32) return _mm512_loadu_ps(p);
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   if (t == DType::F16) return _mm512_cvtph_ps(h);
@@ -26,9 +27,8 @@ __attribute__((target("avx512f,avx512bw"))) inline __m512 load16_f32(DType t, co
 
 // One group's contribution for one token: acc + (Σ q·xq) * scale * step +
 // bias * (step * Σ xq), lanes being the tile's 16 rows.
-__attribute__((target("avx512f"), always_inline)) inline __m512 add_group(__m512 acc, __m512i dot,
-                                                                          __m512 scale, __m512 bias,
-                                                                          float step, float sum) {
+HEARTH_AVX512("avx512f") __attribute__((always_inline)) inline __m512
+add_group(__m512 acc, __m512i dot, __m512 scale, __m512 bias, float step, float sum) {
   acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), scale), _mm512_set1_ps(step), acc);
   return _mm512_fmadd_ps(bias, _mm512_set1_ps(sum), acc);
 }
@@ -40,8 +40,8 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 add_group(__m512
 // shifted to bits 4-5 and OR-ed under the mask onto the nibble (vpternlogd
 // 0xF8: a | (b & c)). 8-bit: the two vectors as they are.
 template <int Bits, int GS, bool HighInPlace>
-__attribute__((target("avx512f,avx512bw"), always_inline)) inline void unpack_step(
-    const uint8_t* blk, int j, __m512i& first, __m512i& second) {
+HEARTH_AVX512("avx512f,avx512bw") __attribute__((always_inline)) inline void
+unpack_step(const uint8_t* blk, int j, __m512i& first, __m512i& second) {
   if constexpr (Bits == 8) {
     first = _mm512_load_si512(blk + j * 128);
     second = _mm512_load_si512(blk + j * 128 + 64);
@@ -72,9 +72,9 @@ __attribute__((target("avx512f,avx512bw"), always_inline)) inline void unpack_st
 // is a multiple of 16), which saves a shift per vector. With more tokens the
 // tokens' chains already overlap, and the unpacking is shared by all of them.
 template <int Bits, int NT, int GS>
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_kernel(
-    const Int8Packed& w, const uint8_t* blk, int64_t tile, const QuantizedActivations& a,
-    int64_t t0, float* y) {
+HEARTH_AVX512("avx512f,avx512bw,avx512vnni")
+void tile_kernel(const Int8Packed& w, const uint8_t* blk, int64_t tile,
+                 const QuantizedActivations& a, int64_t t0, float* y) {
   constexpr int kChains = NT < 4 ? 2 : 1;
   constexpr bool kHighInPlace = Bits == 4 && kChains == 2;
   const TileShape<Bits, GS, NT> shape(w, a, t0);
@@ -159,8 +159,8 @@ using avx512::load16_f32;
 // hold activations, 6-7 codes (two of each for 128-column groups).
 
 // A row tile's 4-bit codes as bytes, in quad order: GS * 16 bytes per group.
-__attribute__((target("avx512f,avx512bw"))) void unpack_codes(const Int8Packed& w, int64_t tile,
-                                                              uint8_t* out) {
+HEARTH_AVX512("avx512f,avx512bw") void unpack_codes(const Int8Packed& w, int64_t tile,
+                                                   uint8_t* out) {
   const uint8_t* blk = w.data.get() + tile * w.tile_bytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const int64_t groups = w.cols / w.group_size;

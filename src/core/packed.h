@@ -87,19 +87,10 @@ inline void prefetch_far(const uint8_t* p, size_t bytes) {
 }
 
 #if defined(__x86_64__)
-// The lanes of a 16-row tile starting at row0 that hold rows of the matrix
-// (the last tile may be partial).
-inline __mmask16 tile_row_mask(int64_t rows, int64_t row0) {
-  return rows - row0 >= kPackedRows ? __mmask16(0xffff) : __mmask16((1u << (rows - row0)) - 1);
-}
-
-// Four bytes (4 int8 activations, or 2 BF16 ones) broadcast to every lane.
-// Read through a may_alias type so the compiler can fold the load into the
-// consuming instruction as an embedded broadcast ({1to16}).
+// Four bytes (4 int8 activations, or 2 BF16 ones) read as one int32 through a
+// may_alias type, so the compiler can fold the load into the consuming
+// instruction as an embedded broadcast.
 typedef int32_t __attribute__((may_alias, aligned(1))) AliasedInt32;
-__attribute__((target("avx512f"))) inline __m512i broadcast4(const void* p) {
-  return _mm512_set1_epi32(*static_cast<const AliasedInt32*>(p));
-}
 #endif
 
 }  // namespace hearth
