@@ -42,15 +42,19 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
   // steps, and the store's eviction must not take them meanwhile.
   if (ssd_) ssd_->touch(std::span(m.chain).first(m.blocks.size() + m.on_disk));
   m.tokens = int64_t(m.blocks.size()) * block_tokens_;
-  if (!m.disk_only()) ++(m.blocks.empty() ? stats_.misses : stats_.hits);
-  stats_.hit_tokens += m.tokens;
   if (!session.empty())
     if (auto s = sessions_.find(session); s != sessions_.end()) {
       const Session& cp = s->second;
-      const bool continues = cp.blocks <= int64_t(m.chain.size()) && m.chain[size_t(cp.blocks - 1)] == cp.tip;
-      ++(continues ? stats_.session_hits : stats_.session_misses);
+      m.continues_session = cp.blocks <= int64_t(m.chain.size()) && m.chain[size_t(cp.blocks - 1)] == cp.tip;
     }
   return m;
+}
+
+void PrefixCache::count_admission(const PrefixMatch& m) {
+  std::lock_guard lock(mutex_);
+  if (!m.disk_only()) ++(m.blocks.empty() ? stats_.misses : stats_.hits);
+  stats_.hit_tokens += m.tokens;
+  if (m.continues_session) ++(*m.continues_session ? stats_.session_hits : stats_.session_misses);
 }
 
 void PrefixCache::count_disk_match(bool reused) {

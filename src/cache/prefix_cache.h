@@ -50,7 +50,8 @@ struct PrefixCacheOptions {
 struct PrefixCacheStats {
   int64_t entries = 0;
   size_t bytes = 0, max_bytes = 0;
-  // Lookups that found >= 1 block / none (a disk-only one: count_disk_match).
+  // Admitted lookups (count_admission) that found >= 1 block / none (a
+  // disk-only one: count_disk_match).
   int64_t hits = 0, misses = 0, hit_tokens = 0;
   int64_t session_hits = 0, session_misses = 0, sessions = 0;
   int64_t prefix_scans = 0, evictions = 0;
@@ -71,6 +72,10 @@ struct PrefixMatch {
   std::vector<int32_t> blocks;   // the cached ones, from the start
   int64_t tokens = 0;            // positions they cover
   size_t on_disk = 0;            // blocks past them the SSD tier holds (read_back)
+  // With a session id the cache knows: whether the tokens continue the
+  // session's checkpoint (a session hit) or not (an edited or branched
+  // history).
+  std::optional<bool> continues_session;
   // Found on disk only: counted neither hit nor miss yet, but by the
   // caller's count_disk_match once it knows whether any block read back.
   bool disk_only() const { return blocks.empty() && on_disk > 0; }
@@ -93,10 +98,14 @@ class PrefixCache {
   std::vector<BlockHash> chain(std::span<const int32_t> tokens) const;
 
   // The longest run of cached blocks that starts `tokens`, marked as used,
-  // and how many blocks past it the SSD tier holds. With a session id,
-  // counts whether the request continues the session's checkpoint (a
-  // session hit) or not (an edited or branched history).
+  // and how many blocks past it the SSD tier holds. Counted as a hit or a
+  // miss only by count_admission: a request that waits for room looks up
+  // again at every step it is tried.
   PrefixMatch lookup(std::span<const int32_t> tokens, const std::string& session = {});
+  // Counts the lookup of a request that was admitted with its match: a hit,
+  // a miss, or (disk only) neither yet, its tokens, and its session's
+  // continuation.
+  void count_admission(const PrefixMatch& m);
   // Counts a disk-only match (PrefixMatch::disk_only) as a hit if any of
   // its blocks was reused, else as a miss: once per such lookup, so both
   // counters only ever grow.

@@ -171,12 +171,15 @@ bool Engine::start(Active& a) {
   a.pooled.clear();
   a.on_disk = 0;
   a.chain.clear();
-  if (cache_) attach_cached_prefix(a);
+  const std::optional<cache::PrefixMatch> match = cache_ ? attach_cached_prefix(a) : std::nullopt;
   free_blocks(KvCache::blocks_for_tokens(kv_->shape(), n) - int64_t(kv_->blocks(a.seq).size()));
   if (!kv_->reserve(a.seq, n)) {
-    release_sequence(a);  // the next admission looks up again
+    // The next try looks up again; only the admitted lookup counts.
+    a.disk_match = false;
+    release_sequence(a);
     return false;
   }
+  if (match) cache_->count_admission(*match);
   a.computed = kv_->length(a.seq);
   if (!a.started) {
     a.started = true;

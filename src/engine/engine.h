@@ -175,7 +175,7 @@ class Engine {
   bool start(Active& a);
   // The history's longest cached prefix: its blocks in RAM attached, those
   // on SSD past them noted for read_back (none for mean or first pooling).
-  void attach_cached_prefix(Active& a);
+  std::optional<cache::PrefixMatch> attach_cached_prefix(Active& a);
   bool free_blocks(int64_t blocks);  // evicts cache blocks until `blocks` are free, if it can
   bool make_room(int64_t blocks, Running& running, const Active& asking);
   void preempt(std::unique_ptr<Active> a);

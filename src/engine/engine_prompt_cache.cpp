@@ -37,11 +37,11 @@ bool Engine::close_session(const std::string& id) {
   return cache_ && cache_->close_session(id);
 }
 
-void Engine::attach_cached_prefix(Active& a) {
+std::optional<cache::PrefixMatch> Engine::attach_cached_prefix(Active& a) {
   a.published = {cache_->root(), 0};
   // Mean and first-token pooling need the hidden state of tokens a cached
   // prefix would skip; the last token is always computed.
-  if (a.request.embed && *a.request.embed != io::Pooling::Last) return;
+  if (a.request.embed && *a.request.embed != io::Pooling::Last) return std::nullopt;
   const std::span<const int32_t> tokens = a.history();
   const int64_t n = int64_t(tokens.size());
   cache::PrefixMatch m = cache_->lookup(tokens, a.request.session);
@@ -79,8 +79,9 @@ void Engine::attach_cached_prefix(Active& a) {
   // Blocks on SSD past the RAM hit are read back step by step (plan_step).
   if (!whole && m.on_disk > 0) {
     a.on_disk = int64_t(m.on_disk);
-    a.chain = std::move(m.chain);
+    a.chain = m.chain;
   }
+  return m;
 }
 
 void Engine::read_back(Active& a) {

@@ -70,6 +70,7 @@ TEST(PrefixCache, FindsTheLongestCachedRunOfWholeBlocks) {
 
   auto longer = iota(14);  // same first 10, then more
   PrefixMatch m = c.lookup(longer);
+  c.count_admission(m);
   EXPECT_EQ(m.tokens, 8);
   ASSERT_EQ(m.blocks.size(), 2u);
   EXPECT_EQ(m.blocks[0], f.kv.blocks(seq)[0]);
@@ -78,13 +79,21 @@ TEST(PrefixCache, FindsTheLongestCachedRunOfWholeBlocks) {
 
   auto edited = longer;
   edited[5] = 99;  // the second block differs
-  EXPECT_EQ(c.lookup(edited).tokens, 4);
+  PrefixMatch second = c.lookup(edited);
+  EXPECT_EQ(second.tokens, 4);
+  c.count_admission(second);
   edited[0] = 99;
+  PrefixMatch third = c.lookup(edited);
+  EXPECT_EQ(third.tokens, 0);
+  // A lookup counts only when its request is admitted (count_admission): a
+  // request waiting for room looks up again at every step.
+  EXPECT_EQ(c.stats().misses, 0);
   EXPECT_EQ(c.lookup(edited).tokens, 0);
+  c.count_admission(third);
   PrefixCacheStats s = c.stats();
   EXPECT_EQ(s.hits, 2);
   EXPECT_EQ(s.misses, 1);
-  EXPECT_EQ(s.prefix_scans, 3);
+  EXPECT_EQ(s.prefix_scans, 4);
   EXPECT_EQ(s.hit_tokens, 12);
 }
 
@@ -266,11 +275,11 @@ TEST(PrefixCache, SessionsCountContinuationsAndAreEvictedLast) {
   f.kv.release(s2);
 
   auto turn2 = iota(13);  // turn 1 and more
-  c.lookup(turn2, "chat-1");
+  c.count_admission(c.lookup(turn2, "chat-1"));
   auto branched = turn2;
   branched[6] = 77;
-  c.lookup(branched, "chat-1");
-  c.lookup(turn2, "unknown");  // a new session is neither
+  c.count_admission(c.lookup(branched, "chat-1"));
+  c.count_admission(c.lookup(turn2, "unknown"));  // a new session is neither
   PrefixCacheStats s = c.stats();
   EXPECT_EQ(s.session_hits, 1);
   EXPECT_EQ(s.session_misses, 1);
@@ -318,7 +327,7 @@ TEST(PrefixCache, ARequestServedFromTheCacheStillSetsItsSession) {
   c.publish(cur, tokens, 8, f.kv.blocks(s2), "late");
   EXPECT_EQ(c.stats().sessions, 1);
   auto more = iota(12);
-  c.lookup(more, "late");
+  c.count_admission(c.lookup(more, "late"));
   EXPECT_EQ(c.stats().session_hits, 1);
   f.kv.release(s2);
 }
@@ -411,6 +420,7 @@ TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) 
     // Found on disk only: neither a hit nor a miss until the caller knows
     // whether a block read back.
     EXPECT_TRUE(m.disk_only());
+    c.count_admission(m);
     EXPECT_EQ(c.stats().hits + c.stats().misses, 0);
     const int seq = f.kv.create_sequence();
     ASSERT_TRUE(f.kv.reserve(seq, 2 * kBlock));

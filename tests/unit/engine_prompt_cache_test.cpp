@@ -164,6 +164,27 @@ TEST(PromptCache, ATinyBudgetEvictsAndPreemptsYetEveryRequestCompletes) {
   expect_kv_returned(engine);
 }
 
+// A request that waits for room looks the cache up at each step it is tried;
+// the lookup counts once, when it is admitted.
+TEST(PromptCache, ARequestWaitingForRoomIsCountedOnceWhenAdmitted) {
+  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  Engine engine(LlamaModel::load(kModel),
+                EngineOptions{.threads = 1, .ctx_size = 192, .kv_budget = 6 * block, .max_batch = 2});
+  const auto shared = prompt_of(70);
+  run(engine, shared, 1);  // its two whole blocks are cached: one miss
+  // Five blocks, growing to six: the second request (three blocks, two of
+  // them cached but reclaimable) waits for the first to finish.
+  auto long_handle = engine.submit(greedy_request(prompt_of(150, 5), 30));
+  auto waiting = engine.submit(greedy_request(shared, 5, "chat"));
+  drain(*long_handle);
+  const Output second = drain(*waiting);
+  EXPECT_EQ(second.info.reason, FinishReason::Length);
+  const auto cs = engine.cache_stats();
+  EXPECT_EQ(cs->hits + cs->misses, 3 + engine.stats().preemptions);
+  EXPECT_EQ(cs->session_hits + cs->session_misses, 0);  // the session was new
+  expect_kv_returned(engine);
+}
+
 TEST(PromptCache, TheContextShrinksToWhatTheBudgetHolds) {
   const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .kv_budget = 10 * block});
