@@ -9,8 +9,10 @@
 #include <sstream>
 #include <vector>
 
+#include "core/amx.h"
 #include "core/bf16_matmul.h"
 #include "core/int8_matmul.h"
+#include "core/simd.h"
 
 namespace hearth::cache {
 
@@ -77,13 +79,15 @@ std::string model_namespace(const LlamaModel& model, const KvCacheShape& kv) {
     const uint64_t h[2] = {file_fingerprint(f->data(), f->size()), uint64_t(f->mtime_ns())};
     XXH3_64bits_update(&st, h, sizeof h);
   }
-  // The kernels: int8 activations and the float path give slightly different
-  // KV for the same tokens, and equal block hashes promise equal KV.
+  // The kernels: int8 activations or the float path, BF16 on the tile unit
+  // or not, and Highway's target (norms, attention and dense matmuls sum in
+  // its lanes) each give slightly different KV for the same tokens, and
+  // equal block hashes promise equal KV.
   return std::string(kFormat) + " " + std::string(dtype_name(kv.dtype)) +
          " block=" + std::to_string(kv.block_tokens) + " layout=" + hex64(kv_layout_fingerprint(kv)) +
          " config=" + hex64(XXH3_64bits(c.data(), c.size())) +
          " weights=" + hex64(XXH3_64bits_digest(&st)) + " kernels=" + int8_target() + "," +
-         bf16_target();
+         bf16_target() + (amx_bf16_available() ? "+amx" : "") + "," + simd::target_name();
 }
 
 }  // namespace hearth::cache

@@ -10,6 +10,7 @@
 #include "cache/model_namespace.h"
 #include "core/bf16_matmul.h"
 #include "core/int8_matmul.h"
+#include "core/simd.h"
 
 namespace fs = std::filesystem;
 
@@ -49,6 +50,7 @@ TEST(ModelNamespace, ItNamesTheKernels) {
   EXPECT_NE(ns.find(std::string(" kernels=") + int8_target() + "," + bf16_target()),
             std::string::npos)
       << ns;
+  EXPECT_TRUE(ns.ends_with(std::string(",") + simd::target_name())) << ns;
 }
 
 // The layout fingerprint hashes only bytes the writer sets (the same in a
