@@ -406,7 +406,7 @@ bool SsdStore::read(const BlockHash& hash, const BlockHash& parent,
   return true;
 }
 
-bool SsdStore::write_record(const Job& job, std::string& error) const {
+int SsdStore::write_record(const Job& job, std::string& error) const {
   const std::string name = job.hash.hex() + kv_record::kSuffix, tmp = job.hash.hex() + kv_record::kTempSuffix;
 
   // A fresh file of our own: not through a link someone left in its place.
@@ -414,19 +414,30 @@ bool SsdStore::write_record(const Job& job, std::string& error) const {
   int fd =
       ::openat(dir_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    error = "cannot create " + (ns_dir_ / tmp).string() + ": " + std::strerror(errno);
-    return false;
+    const int err = errno;
+    error = "cannot create " + (ns_dir_ / tmp).string() + ": " + std::strerror(err);
+    return err;
   }
   // Data reaches the disk before the rename makes the record visible.
   bool ok = kv_record::write(fd, shape(), {job.hash, job.parent}, job.tokens, job.payload) && ::fsync(fd) == 0;
   int err = errno;
   if (::close(fd) != 0 && ok) ok = false, err = errno;
   if (ok && ::renameat(dir_fd_, tmp.c_str(), dir_fd_, name.c_str()) != 0) ok = false, err = errno;
-  if (!ok) {
-    ::unlinkat(dir_fd_, tmp.c_str(), 0);
-    error = "writing " + (ns_dir_ / tmp).string() + ": " + std::strerror(err);
-  }
-  return ok;
+  if (ok) return 0;
+  ::unlinkat(dir_fd_, tmp.c_str(), 0);
+  error = "writing " + (ns_dir_ / tmp).string() + ": " + std::strerror(err);
+  return err ? err : EIO;
+}
+
+// The disk holds less than the cap allows: it filled with other files, or
+// the cap was set above its size. The cap comes down to an eighth below what
+// the records take now, and eviction makes that room, so later writes go on
+// within what the disk holds, the least recently used giving way, instead
+// of every write failing.
+void SsdStore::lower_cap_to_fit() {
+  const uint64_t held = stats_.bytes + stats_.other_bytes;
+  opt_.max_bytes = std::min(opt_.max_bytes, std::max(record_bytes_, held - held / 8));
+  ++stats_.cap_lowerings;
 }
 
 uint64_t SsdStore::oldest_unfinished_seq() const {
@@ -467,7 +478,8 @@ void SsdStore::writer_loop() {
         ++writing_count_;
         lk.unlock();
         std::string error;
-        const bool ok = write_record(job, error);
+        const int err = write_record(job, error);
+        const bool ok = err == 0;
         lk.lock();
         last_seq = job.seq;
         writing_bytes_ -= job.bytes();  // its copy is released with `job`
@@ -480,6 +492,10 @@ void SsdStore::writer_loop() {
           stats_.last_error = error;
           pending_.erase(job.hash);
           remember_dropped(job.hash, false);  // its children would be orphans on disk
+          if (err == ENOSPC || err == EDQUOT) {
+            lower_cap_to_fit();
+            break;  // the eviction below makes room before the next write
+          }
         }
         if (flush_target_ && last_seq >= flush_target_) break;  // a flush() is waiting for this one
       }

@@ -62,6 +62,7 @@ struct SsdStoreStats {
   int64_t failed_spills = 0;   // writes that failed (I/O error, disk full): counted, file removed
   int64_t skipped = 0;         // corrupt / truncated / foreign / half-written files removed
   int64_t evicted = 0;         // records removed to stay under max_bytes
+  int64_t cap_lowerings = 0;   // times a full disk brought max_bytes down (lower_cap_to_fit)
   uint64_t pending_spill_bytes = 0;  // waiting in the queue or being written (held in memory)
   int64_t pending_spills = 0;
   double restore_ms_last = 0;  // duration of the last successful read()
@@ -156,13 +157,15 @@ class SsdStore {
     int64_t mtime = 0;  // ns
   };
   std::deque<OtherRecord> other_namespaces_records() const;
-  bool write_record(const Job& job, std::string& error) const;
+  // 0, or the errno of the failure (described in `error`).
+  int write_record(const Job& job, std::string& error) const;
   void writer_loop();
   // With mu_ held:
   void add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes);
   void remove_entry(const BlockHash& hash);  // from the index only: the caller unlinks the file
   void mark_used(const BlockHash& hash, Entry& e);
   void remember_dropped(const BlockHash& hash, bool put_again);
+  void lower_cap_to_fit();
   // Files an eviction took out of the index: deleted after mu_ is let go,
   // so that put() and read() never wait on the file system freeing MBs.
   struct Evicted {

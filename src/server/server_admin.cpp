@@ -105,6 +105,7 @@ ojson Server::Impl::stats() const {
                  {"failed_spills", d->failed_spills},
                  {"skipped_files", d->skipped},
                  {"evicted", d->evicted},
+                 {"cap_lowerings", d->cap_lowerings},
                  {"last_error", d->last_error},
                  {"longest_durable_prefix_tokens", engine->longest_durable_prefix_tokens()}};
   }
