@@ -67,6 +67,13 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
                                " belongs to another user; choose a cache directory of your own");
     if ((st.st_mode & 077) != 0 && ::fchmod(dir_fd_, 0700) != 0)
       throw std::runtime_error("cannot make " + ns_dir_.string() + " private: " + std::strerror(errno));
+    // The folder's own entry made durable (it may be new), before any record
+    // in it is reported durable: a crash must not take the folder, records
+    // and all. (A failure is the disk's; the writes will report it.)
+    if (const int parent = ::open(opt_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); parent >= 0) {
+      ::fsync(parent);
+      ::close(parent);
+    }
     scan_records();
   } catch (...) {
     close_fds();
