@@ -83,11 +83,12 @@ std::string model_namespace(const LlamaModel& model, const KvCacheShape& kv) {
   // or not, and Highway's target (norms, attention and dense matmuls sum in
   // its lanes) each give slightly different KV for the same tokens, and
   // equal block hashes promise equal KV.
+  const bool bf16_on_amx = bf16_target() == std::string_view("avx512-bf16") && amx_bf16_available();
   return std::string(kFormat) + " " + std::string(dtype_name(kv.dtype)) +
          " block=" + std::to_string(kv.block_tokens) + " layout=" + hex64(kv_layout_fingerprint(kv)) +
          " config=" + hex64(XXH3_64bits(c.data(), c.size())) +
          " weights=" + hex64(XXH3_64bits_digest(&st)) + " kernels=" + int8_target() + "," +
-         bf16_target() + (amx_bf16_available() ? "+amx" : "") + "," + simd::target_name();
+         bf16_target() + (bf16_on_amx ? "+amx" : "") + "," + simd::target_name();
 }
 
 }  // namespace hearth::cache

@@ -3,12 +3,16 @@
 //
 // Built with HEARTH_EMULATE_AVX512 (the core_ops_avx512_emulated_test), the
 // intrinsics are SIMDe's portable ones and HEARTH_AVX512 names no target, so
-// the same kernel source runs, slowly but with the same arithmetic order, on
-// a CPU without AVX-512: every machine that runs the tests checks these
-// kernels, not only the AVX-512 ones. AMX has no such emulation: its
-// functions keep their real target and run only where the CPU has AMX.
+// the same kernel source runs, slowly, on a CPU without AVX-512: every
+// machine that runs the tests checks these kernels, not only the AVX-512
+// ones. The emulated instructions agree with the real ones up to rounding
+// (SIMDe's vdpbf16ps adds a pair's two products in the other order and keeps
+// denormals), which the tests' tolerances cover; batch invariance depends on
+// the order of the kernel's instructions, which is the same. AMX has no such
+// emulation: its functions keep their real target and run only with AMX.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -47,7 +51,8 @@ inline __m512 cvtepi32_ps(__m512i a) {
   return lanewise<__m512, float, int32_t>(a, [](int32_t v) { return float(v); });
 }
 inline __m512i srai_epi32(__m512i a, int shift) {
-  return lanewise<__m512i, int32_t, int32_t>(a, [shift](int32_t v) { return v >> shift; });
+  return lanewise<__m512i, int32_t, int32_t>(
+      a, [shift](int32_t v) { return v >> std::min(shift, 31); });  // past 31: the sign
 }
 inline void mask_storeu_ps(float* p, __mmask16 mask, __m512 a) {
   float x[16];

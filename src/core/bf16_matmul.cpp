@@ -198,7 +198,7 @@ void tiles(const Bf16Packed& w, int64_t begin, int64_t end, const uint16_t* xb, 
   int64_t tile = begin;
   if (n_tokens == 1)
     for (; tile + 4 <= end; tile += 4) tile_kernel<1, 4>(w, tile, xb, x_stride, 0, y);
-  else if (n_tokens < 4)
+  else if (n_tokens > 1 && n_tokens < 4)
     for (; tile + 2 <= end; tile += 2)
       (n_tokens == 2 ? tile_kernel<2, 2> : tile_kernel<3, 2>)(w, tile, xb, x_stride, 0, y);
   for (; tile < end; ++tile)
@@ -327,7 +327,8 @@ void amx_matmul(ThreadPool& pool, const Bf16Packed& w, const uint16_t* xb, int64
 void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t n_tokens,
                  float* y) {
   if (w.dtype == DType::F16 || kernel() == Kernel::widen) {
-    pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
+    // One token pairs tiles (bf16_widen::tiles): chunks of whole pairs.
+    pool.parallel_for(w.tiles, n_tokens == 1 ? 2 : 1, [&](int64_t b, int64_t e) {
       bf16_widen::tiles(w, b, e, x, n_tokens, y);
     });
     return;
@@ -353,7 +354,9 @@ void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t 
   });
   std::fill(xb.begin() + n_tokens * stride, xb.end(), uint16_t(0));
   if (amx) return amx_matmul(pool, w, xb.data(), stride, n_tokens, y);
-  pool.parallel_for(w.tiles, 1, [&](int64_t b, int64_t e) {
+  // Chunks of whole tile groups where there are many threads for few tiles.
+  const int64_t group = n_tokens == 1 ? 4 : n_tokens < 4 ? 2 : 1;
+  pool.parallel_for(w.tiles, group, [&](int64_t b, int64_t e) {
     tiles(w, b, e, xb.data(), stride, n_tokens, y);
   });
 #endif

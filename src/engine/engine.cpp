@@ -174,17 +174,21 @@ bool Engine::start(Active& a) {
   const std::optional<cache::PrefixMatch> match = cache_ ? attach_cached_prefix(a) : std::nullopt;
   free_blocks(KvCache::blocks_for_tokens(kv_->shape(), n) - int64_t(kv_->blocks(a.seq).size()));
   if (!kv_->reserve(a.seq, n)) {
-    // The next try looks up again; only the admitted lookup counts.
-    a.disk_match = false;
-    release_sequence(a);
+    release_sequence(a);  // the next try looks up again
     return false;
   }
-  if (match) cache_->count_admission(*match);
   a.computed = kv_->length(a.seq);
   if (!a.started) {
     a.started = true;
     a.admitted = Clock::now();
     count_cached(a);
+    // The prompt cache counts a request's lookup once, when it is first
+    // admitted: not at each step it waits for room, nor when it resumes
+    // after a preemption (its own blocks would count as its hits).
+    if (match) {
+      cache_->count_admission(*match);
+      a.disk_match = match->disk_only();
+    }
   }
   return true;
 }

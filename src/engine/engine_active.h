@@ -45,7 +45,7 @@ struct Engine::Active {
   // while there are any.
   int64_t on_disk = 0;
   std::vector<cache::BlockHash> chain;
-  bool disk_match = false;  // its lookup found blocks on disk only, not yet counted (count_disk_match)
+  bool disk_match = false;  // its first admission's lookup found blocks on disk only, not yet counted (count_disk_match)
   int64_t restoring = 0;  // blocks it reads back in this step (plan_step)
 };
 

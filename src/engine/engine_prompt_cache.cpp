@@ -45,7 +45,6 @@ std::optional<cache::PrefixMatch> Engine::attach_cached_prefix(Active& a) {
   const std::span<const int32_t> tokens = a.history();
   const int64_t n = int64_t(tokens.size());
   cache::PrefixMatch m = cache_->lookup(tokens, a.request.session);
-  a.disk_match = m.disk_only();
   // The last history token is always computed, for its logits: a fully
   // cached history shares all but its last block, and takes a private copy
   // of that one so its last position can be written again.
