@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,13 +68,15 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
                                " belongs to another user; choose a cache directory of your own");
     if ((st.st_mode & 077) != 0 && ::fchmod(dir_fd_, 0700) != 0)
       throw std::runtime_error("cannot make " + ns_dir_.string() + " private: " + std::strerror(errno));
-    // The folder's own entry made durable (it may be new), before any record
-    // in it is reported durable: a crash must not take the folder, records
-    // and all. (A failure is the disk's; the writes will report it.)
-    if (const int parent = ::open(opt_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); parent >= 0) {
-      ::fsync(parent);
-      ::close(parent);
-    }
+    // The folders' entries made durable (they may be new: the namespace's,
+    // and DIR itself), before any record in them is reported durable: a
+    // crash must not take a folder, records and all. (Best effort: a disk
+    // that fails here fails the records' own fsyncs, which are reported.)
+    for (const std::filesystem::path& dir : {opt_.dir, opt_.dir.parent_path()})
+      if (const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+        ::fsync(fd);
+        ::close(fd);
+      }
     scan_records();
   } catch (...) {
     close_fds();
@@ -161,6 +164,7 @@ void SsdStore::scan_records() {
     opt_.max_bytes = std::max<uint64_t>(
         1, ((space_ec ? 0 : space.available) + stats_.bytes + stats_.other_bytes) / 2);
   }
+  cap_ = opt_.max_bytes;
   Evicted evicted;
   evict_over_cap(evicted);  // max_bytes may have been lowered since the last run
   delete_files(evicted);
@@ -230,7 +234,7 @@ void SsdStore::remove_entry(const BlockHash& hash) {
 // Other namespaces' records go first, the oldest first: a model updated in
 // place leaves its old namespace behind, never to be read again.
 void SsdStore::evict_over_cap(Evicted& out) {
-  while (stats_.bytes + stats_.other_bytes > opt_.max_bytes) {
+  while (stats_.bytes + stats_.other_bytes > cap_) {
     if (!others_.empty()) {
       OtherRecord r = std::move(others_.front());
       others_.pop_front();
@@ -440,11 +444,27 @@ int SsdStore::write_record(const Job& job, std::string& error) const {
 // the cap was set above its size. The cap comes down to an eighth below what
 // the records take now, and eviction makes that room, so later writes go on
 // within what the disk holds, the least recently used giving way, instead
-// of every write failing.
-void SsdStore::lower_cap_to_fit() {
-  const uint64_t held = stats_.bytes + stats_.other_bytes;
-  opt_.max_bytes = std::min(opt_.max_bytes, std::max(record_bytes_, held - held / 8));
+// of every write failing. (With nothing of ours on a full disk there is
+// nothing to give way, and writes fail until it frees.)
+void SsdStore::lower_cap_to_fit(uint64_t unindexed) {
+  const uint64_t held = stats_.bytes + stats_.other_bytes + unindexed;
+  const uint64_t cap = std::max(record_bytes_, held - held / 8);
+  if (cap >= cap_) return;
+  cap_ = cap;
   ++stats_.cap_lowerings;
+}
+
+// The cap goes back up, towards the one asked for, to what the records take
+// plus half of the free space (the default cap's share), once that is an
+// eighth more than now: not in steps so small that the disk fills again at
+// once.
+void SsdStore::raise_cap_as_space_frees() {
+  struct statvfs fs {};
+  if (::fstatvfs(dir_fd_, &fs) != 0) return;
+  const uint64_t free_bytes = uint64_t(fs.f_bavail) * fs.f_frsize;
+  std::lock_guard lk(mu_);
+  const uint64_t room = std::min(opt_.max_bytes, stats_.bytes + stats_.other_bytes + free_bytes / 2);
+  if (room >= cap_ + cap_ / 8) cap_ = room;
 }
 
 uint64_t SsdStore::oldest_unfinished_seq() const {
@@ -500,7 +520,7 @@ void SsdStore::writer_loop() {
           pending_.erase(job.hash);
           remember_dropped(job.hash, false);  // its children would be orphans on disk
           if (err == ENOSPC || err == EDQUOT) {
-            lower_cap_to_fit();
+            lower_cap_to_fit(batch.size() * record_bytes_);
             break;  // the eviction below makes room before the next write
           }
         }
@@ -511,6 +531,7 @@ void SsdStore::writer_loop() {
       const bool synced = batch.empty() || ::fsync(dir_fd_) == 0;
       const int err = errno;
       lk.lock();
+      if (!synced && (err == ENOSPC || err == EDQUOT)) lower_cap_to_fit(0);  // the batch is taken back
       for (const Written& w : batch) {
         if (synced) {
           add_entry(w.hash, w.parent, record_bytes_);
@@ -526,10 +547,12 @@ void SsdStore::writer_loop() {
       Evicted evicted;
       evict_over_cap(evicted);
       if (flush_target_ && last_seq >= flush_target_) flush_target_ = 0;
+      const bool below_cap = cap_ < opt_.max_bytes;
       // Deleted by this thread before its next write, so a block put again
       // meanwhile is written after its old file is gone, never before.
       lk.unlock();
       delete_files(evicted);
+      if (below_cap) raise_cap_as_space_frees();
       lk.lock();
     } catch (...) {
       // An allocation failed (nothing else throws here), and the thread
@@ -577,7 +600,7 @@ SsdStoreStats SsdStore::stats() const {
   std::lock_guard lk(mu_);
   SsdStoreStats s = stats_;
   s.entries = int64_t(index_.size());
-  s.max_bytes = opt_.max_bytes;
+  s.max_bytes = cap_;
   s.pending_spill_bytes = queued_bytes_ + writing_bytes_;
   s.pending_spills = int64_t(queue_.size()) + writing_count_;
   s.paused = paused_;

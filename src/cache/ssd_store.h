@@ -42,7 +42,8 @@ struct SsdStoreOptions {
   // other namespaces' records are removed, the oldest first, then this
   // namespace's least recently used chain ends. 0: half of the free space plus
   // what the records take at start, a cap that does not shrink as the cache
-  // fills from one run to the next.
+  // fills from one run to the next. A disk that fills up before the cap
+  // brings the cap in effect below it for a while (SsdStore::lower_cap_to_fit).
   uint64_t max_bytes = 0;
   uint64_t queue_bytes = 2ull << 30;  // cap on bytes waiting in the write queue; past it the
                                       // block being put is dropped and counted, and so are
@@ -54,7 +55,7 @@ struct SsdStoreOptions {
 
 struct SsdStoreStats {
   int64_t entries = 0;
-  uint64_t bytes = 0, max_bytes = 0;
+  uint64_t bytes = 0, max_bytes = 0;  // max_bytes: the cap in effect
   uint64_t other_bytes = 0;    // other namespaces' records, kept under max_bytes
   int64_t spills = 0;          // records written (committed)
   int64_t restores = 0;        // successful read() calls
@@ -62,7 +63,7 @@ struct SsdStoreStats {
   int64_t failed_spills = 0;   // writes that failed (I/O error, disk full): counted, file removed
   int64_t skipped = 0;         // corrupt / truncated / foreign / half-written files removed
   int64_t evicted = 0;         // records removed to stay under max_bytes
-  int64_t cap_lowerings = 0;   // times a full disk brought max_bytes down (lower_cap_to_fit)
+  int64_t cap_lowerings = 0;   // times a full disk brought the cap down (lower_cap_to_fit)
   uint64_t pending_spill_bytes = 0;  // waiting in the queue or being written (held in memory)
   int64_t pending_spills = 0;
   double restore_ms_last = 0;  // duration of the last successful read()
@@ -165,7 +166,11 @@ class SsdStore {
   void remove_entry(const BlockHash& hash);  // from the index only: the caller unlinks the file
   void mark_used(const BlockHash& hash, Entry& e);
   void remember_dropped(const BlockHash& hash, bool put_again);
-  void lower_cap_to_fit();
+  // A write found the disk full, with `unindexed` bytes of this batch's
+  // records on it: the cap comes down below what the records take.
+  void lower_cap_to_fit(uint64_t unindexed);
+  // Without mu_: after a lowering, the cap goes back up as the disk frees.
+  void raise_cap_as_space_frees();
   // Files an eviction took out of the index: deleted after mu_ is let go,
   // so that put() and read() never wait on the file system freeing MBs.
   struct Evicted {
@@ -177,7 +182,8 @@ class SsdStore {
   uint64_t oldest_unfinished_seq() const;
   void close_fds();
 
-  SsdStoreOptions opt_;
+  SsdStoreOptions opt_;  // max_bytes: the cap asked for (or the default)
+  uint64_t cap_ = 0;     // the cap in effect: max_bytes, or less while the disk is full
   std::filesystem::path ns_dir_;
   uint64_t record_bytes_ = 0;  // header + tokens + payload
   int lock_fd_ = -1, dir_fd_ = -1;

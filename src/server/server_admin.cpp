@@ -246,7 +246,8 @@ std::string Server::Impl::prometheus() const {
     const auto c = engine->cache_stats();
     metric("hearth_ssd_cache_entries", "gauge", "Blocks on SSD.", d->entries);
     metric("hearth_ssd_cache_bytes", "gauge", "Bytes of the blocks on SSD.", d->bytes);
-    metric("hearth_ssd_cache_max_bytes", "gauge", "SSD cache capacity (--ssd-cache-max).", d->max_bytes);
+    metric("hearth_ssd_cache_max_bytes", "gauge", "SSD cache capacity in effect (--ssd-cache-max, less while the disk is full).",
+           d->max_bytes);
     metric("hearth_ssd_cache_restores_total", "counter", "Blocks read back from SSD.", d->restores);
     metric("hearth_ssd_cache_spills_total", "counter", "Blocks written to SSD.", d->spills);
     metric("hearth_ssd_cache_restore_seconds_total", "counter", "Time spent reading prefixes back from SSD.",
@@ -256,6 +257,8 @@ std::string Server::Impl::prometheus() const {
     metric("hearth_ssd_cache_dropped_spills_total", "counter", "Writes dropped because the queue was full.",
            d->dropped_spills);
     metric("hearth_ssd_cache_failed_spills_total", "counter", "Writes that failed.", d->failed_spills);
+    metric("hearth_ssd_cache_cap_lowerings_total", "counter", "Times a full disk brought the capacity down.",
+           d->cap_lowerings);
     metric("hearth_ssd_cache_skipped_files_total", "counter", "Corrupt, foreign or half-written files removed.",
            d->skipped);
   }

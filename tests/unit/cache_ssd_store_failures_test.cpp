@@ -1,16 +1,17 @@
 // The SSD block store when writes cannot all be done: a paused writer, a
 // full write queue, failed writes and their children, and a full disk.
-#include <errno.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ssd_store_test_support.h"
@@ -179,41 +180,60 @@ TEST_F(SsdStoreTest, ChildrenQueuedBeforeTheirParentFailedAreDropped) {
   EXPECT_TRUE(files_in(ns_dir()).empty());
 }
 
-// A disk that fills up: a 64 KiB tmpfs (16 pages, a record a page) in a
-// mount namespace of the test's own, under a cap far above it. The write
-// that finds it full brings the cap down to fit, and the writes after it go
-// on, the least recently used records giving way. Run in a child process:
-// the mount is its alone, and ends with it.
+// A disk that fills up: a tmpfs of 32 pages in a mount namespace of the
+// test's own, half of it taken by another file, under a cap far above it;
+// records a page each, so the disk and the cap count alike. The write that
+// finds the disk full brings the cap down to fit, and the writes after it
+// go on, the least recently used records giving way; once the other file
+// is gone, the cap goes back up and holds more. Run in a child process: the
+// mount is its alone, and ends with it.
 TEST_F(SsdStoreTest, AFullDiskBringsTheCapDownAndWritesGoOn) {
   constexpr int kSkip = 77;
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  const std::string size = "size=" + std::to_string(32 * page);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     if (::unshare(CLONE_NEWNS) != 0 ||
         ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-        ::mount("hearth-test", root_.c_str(), "tmpfs", 0, "size=64k") != 0)
+        ::mount("hearth-test", root_.c_str(), "tmpfs", 0, size.c_str()) != 0)
       ::_exit(kSkip);
     int failures = 0;
-    auto check = [&](bool ok, const char* what) {
-      if (!ok) std::fprintf(stderr, "failed: %s\n", what), ++failures;
+    auto check = [&](bool ok, const std::string& what) {
+      if (!ok) std::fprintf(stderr, "failed: %s\n", what.c_str()), ++failures;
     };
+    const fs::path other = root_ / "other-file";
+    std::ofstream(other, std::ios::binary) << std::string(16 * page, 'x');
+    SsdStoreOptions o = options(1ull << 30);
+    o.block_bytes = page - kHeaderBytes - kTokens * 4;  // a record a page
+    const uint64_t record = page;
     {
-      SsdStore s(options(1ull << 30));
-      const auto blocks = separate_blocks(chain_root_, 40);
-      for (const Block& b : blocks) {
-        put(s, b);
-        s.flush();
-      }
-      const auto st = s.stats();
-      check(st.cap_lowerings >= 1, "the cap came down");
-      check(st.max_bytes < 16 * kRecordBytes, "to what the disk holds");
-      check(st.failed_spills >= 1 && st.failed_spills <= 2,
-            "a write or two failed, not every one after");
+      SsdStore s(o);
+      auto write = [&](const std::vector<Block>& blocks) {
+        for (const Block& b : blocks) {
+          put(s, b, o.block_bytes);
+          s.flush();
+        }
+        for (size_t i = blocks.size() - 5; i < blocks.size(); ++i)
+          check(s.contains(blocks[i].hash) && read_ok(s, blocks[i], o.block_bytes),
+                "the newest blocks are on disk");
+        check(!s.contains(blocks[0].hash), "the oldest gave way");
+      };
+      write(separate_blocks(chain_root_, 40));
+      auto st = s.stats();
+      check(st.cap_lowerings == 1, "the cap came down once");
+      check(st.max_bytes < 16 * record, "to what the disk holds");
+      check(st.failed_spills == 1, "one write failed, not every one after it");
       check(st.last_error.find("No space left") != std::string::npos,
             "the error names the full disk");
-      for (size_t i = blocks.size() - 5; i < blocks.size(); ++i)
-        check(s.contains(blocks[i].hash) && read_ok(s, blocks[i]), "the newest blocks are on disk");
-      check(!s.contains(blocks[0].hash), "the oldest gave way");
+      const int64_t held_on_full_disk = st.entries;
+
+      fs::remove(other);
+      write(separate_blocks(root_hash("after"), 40));
+      st = s.stats();
+      check(st.entries > held_on_full_disk + 8,
+            "the cap went back up: " + std::to_string(st.entries) + " records held");
+      check(st.failed_spills == 1, "and no write failed on the way");
     }
     ::_exit(failures == 0 ? 0 : 1);
   }
