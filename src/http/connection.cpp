@@ -417,11 +417,15 @@ void Connection::probe() {
   if (phase_ != Phase::Handling) return;
   write(std::string(kInterim));
   flush();
+  probe_again(&Connection::probe);
+}
+
+void Connection::probe_again(void (Connection::*probe)()) {
   // The first reset comes back within a round trip; then once a second.
   probe_timer_.expires_after(probes_++ == 0 ? std::chrono::milliseconds(50)
                                             : std::chrono::milliseconds(1000));
-  probe_timer_.async_wait([self = weak_from_this()](error_code ec) {
-    if (auto c = self.lock(); c && !ec) c->probe();
+  probe_timer_.async_wait([self = weak_from_this(), probe](error_code ec) {
+    if (auto c = self.lock(); c && !ec) (c.get()->*probe)();
   });
 }
 

@@ -128,6 +128,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void client_eof();
   void probe();
   void probe_stream();
+  void probe_again(void (Connection::*probe)());  // the next probe() or probe_stream(), on a timer
   void write(std::string bytes, bool stream_bytes = false);
   void flush();
   void on_written(boost::system::error_code ec, size_t n);

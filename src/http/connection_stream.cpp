@@ -147,11 +147,7 @@ void Connection::probe_stream() {
     queue_stream_bytes(*stream_, ":\n\n", chunked_);
   }
   drain_stream();
-  probe_timer_.expires_after(probes_++ == 0 ? std::chrono::milliseconds(50)
-                                            : std::chrono::milliseconds(1000));
-  probe_timer_.async_wait([self = weak_from_this()](error_code ec) {
-    if (auto c = self.lock(); c && !ec) c->probe_stream();
-  });
+  probe_again(&Connection::probe_stream);
 }
 
 // The streaming worker, if any, stops at its next write.
