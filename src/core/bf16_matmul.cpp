@@ -188,17 +188,22 @@ constexpr auto token_kernels(std::index_sequence<I...>) {
   return std::array{&tile_kernel<int(I) + 1, 1>...};
 }
 
-// Row tiles [begin, end) against n_tokens tokens. One token takes four tiles
-// at a time and two or three tokens two: enough independent chains to hide
-// vdpbf16ps's latency. More tokens go tile by tile, each tile's weights
-// staying in cache across the token blocks.
+// Row tiles a kernel call takes together for n_tokens tokens: one token
+// four and two or three tokens two, enough independent chains to hide
+// vdpbf16ps's latency; more tokens one, each tile's weights staying in cache
+// across the token blocks.
+constexpr int64_t tile_group(int64_t n_tokens) {
+  return n_tokens == 1 ? 4 : n_tokens == 2 || n_tokens == 3 ? 2 : 1;
+}
+
+// Row tiles [begin, end) against n_tokens tokens.
 void tiles(const Bf16Packed& w, int64_t begin, int64_t end, const uint16_t* xb, int64_t x_stride,
            int64_t n_tokens, float* y) {
   static constexpr auto kKernels = token_kernels(std::make_index_sequence<kMaxTokens>());
   int64_t tile = begin;
-  if (n_tokens == 1)
+  if (tile_group(n_tokens) == 4)
     for (; tile + 4 <= end; tile += 4) tile_kernel<1, 4>(w, tile, xb, x_stride, 0, y);
-  else if (n_tokens > 1 && n_tokens < 4)
+  else if (tile_group(n_tokens) == 2)
     for (; tile + 2 <= end; tile += 2)
       (n_tokens == 2 ? tile_kernel<2, 2> : tile_kernel<3, 2>)(w, tile, xb, x_stride, 0, y);
   for (; tile < end; ++tile)
@@ -355,8 +360,7 @@ void bf16_matmul(ThreadPool& pool, const Bf16Packed& w, const float* x, int64_t 
   std::fill(xb.begin() + n_tokens * stride, xb.end(), uint16_t(0));
   if (amx) return amx_matmul(pool, w, xb.data(), stride, n_tokens, y);
   // Chunks of whole tile groups where there are many threads for few tiles.
-  const int64_t group = n_tokens == 1 ? 4 : n_tokens < 4 ? 2 : 1;
-  pool.parallel_for(w.tiles, group, [&](int64_t b, int64_t e) {
+  pool.parallel_for(w.tiles, tile_group(n_tokens), [&](int64_t b, int64_t e) {
     tiles(w, b, e, xb.data(), stride, n_tokens, y);
   });
 #endif
