@@ -30,7 +30,7 @@
 # alderlake: also AVX-VNNI; zen4, icelake, ...: AVX-512) makes it load that
 # one, from a hard-linked copy of bench/node_modules holding no other, so on an
 # AVX-512 machine llama.cpp can run the same level as hearth under
-# HEARTH_SIMD (architecture.md, "Kernels"), e.g. HEARTH_SIMD=avx2-novnni with
+# HEARTH_SIMD (docs/architecture/kernels.md, "Kernels"), e.g. HEARTH_SIMD=avx2-novnni with
 # --llamacpp-cpu haswell for an AVX2-only CPU's pair of kernels. The table's
 # last lines say which features each engine ran with.
 set -euo pipefail

@@ -14,7 +14,7 @@ packages=(
   libsimde-dev                                  # the AVX-512 kernels' test on CPUs without AVX-512 (core/avx512.h)
   libgtest-dev libgmock-dev                     # unit tests
   nlohmann-json3-dev                            # JSON
-  libboost-dev                                  # HTTP server: Boost.Beast on Asio (docs/architecture.md)
+  libboost-dev                                  # HTTP server: Boost.Beast on Asio (docs/architecture/http.md)
   libpcre2-dev                                  # Unicode regex for tokenizers
   libutf8proc-dev                               # Unicode normalization
   libxxhash-dev                                 # block hashes of the prompt cache

@@ -52,7 +52,7 @@ suite "Arm (aarch64) build of the portable layers, kernel tests under qemu-user"
 PY=/usr/bin/python3
 suite "command line" bash tests/cli/test_cli.sh build/hearth
 [ -f tests/numerics/test_numerics.py ] && suite "numerics vs NumPy" $PY tests/numerics/test_numerics.py --hearth build/hearth
-# Again on the lower kernel targets (docs/architecture.md, "Kernels"), so the
+# Again on the lower kernel targets (docs/architecture/kernels.md, "Kernels"), so the
 # kernels every CPU kind takes meet the same tolerances whatever CPU runs CI.
 for target in avx2 avx2-novnni scalar; do
   suite "numerics vs NumPy (HEARTH_SIMD=$target)" env HEARTH_SIMD=$target \

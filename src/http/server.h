@@ -1,5 +1,5 @@
 // An event-driven HTTP/1.1 server (Boost.Beast's parser on Asio; see
-// docs/architecture.md for why). One I/O thread owns every socket: an idle,
+// docs/architecture/http.md for why). One I/O thread owns every socket: an idle,
 // slow or half-sent connection costs a file descriptor and its buffer, never a
 // thread. A complete request runs its handler on a worker thread (or on the
 // I/O thread for routes marked inline, which must not block), and its response

@@ -52,7 +52,7 @@ def bf16_round(x):
 
 def int8_kv_round(x):
     """KV entries x [tokens, heads, head_dim] as hearth's --kv-type int8
-    keeps them (docs/architecture.md): per token, head and group of 32
+    keeps them (docs/architecture/engine.md, "KV memory"): per token, head and group of 32
     dimensions (the whole head where 32 does not divide it), in float32,
     scale = max|x| / 127 and codes rint(x / scale) (ties to even); returns
     codes * scale."""
