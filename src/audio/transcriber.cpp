@@ -9,6 +9,7 @@
 #include "audio/decode.h"
 #include "audio/mel.h"
 #include "audio/word_timestamps.h"
+#include "core/elapsed.h"
 
 namespace hearth::audio {
 
@@ -175,8 +176,7 @@ void encode_window(WhisperModel& model, ThreadPool& pool, TranscriptState& state
   std::vector<float> features;
   model.encode(pool, window.data(), features);
   model.cross_kv(pool, features, cross);
-  state.transcript.timings.encoder_ms +=
-      std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  state.transcript.timings.encoder_ms += ms_since(t0);
   ++state.transcript.timings.windows;
 }
 
@@ -230,7 +230,7 @@ void transcribe_window(WhisperModel& model, const text::WhisperTokenizer& tokeni
     const auto t0 = Clock::now();
     result = decoder.decode(cross, decoding, state.rng,
                             state.first_window && i == 0 ? hooks.first_window_steps : nullptr);
-    timings.decoder_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    timings.decoder_ms += ms_since(t0);
     ++timings.decodes;
     timings.tokens += int64_t(result.tokens.size());
     bool fallback = (options.compression_ratio_threshold &&

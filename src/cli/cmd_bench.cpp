@@ -15,6 +15,7 @@
 #include "core/bandwidth.h"
 #include "core/bf16_matmul.h"
 #include "core/cpu_features.h"
+#include "core/elapsed.h"
 #include "core/int8_matmul.h"
 #include "core/ops.h"
 #include "core/simd.h"
@@ -48,10 +49,6 @@ const char* kHelp = R"(usage: hearth bench [--model DIR] [options]
   --json             print one JSON object instead of the table
 )";
 
-double seconds(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // Aggregate greedy decode tok/s of n streams that decode together: each
 // step forwards one token of every stream in one batch, as the engine's
 // steps do for n running requests (the forward and the argmax, without the
@@ -83,7 +80,7 @@ double batched_decode_rate(LlamaModel& model, ThreadPool& pool, KvCache& kv,
       }
       model.forward(pool, kv, rows, logits);
     }
-    const double s = seconds(t0);
+    const double s = seconds_since(t0);
     for (int seq : seqs) kv.release(seq);
     if (r > 0) best = std::max(best, double(n * steps) / s);
   }
@@ -155,7 +152,7 @@ int cmd_bench(int argc, char** argv) {
       BatchRow row{seq, std::span(tokens.data(), size_t(n)), false};
       auto t0 = std::chrono::steady_clock::now();
       model->forward(pool, *kv, std::span(&row, 1), logits);
-      double s = seconds(t0);
+      double s = seconds_since(t0);
       kv->release(seq);
       if (r > 0) best = std::min(best, s);
     }
@@ -180,7 +177,7 @@ int cmd_bench(int argc, char** argv) {
     });
     auto t0 = std::chrono::steady_clock::now();
     matmul(pool, head, x.data(), 1, y.data());
-    best_gemv = std::min(best_gemv, seconds(t0));
+    best_gemv = std::min(best_gemv, seconds_since(t0));
   }
   const double gemv_bandwidth = double(head.bytes()) / best_gemv;
 

@@ -17,6 +17,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/elapsed.h"
 #include "text/tokenizer/tokenizer.h"
 #include "text/tokenizer/whisper.h"
 
@@ -194,7 +195,7 @@ int cmd_tokenize(int argc, char** argv) {
         const std::string& s = j.get_ref<const std::string&>();
         const auto a = std::chrono::steady_clock::now();
         const auto ids = encode(s);
-        encode_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+        encode_s += seconds_since(a);
         n_tokens += ids.size();
         n_bytes += s.size();
         out = json_ids(ids);
@@ -209,7 +210,7 @@ int cmd_tokenize(int argc, char** argv) {
     const std::string s = read_all(std::cin);
     const auto a = std::chrono::steady_clock::now();
     const auto ids = encode(s);
-    encode_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+    encode_s += seconds_since(a);
     n_tokens += ids.size();
     n_bytes += s.size();
     std::cout << json_ids(ids) << '\n';

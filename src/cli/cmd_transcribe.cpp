@@ -15,6 +15,7 @@
 #include "audio/transcriber.h"
 #include "cli/commands.h"
 #include "cli/model_options.h"
+#include "core/elapsed.h"
 #include "core/read_file.h"
 
 namespace hearth::cli {
@@ -128,9 +129,6 @@ int cmd_transcribe(int argc, char** argv) {
     throw std::runtime_error("--format must be text, json, verbose_json, srt or vtt, not '" + format + "'");
 
   using Clock = std::chrono::steady_clock;
-  auto ms_since = [](Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  };
   const auto load_start = Clock::now();
   const fs::path dir = args.str("model");
   auto model = WhisperModel::load(dir);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/aligned_bytes.h"
+#include "core/elapsed.h"
 #include "core/simd.h"
 
 namespace hearth {
@@ -24,7 +25,7 @@ double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int repeats) {
       int64_t per = n / pool.size(), b = task * per, e = task + 1 == pool.size() ? n : b + per;
       sink[task] = simd::sum(buffer + b, e - b);
     });
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double s = seconds_since(t0);
     best = std::max(best, double(bytes) / s);
   }
   return best;

@@ -4,12 +4,11 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "core/elapsed.h"
+
 namespace hearth {
 
 namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Releases the sequence's KV whatever way the run ends.
 struct SequenceGuard {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/elapsed.h"
 #include "http/connection.h"
 
 namespace hearth::http {
@@ -61,7 +62,7 @@ class StreamWriter final : public StreamSink {
     const bool room = state_->drained.wait_for(lock, std::chrono::duration<double>(timeout_), [&] {
       return state_->closed || state_->unsent <= cap_;
     });
-    waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    waited_ += seconds_since(t0);
     drained_ += double(unsent - std::min(unsent, state_->unsent));
     const bool too_slow = waited_ > timeout_ && drained_ < min_rate_ * waited_;
     if (!room || too_slow) state_->closed = state_->abandoned = true;  // end_stream() closes

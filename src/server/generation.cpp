@@ -1,5 +1,6 @@
 #include "server/generation.h"
 
+#include "core/elapsed.h"
 #include "text/unicode.h"
 
 #include <algorithm>
@@ -77,8 +78,7 @@ bool GenerationStream::next_piece(Piece& out) {
       return !done_;
     }
 
-    if (completion_tokens_ == 0)
-      ttft_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (completion_tokens_ == 0) ttft_ = seconds_since(start_);
     ++completion_tokens_;
     ids_.push_back(ev->token);
     if (std::find(eos_.begin(), eos_.end(), ev->token) != eos_.end()) continue;  // not shown

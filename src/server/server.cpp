@@ -7,6 +7,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/elapsed.h"
 #include "io/model_dirs.h"
 #include "server/random_id.h"
 #include "server/server_impl.h"
@@ -143,7 +144,7 @@ void Job::record() {
       m.decode_tokens += info.generated_tokens - 1;
     }
   }
-  m.request_duration.observe(std::chrono::duration<double>(Clock::now() - t0).count());
+  m.request_duration.observe(seconds_since(t0));
 }
 
 ojson Server::Impl::models(bool anthropic) const {
@@ -238,7 +239,7 @@ void Server::Impl::setup() {
     const EngineStats st = engine ? engine->stats() : EngineStats{};
     ojson out = {{"status", draining ? "shutting_down" : "ok"},
                  {"model", model.id},
-                 {"uptime_seconds", std::chrono::duration<double>(Clock::now() - started).count()},
+                 {"uptime_seconds", seconds_since(started)},
                  {"queued", st.queued},
                  {"running", st.running}};
     if (transcription) out["transcription"] = transcription_status();

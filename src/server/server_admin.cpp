@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "core/elapsed.h"
 #include "server/server_impl.h"
 
 namespace hearth::server {
@@ -40,7 +41,7 @@ void Server::Impl::trim_if_idle() const {
 ojson Server::Impl::stats() const {
   trim_if_idle();
   const ProcessMemory mem = process_memory();
-  const double uptime = std::chrono::duration<double>(Clock::now() - started).count();
+  const double uptime = seconds_since(started);
   const auto& m = metrics;
   const ojson server = {{"version", kVersion},
                         {"sanitized", kSanitized},
@@ -199,7 +200,7 @@ std::string Server::Impl::prometheus() const {
     o << "hearth_http_requests_total{route=\"" << key.first << "\",status=\"" << key.second << "\"} " << n << '\n';
   const auto& m = metrics;
   metric("hearth_uptime_seconds", "gauge", "Seconds since the server started.",
-         std::chrono::duration<double>(Clock::now() - started).count());
+         seconds_since(started));
   metric("hearth_process_resident_memory_bytes", "gauge", "Resident set size.", mem.rss_bytes);
   metric("hearth_process_peak_resident_memory_bytes", "gauge", "Peak resident set size.", mem.peak_rss_bytes);
   if (!engine) return o.str();  // transcription only: the rest is the chat engine's

@@ -6,6 +6,7 @@
 #include "audio/audio_error.h"
 #include "audio/decode.h"
 #include "audio/subtitles.h"
+#include "core/elapsed.h"
 #include "core/read_file.h"
 #include "server/audio_request.h"
 #include "server/server_impl.h"
@@ -121,7 +122,7 @@ void Server::Impl::audio_transcribe(const http::Request& req, http::Response& re
   std::string().swap(r.audio);  // its memory too, while the transcription waits
   if (samples.size() < kMinSamples)
     throw bad_request("file", "the audio is shorter than 0.1 s", "audio_too_short");
-  const double decode_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const double decode_ms = ms_since(t0);
 
   auto run = [this, client = req.client, t0, decode_ms](const std::vector<float>& samples,
                                                         const AudioRequest& r,

@@ -9,6 +9,7 @@
 
 #include "audio/audio_error.h"
 #include "audio/decode.h"
+#include "core/elapsed.h"
 #include "core/seconds_text.h"
 #include "server/server_impl.h"
 
@@ -212,9 +213,7 @@ void Server::Impl::audio_session_finish(const http::Request& req, http::Response
   }
   whisper.count_request();
   windows = {{"early", stream.windows_transcribed()}, {"redone", stream.windows_redone()}};
-  TranscriptAnswer a = transcript_answer(
-      t, session->request,
-      {{"finish_ms", std::chrono::duration<double, std::milli>(Clock::now() - t0).count()}});
+  TranscriptAnswer a = transcript_answer(t, session->request, {{"finish_ms", ms_since(t0)}});
   if (!a.json.is_null()) a.json["hearth"]["session"] = {{"id", session->id}, {"windows", windows}};
   send_transcript(res, a);
 }

@@ -4,6 +4,7 @@
 // are {"error": "..."}.
 #include <chrono>
 
+#include "core/elapsed.h"
 #include "server/ollama_request.h"
 #include "server/reply.h"
 #include "server/server_impl.h"
@@ -110,7 +111,7 @@ void Server::Impl::ollama_generate(const http::Request& req, http::Response& res
       const GenerationStream& g = end->generation();
       const FinishInfo& info = g.info();
       o["done_reason"] = g.finish_reason() == "length" ? "length" : "stop";
-      o["total_duration"] = nanoseconds(std::chrono::duration<double>(Clock::now() - job->t0).count());
+      o["total_duration"] = nanoseconds(seconds_since(job->t0));
       o["load_duration"] = 0;
       o["prompt_eval_count"] = g.prompt_tokens();
       o["prompt_eval_duration"] = nanoseconds(info.prefill_seconds);

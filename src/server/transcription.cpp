@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/elapsed.h"
+
 namespace hearth::server {
 
 Transcription::Transcription(TranscriptionOptions options) : options_(std::move(options)) {
@@ -36,8 +38,7 @@ void Transcription::load_locked() {
   std::lock_guard lock(state_);
   loaded_ = true;
   ++loads_;
-  last_load_ms_ =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  last_load_ms_ = ms_since(t0);
 }
 
 void Transcription::unload_locked() {
