@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "core/elapsed.h"
+
 namespace hearth::cache {
 
 std::optional<Retention> parse_retention(std::string_view name) {
@@ -110,7 +112,7 @@ size_t PrefixCache::read_back(std::span<const int32_t> tokens, std::span<const B
   if (n > 0) {
     stats_.restored_blocks += int64_t(n);
     stats_.hit_tokens += int64_t(n) * block_tokens_;
-    stats_.restore_ms_total += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    stats_.restore_ms_total += ms_since(t0);
   }
   return n;
 }
@@ -148,7 +150,7 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
     index(h, cursor.parent, ids, block);
     if (auto it = entries_.find(h); it != entries_.end()) it->second.used = clock_;
     if (ssd_) {  // write-behind
-      put_dropped_again(cursor.parent);
+      put_missing_again(cursor.parent);
       ssd_->put(h, cursor.parent, ids, kv_.block_data(block));
     }
     cursor.parent = h;
@@ -166,9 +168,10 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
 
 // A block found in RAM is never published again, so without this a write
 // dropped for a full queue would keep every later turn of its conversation
-// off the disk. Only once the queue has room (a full one would drop the run
+// off the disk, and an evicted record would leave them unreadable there.
+// Only once the queue has room (a full one would drop the run
 // again at once), and only until the first block the queue drops again.
-void PrefixCache::put_dropped_again(const BlockHash& hash) {
+void PrefixCache::put_missing_again(const BlockHash& hash) {
   if (!ssd_->awaits_put_again(hash) || !ssd_->has_queue_room()) return;
   std::vector<const std::pair<const BlockHash, Entry>*> run;  // youngest first
   for (BlockHash h = hash; h != root_ && ssd_->awaits_put_again(h);) {

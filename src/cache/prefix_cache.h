@@ -178,10 +178,10 @@ class PrefixCache {
   void enforce_cap();
   void forget_oldest_sessions();
   // Mutex held: puts `hash` and its indexed ancestors that the SSD tier
-  // dropped for a full queue (SsdStore::awaits_put_again) to it again,
-  // oldest first, so that the children put after them are not dropped in
-  // turn.
-  void put_dropped_again(const BlockHash& hash);
+  // lacks (dropped for a full queue, evicted, removed as corrupt:
+  // SsdStore::awaits_put_again) to it again, oldest first, so that the
+  // children put after them are neither dropped nor written unreadable.
+  void put_missing_again(const BlockHash& hash);
 
   KvCache& kv_;
   const BlockHash root_;

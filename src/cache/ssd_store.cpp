@@ -14,15 +14,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/elapsed.h"
+
 namespace hearth::cache {
-
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   if (opt_.block_bytes == 0 || opt_.block_tokens <= 0)
@@ -125,8 +119,11 @@ void SsdStore::scan_records() {
       continue;  // a directory or device named like a record: not ours either
     }
     // Only the header is read here: a restart must stay fast with GBs on disk.
+    // A record another user owns was planted while the folder was open
+    // (before it was made private): not trusted, whatever its checksums say.
     std::optional<kv_record::Link> link;
-    if (fd >= 0 && uint64_t(st.st_size) == record_bytes_) link = kv_record::read_header(fd, shape());
+    if (fd >= 0 && uint64_t(st.st_size) == record_bytes_ && st.st_uid == ::geteuid())
+      link = kv_record::read_header(fd, shape());
     if (fd >= 0) ::close(fd);
     if (link && name == link->hash.hex() + kv_record::kSuffix) {
       found.push_back({link->hash, link->parent, uint64_t(st.st_size), st.st_mtim});
@@ -140,15 +137,9 @@ void SsdStore::scan_records() {
     return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec
                                             : a.mtime.tv_nsec < b.mtime.tv_nsec;
   });
+  // (A record older than its parent, the parent written again later, is
+  // counted as its child once the parent is indexed: add_entry.)
   for (const Found& f : found) add_entry(f.hash, f.parent, f.bytes);
-  // A record older than its parent (the parent written again later) counts
-  // as its child too, so that the parent is not evicted before it.
-  for (auto& [hash, e] : index_) {
-    auto p = index_.find(e.parent);
-    if (e.counted || p == index_.end()) continue;
-    e.counted = true;
-    if (p->second.children++ == 0) leaves_.erase(p->second.used);
-  }
   others_ = other_namespaces_records();
   std::ranges::sort(others_, {}, &OtherRecord::mtime);
   for (const OtherRecord& r : others_) stats_.other_bytes += r.bytes;
@@ -191,14 +182,25 @@ std::deque<SsdStore::OtherRecord> SsdStore::other_namespaces_records() const {
 
 void SsdStore::add_entry(const BlockHash& hash, const BlockHash& parent, uint64_t bytes) {
   if (index_.contains(hash)) return;
-  const bool counted = index_.contains(parent);
+  const auto p = index_.find(parent);
+  Entry* const counted_by = p != index_.end() ? &p->second : nullptr;  // (references outlive a rehash)
+  // Its children indexed before it (written again after them, or read back
+  // corrupt and removed) count now, so that it is not evicted before them.
+  const auto waiting = int32_t(uncounted_.count(hash));
   const uint64_t tick = ++clock_;
-  index_.emplace(hash, Entry{parent, bytes, tick, 0, counted});
-  leaves_.emplace(tick, hash);
-  if (counted) {
-    Entry& p = index_.at(parent);
-    if (p.children++ == 0) leaves_.erase(p.used);
+  const auto it = index_.emplace(hash, Entry{parent, bytes, tick, waiting, counted_by != nullptr}).first;
+  try {  // (an allocation) nothing is changed unless all of it is
+    if (waiting == 0) leaves_.emplace(tick, hash);
+    if (!counted_by) uncounted_.emplace(parent, hash);
+  } catch (...) {
+    if (waiting == 0) leaves_.erase(tick);
+    index_.erase(it);
+    throw;
   }
+  const auto [first_child, end_child] = uncounted_.equal_range(hash);  // (after the emplace: a rehash moves them)
+  for (auto c = first_child; c != end_child; ++c) index_.find(c->second)->second.counted = true;
+  uncounted_.erase(first_child, end_child);
+  if (counted_by && counted_by->children++ == 0) leaves_.erase(counted_by->used);
   stats_.bytes += bytes;
 }
 
@@ -218,22 +220,36 @@ void SsdStore::remove_entry(const BlockHash& hash) {
   stats_.bytes -= e.bytes;
   if (e.children == 0) leaves_.erase(e.used);
   index_.erase(it);
-  // (A parent removed before its children, as a corrupt one is, comes back
-  // with none counted: children > 0 guards its count.)
-  if (auto p = index_.find(e.parent); e.counted && p != index_.end() && p->second.children > 0 &&
-                                      --p->second.children == 0)
-    leaves_.emplace(p->second.used, e.parent);
+  if (e.counted) {
+    Entry& p = index_.at(e.parent);
+    if (--p.children == 0) leaves_.emplace(p.used, e.parent);
+  } else {
+    const auto [first, end] = uncounted_.equal_range(e.parent);
+    for (auto c = first; c != end; ++c)
+      if (c->second == hash) {
+        uncounted_.erase(c);
+        break;
+      }
+  }
+  // A parent removed before its children (read back corrupt, or gone):
+  // they wait for it, uncounted, until it is written again. Rare, so a
+  // walk over the index rather than a list of children per record.
+  if (e.children > 0)
+    for (auto& [child, c] : index_)
+      if (c.counted && c.parent == hash) {
+        c.counted = false;
+        uncounted_.emplace(hash, child);
+      }
 }
 
 // Other namespaces' records go first, the oldest first: a model updated in
 // place leaves its old namespace behind, never to be read again.
 void SsdStore::evict_over_cap(Evicted& out) {
   while (stats_.bytes + stats_.other_bytes > cap_) {
-    if (!others_.empty()) {
-      OtherRecord r = std::move(others_.front());
+    if (!others_.empty()) {  // (listed for deletion before it leaves the count)
+      out.others.push_back(others_.front().path);
+      stats_.other_bytes -= others_.front().bytes;
       others_.pop_front();
-      stats_.other_bytes -= r.bytes;
-      out.others.push_back(std::move(r.path));
       ++stats_.evicted;
       continue;
     }
@@ -341,7 +357,8 @@ bool SsdStore::contains(const BlockHash& hash) const {
 
 bool SsdStore::awaits_put_again(const BlockHash& hash) const {
   std::lock_guard lk(mu_);
-  return put_again_.count(hash) > 0;
+  if (index_.contains(hash) || pending_.contains(hash)) return false;
+  return !dropped_.contains(hash) || put_again_.contains(hash);
 }
 
 bool SsdStore::has_queue_room() const {

@@ -98,11 +98,13 @@ class SsdStore {
   void touch(std::span<const BlockHash> hashes);
   // True once the record is durable on disk, not merely queued.
   bool contains(const BlockHash& hash) const;
-  // True when the block was dropped for a full queue (itself, or a parent
-  // that was) and has not been put again since: its children are dropped
-  // until it is, so the prompt cache puts it again first while it is in
-  // RAM. A failed write, or one drop_queue() gave up, blocks its children
-  // the same way but is not offered again: retrying would repeat the
+  // True when the block is neither durable nor queued and was not given
+  // up: dropped for a full queue (itself, or a parent that was), evicted,
+  // or removed as corrupt. A chain is read from its start, so the prompt
+  // cache puts such a block again, while it is in RAM, before a child of
+  // it (a dropped block's children are dropped until it is; an evicted
+  // one's would be written and never read). A failed write, or one
+  // drop_queue() gave up, is not offered again: retrying would repeat the
   // failure, or take back the memory just given up.
   bool awaits_put_again(const BlockHash& hash) const;
   // Whether a put now would find room in the queue.
@@ -137,8 +139,8 @@ class SsdStore {
     BlockHash parent;
     uint64_t bytes = 0;  // file size
     uint64_t used = 0;   // clock tick of the last put, touch or read
-    int32_t children = 0;  // records that count this one as their parent
-    bool counted = false;  // whether the parent was indexed when this one was, and counts it
+    int32_t children = 0;  // indexed records that count this one as their parent
+    bool counted = false;  // whether its parent is indexed and counts it (else it is in uncounted_)
   };
   struct Job {
     uint64_t seq = 0;  // put order, for flush()
@@ -196,6 +198,10 @@ class SsdStore {
   // first: eviction takes leaves only, since a chain is read from its start
   // and a record whose parent is gone is never read again.
   std::map<uint64_t, BlockHash> leaves_;
+  // The records whose parent is not indexed, by parent: a chain's first
+  // (its parent is the root), or one written before its parent. Counted as
+  // the parent's children once it is indexed.
+  std::unordered_multimap<BlockHash, BlockHash, BlockHashHasher> uncounted_;
   uint64_t clock_ = 0;
   std::deque<OtherRecord> others_;  // other namespaces' records, oldest first
   std::deque<Job> queue_;

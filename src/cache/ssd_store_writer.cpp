@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,12 +88,13 @@ void SsdStore::writer_loop() {
   };
   std::vector<Written> batch;
   batch.reserve(kBatchRecords);  // so that a push_back never allocates
-  BlockHash writing;             // the record being written
+  std::optional<BlockHash> writing;  // the record being written
   std::unique_lock lk(mu_);
   for (;;) {
     auto may_write = [&] { return !queue_.empty() && (!paused_ || stopping_ || flush_target_); };
     work_cv_.wait(lk, [&] { return may_write() || (stopping_ && queue_.empty()); });
     if (!may_write()) return;  // stopping, and everything queued is written
+    Evicted evicted;
     try {
       // Write records one by one, then make their renames durable with one
       // directory fsync before contains() may report them.
@@ -117,6 +119,7 @@ void SsdStore::writer_loop() {
         const int err = write_record(job, error);
         const bool ok = err == 0;
         lk.lock();
+        writing.reset();
         last_seq = job.seq;
         writing_bytes_ -= job.bytes();  // its copy is released with `job`
         --writing_count_;
@@ -153,7 +156,6 @@ void SsdStore::writer_loop() {
         }
         pending_.erase(w.hash);
       }
-      Evicted evicted;
       evict_over_cap(evicted);
       if (flush_target_ && last_seq >= flush_target_) flush_target_ = 0;
       const bool below_cap = cap_ < opt_.max_bytes;
@@ -165,12 +167,31 @@ void SsdStore::writer_loop() {
       lk.lock();
     } catch (...) {
       // An allocation failed (nothing else throws here), and the thread
-      // must not end the server: the batch is given up, counted as failed
-      // (what reached the disk is found again at the next start).
+      // must not end the server: what is left of the batch is given up and
+      // counted as failed. Its records on disk but not indexed are removed,
+      // since nothing would count them against the cap, and the files an
+      // eviction took out of the index are deleted (best effort: each
+      // name is one more allocation).
       if (!lk.owns_lock()) lk.lock();
-      for (const Written& w : batch) pending_.erase(w.hash);
-      pending_.erase(writing);
-      stats_.failed_spills += int64_t(batch.size()) + 1;
+      for (const Written& w : batch) {
+        if (!index_.contains(w.hash)) {
+          try {
+            ::unlinkat(dir_fd_, (w.hash.hex() + kv_record::kSuffix).c_str(), 0);
+          } catch (...) {
+          }
+          ++stats_.failed_spills;
+        }
+        pending_.erase(w.hash);
+      }
+      if (writing) {  // write_record threw (naming its files): nothing of it is on disk
+        pending_.erase(*writing);
+        ++stats_.failed_spills;
+        writing.reset();
+      }
+      try {
+        delete_files(evicted);
+      } catch (...) {
+      }
       writing_bytes_ = 0, writing_count_ = 0;
     }
     batch.clear();

@@ -486,5 +486,40 @@ TEST(PrefixCache, ADroppedWriteIsPutAgainBeforeItsChildren) {
   std::filesystem::remove_all(dir);
 }
 
+// A block evicted from the SSD tier (the least recently used there) that
+// stays in RAM: the next turn's block, its child, puts it back first, or
+// the child would be written where no lookup reads it (a chain is read
+// from its start).
+TEST(PrefixCache, ABlockEvictedFromDiskIsPutAgainBeforeItsChild) {
+  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  {
+    Fixture f;
+    const uint64_t record = kv_record::Shape{root_hash("ns"), kBlock, f.kv.block_bytes()}.file_bytes();
+    SsdStore ssd({dir, 3 * record, 1 << 20, root_hash("ns"), f.kv.block_bytes(), kBlock});
+    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+    const auto turn1 = iota(kBlock), turn2 = iota(2 * kBlock), other = iota(3 * kBlock, 1000);
+    f.kv.release(f.publish_new(c, turn1));
+    ssd.flush();
+    f.kv.release(f.publish_new(c, other));  // three records more: turn 1's goes
+    ssd.flush();
+    const PrefixMatch m1 = c.lookup(turn1);
+    ASSERT_EQ(m1.tokens, kBlock) << "still in RAM";
+    ASSERT_FALSE(ssd.contains(m1.chain[0]));
+
+    const PrefixMatch m2 = c.lookup(turn2);
+    const int seq2 = f.kv.create_sequence();
+    f.kv.attach(seq2, m2.blocks);
+    ASSERT_TRUE(f.kv.reserve(seq2, 2 * kBlock));
+    f.kv.set_length(seq2, 2 * kBlock);
+    ChainCursor cursor{m2.chain[0], 1};
+    c.publish(cursor, turn2, 2 * kBlock, f.kv.blocks(seq2));
+    ssd.flush();
+    EXPECT_EQ(ssd.contains_prefix(c.lookup(turn2).chain), 2u) << "turn 1's block, then turn 2's";
+    f.kv.release(seq2);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hearth::cache

@@ -324,6 +324,53 @@ TEST_F(SsdStoreTest, AfterARestartAParentNewerThanItsChildOutlivesIt) {
   EXPECT_FALSE(s.contains(chain[1].hash));
 }
 
+// A parent removed before its children (read back corrupt) and written
+// again counts the children still on disk, and each once: evicting one of
+// them must not leave it a leaf while another still needs it, or it would
+// go before that child and leave it unreadable.
+TEST_F(SsdStoreTest, AParentWrittenAgainCountsItsChildrenStillOnDisk) {
+  SsdStore s(options(3 * kRecordBytes));
+  auto chain = make_chain(chain_root_, 2);   // P, C
+  auto d = make_chain(chain[0].hash, 1, 5);  // D, another child of P
+  auto other = separate_blocks(chain_root_, 2);
+  put(s, chain[0]);
+  put(s, chain[1]);
+  s.flush();
+  flip_byte(s.record_path(chain[0].hash), kRecordBytes - 1);
+  EXPECT_FALSE(read_ok(s, chain[0]));  // removed as corrupt; C stays
+  EXPECT_TRUE(s.awaits_put_again(chain[0].hash));
+  put(s, chain[0]);
+  put(s, d[0]);
+  s.flush();
+  EXPECT_EQ(s.stats().entries, 3);
+  put(s, other[0]);  // C goes: the least recently used leaf
+  s.flush();
+  EXPECT_FALSE(s.contains(chain[1].hash));
+  put(s, other[1]);  // D goes, not P, which D still needs
+  s.flush();
+  EXPECT_TRUE(s.contains(chain[0].hash));
+  EXPECT_FALSE(s.contains(d[0].hash));
+  EXPECT_EQ(s.stats().evicted, 2);
+}
+
+// What the prompt cache puts again before a child: a block neither on disk
+// nor queued, unless its write failed or was given up.
+TEST_F(SsdStoreTest, AnEvictedOrCorruptRecordAwaitsAPutAgain) {
+  SsdStore s(options(1 * kRecordBytes));
+  auto blocks = separate_blocks(chain_root_, 2);
+  EXPECT_TRUE(s.awaits_put_again(blocks[0].hash));  // never put
+  s.set_paused(true);
+  put(s, blocks[0]);
+  EXPECT_FALSE(s.awaits_put_again(blocks[0].hash));  // queued
+  s.set_paused(false);
+  s.flush();
+  EXPECT_FALSE(s.awaits_put_again(blocks[0].hash));  // on disk
+  put(s, blocks[1]);
+  s.flush();
+  ASSERT_FALSE(s.contains(blocks[0].hash));
+  EXPECT_TRUE(s.awaits_put_again(blocks[0].hash));  // evicted
+}
+
 // The prompt cache touches the records of blocks it served from RAM: a
 // prefix hit there many times is not the first to leave the disk.
 TEST_F(SsdStoreTest, TouchedRecordsCountAsUsed) {
@@ -455,6 +502,25 @@ TEST_F(SsdStoreTest, AFolderThatWasThereIsMadePrivateOrRefused) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("another user"), std::string::npos) << e.what();
   }
+}
+
+// A well-formed record another user put in the folder (while it was open,
+// before the server made it private) is removed at start, not served.
+TEST_F(SsdStoreTest, ARecordAnotherUserOwnsIsRemovedAtStart) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a file to another user needs root";
+  auto chain = make_chain(chain_root_, 2);
+  {
+    SsdStore s(options());
+    put(s, chain[0]);
+    put(s, chain[1]);
+  }
+  const fs::path planted = ns_dir() / (chain[1].hash.hex() + ".kvb");
+  ASSERT_EQ(::chown(planted.c_str(), 65534, 65534), 0);
+  SsdStore s(options());
+  EXPECT_TRUE(s.contains(chain[0].hash));
+  EXPECT_FALSE(s.contains(chain[1].hash));
+  EXPECT_FALSE(fs::exists(planted));
+  EXPECT_EQ(s.stats().skipped, 1);
 }
 
 TEST_F(SsdStoreTest, RecordsAreTheOwnersAloneAndAFifoInARecordsPlaceDoesNotHang) {
