@@ -118,32 +118,27 @@ std::shared_ptr<RequestHandle> Engine::submit(GenerationRequest request) {
   auto handle = std::make_shared<RequestHandle>();
   std::optional<uint64_t> key;
   if (options_.generation_checkpoint_tokens > 0 && !embed) key = GenerationCheckpoints::key(request);
-  std::optional<GenerationCheckpoint> resumed;
-  if (key) resumed = checkpoints_.take(*key);
-  if (resumed && !std::ranges::equal(resumed->decoding.prompt(), request.prompt)) resumed.reset();  // a hash collision
   auto active = std::make_unique<Active>(std::move(request), handle, ctx_size_);
   active->checkpoint_key = key;
-  if (resumed) {
-    // Replay what the cancelled run sent; the engine goes on from its pending token.
-    active->decoding = std::move(resumed->decoding);
-    active->sent = std::move(resumed->events);
-    for (const TokenEvent& ev : active->sent) handle->push(ev);
-    active->first_token = Clock::now();
-  }
   {
     std::lock_guard lock(mutex_);
-    if (stopping_) {
-      if (resumed) checkpoints_.save(*key, {active->decoding, active->sent});  // kept for a retry
-      throw std::runtime_error("the engine is shutting down");
-    }
+    if (stopping_) throw std::runtime_error("the engine is shutting down");
     // Free batch slots count as room too: a burst that fits the batch and
     // the queue is taken whether or not the loop has admitted any of it yet.
     const int64_t free_slots = std::max<int64_t>(0, options_.max_batch - stats_.running);
     if (int64_t(queue_.size()) >= options_.max_queue + free_slots) {
       ++stats_.requests_rejected;
-      if (resumed) checkpoints_.save(*key, {active->decoding, active->sent});
       throw QueueFull();
     }
+    // Taken once the request is sure to be queued: one turned away leaves
+    // it for its retry. Replayed before the engine can send anything.
+    if (key)
+      if (auto resumed = checkpoints_.take(*key, active->decoding.prompt())) {
+        active->decoding = std::move(resumed->decoding);
+        active->sent = std::move(resumed->events);
+        for (const TokenEvent& ev : active->sent) handle->push(ev);
+        active->first_token = Clock::now();
+      }
     ++stats_.requests_total;
     queue_.push_back(std::move(active));
     stats_.queued = int64_t(queue_.size());
@@ -234,7 +229,6 @@ void Engine::housekeeping() {
 }
 
 void Engine::release_sequence(Active& a) {
-  if (a.disk_match) count_disk_match(a, false);  // it leaves before any block read back
   kv_->release(a.seq);
   a.seq = -1;
 }
@@ -266,6 +260,7 @@ void Engine::finish(Active& a, FinishReason reason, std::string error) {
     } catch (const std::exception&) {  // (allocation) a retry then starts over; the request still ends
     }
   }
+  if (a.disk_match) count_disk_match(a, false);  // it ends before any block read back
   if (a.seq >= 0) release_sequence(a);
   a.done = true;
   std::lock_guard lock(mutex_);

@@ -180,7 +180,9 @@ class Engine {
   bool make_room(int64_t blocks, Running& running, const Active& asking);
   void preempt(std::unique_ptr<Active> a);
   // Gives the request's KV back (its blocks stay in the prompt cache), on
-  // finishing, preemption or no room at admission.
+  // finishing, preemption or no room at admission. A disk match not read
+  // back yet stays pending: a preempted request reads it when it resumes,
+  // and one that ends first counts it as a miss in finish().
   void release_sequence(Active& a);
   void drop_abandoned();  // ends the queued requests whose client has gone
   static FinishReason early_end(const RequestHandle& h);  // how a request asked to end early ends
@@ -189,7 +191,8 @@ class Engine {
   // Reads back the blocks plan_step gave a request from the SSD tier.
   void read_back(Active& a);
   // The prompt tokens its first admission took from the cache, so far
-  // (attached, then read back), in its FinishInfo and the engine's total.
+  // (attached, then read back, also after a preemption that came before
+  // the first read), in its FinishInfo and the engine's total.
   void count_cached(Active& a);
   void pause_ssd_writes(bool pause);  // the SSD writer waits while restores read
   // Counts the request's disk-only cache match, a hit if any block was reused.

@@ -86,6 +86,7 @@ std::optional<cache::PrefixMatch> Engine::attach_cached_prefix(Active& a) {
 void Engine::read_back(Active& a) {
   const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size());
   const size_t from = size_t(a.computed / block_tokens), want = size_t(a.restoring);
+  const bool first_read = a.disk_match;  // (of a match preempted before it, too)
   // Blocks another request read back (or computed) since the lookup are
   // shared, not read again; but not the one the last history token is in,
   // which is written again below.
@@ -105,7 +106,9 @@ void Engine::read_back(Active& a) {
   a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
   kv_->set_length(a.seq, a.computed);
   cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
-  if (a.info.preemptions == 0) count_cached(a);  // as start() counts: the first admission's
+  // As start() counts, the first admission's, or a match preempted before
+  // its first read: not the request's own blocks after a preemption.
+  if (a.info.preemptions == 0 || first_read) count_cached(a);
 }
 
 void Engine::count_disk_match(Active& a, bool reused) {

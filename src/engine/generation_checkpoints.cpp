@@ -63,10 +63,10 @@ void GenerationCheckpoints::save(uint64_t key, GenerationCheckpoint checkpoint) 
   ++saved_;
 }
 
-std::optional<GenerationCheckpoint> GenerationCheckpoints::take(uint64_t key) {
+std::optional<GenerationCheckpoint> GenerationCheckpoints::take(uint64_t key, std::span<const int32_t> prompt) {
   std::lock_guard lock(mutex_);
   for (auto it = items_.begin(); it != items_.end(); ++it)
-    if (it->key == key) {
+    if (it->key == key && std::ranges::equal(it->checkpoint.decoding.prompt(), prompt)) {
       GenerationCheckpoint c = std::move(it->checkpoint);
       bytes_ -= it->bytes;
       items_.erase(it);

@@ -14,6 +14,7 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/decoding.h"
@@ -40,8 +41,10 @@ class GenerationCheckpoints {
 
   // One over a quarter of max_bytes is not kept.
   void save(uint64_t key, GenerationCheckpoint checkpoint);
-  // Removes and returns the checkpoint of `key`, if there is one.
-  std::optional<GenerationCheckpoint> take(uint64_t key);
+  // Removes and returns the checkpoint of `key` (counted as resumed), if
+  // there is one and it was made for `prompt` (not another request whose
+  // key collides).
+  std::optional<GenerationCheckpoint> take(uint64_t key, std::span<const int32_t> prompt);
 
   int64_t entries() const;
   int64_t saved() const;

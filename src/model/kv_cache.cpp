@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <string>
 #include <stdexcept>
@@ -96,7 +97,13 @@ std::optional<int32_t> KvCache::copy_block(int32_t block) {
 }
 
 int KvCache::create_sequence() {
-  int id = next_seq_++;
+  // Ids wrap rather than overflow (a server up for months creates one per
+  // admission attempt), skipping the few still in use.
+  int id;
+  do {
+    id = next_seq_;
+    next_seq_ = next_seq_ == std::numeric_limits<int>::max() ? 0 : next_seq_ + 1;
+  } while (seqs_.contains(id));
   Sequence& s = seqs_[id];
   s.k_ptrs.resize(shape_.layers);
   s.v_ptrs.resize(shape_.layers);

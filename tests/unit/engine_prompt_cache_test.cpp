@@ -246,6 +246,37 @@ TEST(GenerationCheckpoints, ACancelledRequestSentAgainResumesAndMatchesAnUninter
   expect_kv_returned(engine);
 }
 
+// Clients retry when the server is busy: a retry turned away by a full
+// queue neither takes the checkpoint nor counts it, and the next retry
+// that is queued still resumes it.
+TEST(GenerationCheckpoints, ARetryTurnedAwayLeavesTheCheckpointForTheNext) {
+  auto cold = cold_engine();
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_queue = 0, .max_batch = 1});
+  GenerationRequest r;
+  r.prompt = prompt_of(50, 3);
+  r.max_tokens = 400;
+  r.sampling.temperature = 0;
+  const Output want = collect(*cold, r);
+  cancel_after(engine, r, 45);
+  ASSERT_EQ(engine.stats().checkpoints_saved, 1);
+  GenerationRequest busy;
+  busy.prompt = prompt_of(10, 4);
+  busy.max_tokens = -1;
+  busy.sampling.temperature = 0;
+  auto blocker = engine.submit(std::move(busy));
+  ASSERT_TRUE(blocker->next().has_value());  // running: the one slot is taken
+  EXPECT_THROW(engine.submit(r), QueueFull);
+  EXPECT_EQ(engine.stats().checkpoints, 1);
+  EXPECT_EQ(engine.stats().checkpoints_saved, 1);
+  EXPECT_EQ(engine.stats().checkpoints_resumed, 0);
+  blocker->cancel();
+  while (blocker->next()) {
+  }
+  expect_same(collect(engine, r), want);
+  EXPECT_EQ(engine.stats().checkpoints_resumed, 1);
+  expect_kv_returned(engine);
+}
+
 TEST(GenerationCheckpoints, UnseededSamplingAndShortRunsAreNotKept) {
   GenerationRequest r;
   r.prompt = prompt_of(20);
