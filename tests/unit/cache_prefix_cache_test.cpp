@@ -38,6 +38,17 @@ struct Fixture {
     publish(c, seq, tokens);
     return seq;
   }
+  // A later turn: attaches the blocks `m` found in RAM, computes the rest of
+  // `tokens` and publishes the new blocks.
+  int continue_turn(PrefixCache& c, const PrefixMatch& m, std::span<const int32_t> tokens) {
+    const int seq = kv.create_sequence();
+    kv.attach(seq, m.blocks);
+    EXPECT_TRUE(kv.reserve(seq, int64_t(tokens.size())));
+    kv.set_length(seq, int64_t(tokens.size()));
+    ChainCursor cursor{m.chain[m.blocks.size() - 1], int64_t(m.blocks.size())};
+    c.publish(cursor, tokens, int64_t(tokens.size()), kv.blocks(seq));
+    return seq;
+  }
 };
 
 std::vector<int32_t> iota(int n, int first = 0) {
@@ -472,12 +483,7 @@ TEST(PrefixCache, ADroppedWriteIsPutAgainBeforeItsChildren) {
     // Turn 2 attaches turn 1's blocks from RAM and publishes its new one.
     const PrefixMatch m2 = c.lookup(turn2);
     ASSERT_EQ(m2.tokens, 5 * kBlock);
-    const int seq2 = f.kv.create_sequence();
-    f.kv.attach(seq2, m2.blocks);
-    ASSERT_TRUE(f.kv.reserve(seq2, 6 * kBlock));
-    f.kv.set_length(seq2, 6 * kBlock);
-    ChainCursor cursor{m2.chain[4], 5};
-    c.publish(cursor, turn2, 6 * kBlock, f.kv.blocks(seq2));
+    const int seq2 = f.continue_turn(c, m2, turn2);
     ssd.flush();
     EXPECT_EQ(ssd.contains_prefix(m2.chain), 6u) << "turn 1's dropped blocks, then turn 2's";
     EXPECT_FALSE(ssd.awaits_put_again(m2.chain[4]));
@@ -507,13 +513,7 @@ TEST(PrefixCache, ABlockEvictedFromDiskIsPutAgainBeforeItsChild) {
     ASSERT_EQ(m1.tokens, kBlock) << "still in RAM";
     ASSERT_FALSE(ssd.contains(m1.chain[0]));
 
-    const PrefixMatch m2 = c.lookup(turn2);
-    const int seq2 = f.kv.create_sequence();
-    f.kv.attach(seq2, m2.blocks);
-    ASSERT_TRUE(f.kv.reserve(seq2, 2 * kBlock));
-    f.kv.set_length(seq2, 2 * kBlock);
-    ChainCursor cursor{m2.chain[0], 1};
-    c.publish(cursor, turn2, 2 * kBlock, f.kv.blocks(seq2));
+    const int seq2 = f.continue_turn(c, c.lookup(turn2), turn2);
     ssd.flush();
     EXPECT_EQ(ssd.contains_prefix(c.lookup(turn2).chain), 2u) << "turn 1's block, then turn 2's";
     f.kv.release(seq2);
