@@ -150,8 +150,7 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
     index(h, cursor.parent, ids, block);
     if (auto it = entries_.find(h); it != entries_.end()) it->second.used = clock_;
     if (ssd_) {  // write-behind
-      put_missing_again(cursor.parent);
-      ssd_->put(h, cursor.parent, ids, kv_.block_data(block));
+      if (put_missing_again(cursor.parent)) ssd_->put(h, cursor.parent, ids, kv_.block_data(block));
     }
     cursor.parent = h;
     ++cursor.blocks;
@@ -169,20 +168,26 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
 // A block found in RAM is never published again, so without this a write
 // dropped for a full queue would keep every later turn of its conversation
 // off the disk, and an evicted record would leave them unreadable there.
-// Only once the queue has room (a full one would drop the run
-// again at once), and only until the first block the queue drops again.
-void PrefixCache::put_missing_again(const BlockHash& hash) {
-  if (!ssd_->awaits_put_again(hash) || !ssd_->has_queue_room()) return;
+// Only once the queue has room (a full one would drop the run again at
+// once), and only until the first block the queue drops again. A chain
+// longer than the tier's cap cannot be held whole: its evicted end is not
+// put back at every turn, only to be evicted again, and nothing is put
+// under it (a record no lookup reads would push a readable one out).
+bool PrefixCache::put_missing_again(const BlockHash& hash) {
+  const auto last = entries_.find(hash);
+  if (last == entries_.end() || !ssd_->awaits_put_again(hash)) return true;  // (the root among them)
+  if (!ssd_->holds(size_t(last->second.depth) + 1) || !ssd_->has_queue_room()) return false;
   std::vector<const std::pair<const BlockHash, Entry>*> run;  // youngest first
   for (BlockHash h = hash; h != root_ && ssd_->awaits_put_again(h);) {
     const auto it = entries_.find(h);
-    if (it == entries_.end()) return;  // not in RAM either: a future miss
+    if (it == entries_.end()) return false;  // not in RAM either: a future miss
     run.push_back(&*it);
     h = it->second.parent;
   }
   for (auto e = run.rbegin(); e != run.rend(); ++e)
     if (!ssd_->put((*e)->first, (*e)->second.parent, (*e)->second.tokens, kv_.block_data((*e)->second.block)))
-      return;
+      return false;
+  return true;
 }
 
 // Many sessions can share one chain (a fresh id on each request with the

@@ -186,20 +186,23 @@ void SsdStore::add_entry(const BlockHash& hash, const BlockHash& parent, uint64_
   Entry* const counted_by = p != index_.end() ? &p->second : nullptr;  // (references outlive a rehash)
   // Its children indexed before it (written again after them, or read back
   // corrupt and removed) count now, so that it is not evicted before them.
-  const auto waiting = int32_t(uncounted_.count(hash));
+  const auto waiting = uncounted_.find(hash);
+  const auto children = int32_t(waiting != uncounted_.end() ? waiting->second.size() : 0);
   const uint64_t tick = ++clock_;
-  const auto it = index_.emplace(hash, Entry{parent, bytes, tick, waiting, counted_by != nullptr}).first;
+  const auto it = index_.emplace(hash, Entry{parent, bytes, tick, children, counted_by != nullptr}).first;
   try {  // (an allocation) nothing is changed unless all of it is
-    if (waiting == 0) leaves_.emplace(tick, hash);
-    if (!counted_by) uncounted_.emplace(parent, hash);
+    if (children == 0) leaves_.emplace(tick, hash);
+    if (!counted_by) uncounted_[parent].insert(hash);
   } catch (...) {
-    if (waiting == 0) leaves_.erase(tick);
+    if (children == 0) leaves_.erase(tick);
+    if (auto u = uncounted_.find(parent); u != uncounted_.end() && u->second.empty()) uncounted_.erase(u);
     index_.erase(it);
     throw;
   }
-  const auto [first_child, end_child] = uncounted_.equal_range(hash);  // (after the emplace: a rehash moves them)
-  for (auto c = first_child; c != end_child; ++c) index_.find(c->second)->second.counted = true;
-  uncounted_.erase(first_child, end_child);
+  if (children > 0) {
+    for (const BlockHash& child : waiting->second) index_.find(child)->second.counted = true;
+    uncounted_.erase(waiting);
+  }
   if (counted_by && counted_by->children++ == 0) leaves_.erase(counted_by->used);
   stats_.bytes += bytes;
 }
@@ -217,29 +220,31 @@ void SsdStore::remove_entry(const BlockHash& hash) {
   auto it = index_.find(hash);
   if (it == index_.end()) return;
   const Entry e = it->second;
+  // What allocates comes first, so that a failure changes nothing. A parent
+  // removed before its children (read back corrupt, or gone) leaves them
+  // waiting for it, uncounted, until it is written again. Rare, so a walk
+  // over the index rather than a list of children per record.
+  std::vector<BlockHash> children;
+  if (e.children > 0) {
+    for (const auto& [child, c] : index_)
+      if (c.counted && c.parent == hash) children.push_back(child);
+    if (!children.empty()) uncounted_[hash].insert(children.begin(), children.end());  // (none wait for an indexed record)
+  }
+  Entry* const p = e.counted ? &index_.at(e.parent) : nullptr;
+  try {
+    if (p && p->children == 1) leaves_.emplace(p->used, e.parent);  // the parent becomes an end
+  } catch (...) {
+    uncounted_.erase(hash);
+    throw;
+  }
+  for (const BlockHash& child : children) index_.find(child)->second.counted = false;
+  if (p) --p->children;
+  if (!e.counted)
+    if (auto u = uncounted_.find(e.parent); u != uncounted_.end() && u->second.erase(hash) && u->second.empty())
+      uncounted_.erase(u);
   stats_.bytes -= e.bytes;
   if (e.children == 0) leaves_.erase(e.used);
   index_.erase(it);
-  if (e.counted) {
-    Entry& p = index_.at(e.parent);
-    if (--p.children == 0) leaves_.emplace(p.used, e.parent);
-  } else {
-    const auto [first, end] = uncounted_.equal_range(e.parent);
-    for (auto c = first; c != end; ++c)
-      if (c->second == hash) {
-        uncounted_.erase(c);
-        break;
-      }
-  }
-  // A parent removed before its children (read back corrupt, or gone):
-  // they wait for it, uncounted, until it is written again. Rare, so a
-  // walk over the index rather than a list of children per record.
-  if (e.children > 0)
-    for (auto& [child, c] : index_)
-      if (c.counted && c.parent == hash) {
-        c.counted = false;
-        uncounted_.emplace(hash, child);
-      }
 }
 
 // Other namespaces' records go first, the oldest first: a model updated in
@@ -359,6 +364,11 @@ bool SsdStore::awaits_put_again(const BlockHash& hash) const {
   std::lock_guard lk(mu_);
   if (index_.contains(hash) || pending_.contains(hash)) return false;
   return !dropped_.contains(hash) || put_again_.contains(hash);
+}
+
+bool SsdStore::holds(size_t records) const {
+  std::lock_guard lk(mu_);
+  return records * record_bytes_ <= cap_;
 }
 
 bool SsdStore::has_queue_room() const {

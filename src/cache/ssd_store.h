@@ -109,6 +109,8 @@ class SsdStore {
   bool awaits_put_again(const BlockHash& hash) const;
   // Whether a put now would find room in the queue.
   bool has_queue_room() const;
+  // Whether `records` records fit under the cap in effect.
+  bool holds(size_t records) const;
   // How many of `chain` (in chain order) are durable, counting from the start.
   size_t contains_prefix(std::span<const BlockHash> chain) const;
   // Reads a record's payload into dst (block_bytes). Anything that does not
@@ -201,7 +203,7 @@ class SsdStore {
   // The records whose parent is not indexed, by parent: a chain's first
   // (its parent is the root), or one written before its parent. Counted as
   // the parent's children once it is indexed.
-  std::unordered_multimap<BlockHash, BlockHash, BlockHashHasher> uncounted_;
+  std::unordered_map<BlockHash, std::unordered_set<BlockHash, BlockHashHasher>, BlockHashHasher> uncounted_;
   uint64_t clock_ = 0;
   std::deque<OtherRecord> others_;  // other namespaces' records, oldest first
   std::deque<Job> queue_;

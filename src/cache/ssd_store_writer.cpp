@@ -95,6 +95,7 @@ void SsdStore::writer_loop() {
     work_cv_.wait(lk, [&] { return may_write() || (stopping_ && queue_.empty()); });
     if (!may_write()) return;  // stopping, and everything queued is written
     Evicted evicted;
+    size_t handled = 0;  // records of `batch` indexed, or taken back
     try {
       // Write records one by one, then make their renames durable with one
       // directory fsync before contains() may report them.
@@ -128,8 +129,8 @@ void SsdStore::writer_loop() {
           batch_bytes += record_bytes_;
         } else {
           ++stats_.failed_spills;
-          stats_.last_error = error;
           pending_.erase(job.hash);
+          stats_.last_error = std::move(error);
           remember_dropped(job.hash, false);  // its children would be orphans on disk
           if (err == ENOSPC || err == EDQUOT) {
             lower_cap_to_fit(batch.size() * record_bytes_);
@@ -144,15 +145,18 @@ void SsdStore::writer_loop() {
       const int err = errno;
       lk.lock();
       if (!synced && (err == ENOSPC || err == EDQUOT)) lower_cap_to_fit(0);  // the batch is taken back
-      for (const Written& w : batch) {
+      if (!synced) stats_.last_error = "fsync " + ns_dir_.string() + ": " + std::strerror(err);
+      // (Each record is done with when `handled` passes it: a throw leaves
+      // the rest to the catch below, never one twice.)
+      for (; handled < batch.size(); ++handled) {
+        const Written& w = batch[handled];
         if (synced) {
           add_entry(w.hash, w.parent, record_bytes_);
           ++stats_.spills;
         } else {  // not durable: take it back rather than report it
+          remember_dropped(w.hash, false);
           ::unlinkat(dir_fd_, (w.hash.hex() + kv_record::kSuffix).c_str(), 0);
           ++stats_.failed_spills;
-          stats_.last_error = "fsync " + ns_dir_.string() + ": " + std::strerror(err);
-          remember_dropped(w.hash, false);
         }
         pending_.erase(w.hash);
       }
@@ -168,20 +172,18 @@ void SsdStore::writer_loop() {
     } catch (...) {
       // An allocation failed (nothing else throws here), and the thread
       // must not end the server: what is left of the batch is given up and
-      // counted as failed. Its records on disk but not indexed are removed,
-      // since nothing would count them against the cap, and the files an
+      // counted as failed. Its records not yet indexed are removed from the
+      // disk, where nothing would count them against the cap, and the files an
       // eviction took out of the index are deleted (best effort: each
       // name is one more allocation).
       if (!lk.owns_lock()) lk.lock();
-      for (const Written& w : batch) {
-        if (!index_.contains(w.hash)) {
-          try {
-            ::unlinkat(dir_fd_, (w.hash.hex() + kv_record::kSuffix).c_str(), 0);
-          } catch (...) {
-          }
-          ++stats_.failed_spills;
+      for (size_t i = handled; i < batch.size(); ++i) {
+        try {
+          ::unlinkat(dir_fd_, (batch[i].hash.hex() + kv_record::kSuffix).c_str(), 0);
+        } catch (...) {
         }
-        pending_.erase(w.hash);
+        ++stats_.failed_spills;
+        pending_.erase(batch[i].hash);
       }
       if (writing) {  // write_record threw (naming its files): nothing of it is on disk
         pending_.erase(*writing);

@@ -521,5 +521,29 @@ TEST(PrefixCache, ABlockEvictedFromDiskIsPutAgainBeforeItsChild) {
   std::filesystem::remove_all(dir);
 }
 
+// A conversation longer than the SSD tier's cap: its end is evicted as it
+// is written, and is not put back at each later turn (only to be evicted
+// again: every turn would rewrite the whole overflow), nor is anything
+// written under it (unreadable, it would push the chain's start out).
+TEST(PrefixCache, AChainLongerThanTheDiskCapIsNotRewrittenEachTurn) {
+  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  {
+    Fixture f;
+    const uint64_t record = kv_record::Shape{root_hash("ns"), kBlock, f.kv.block_bytes()}.file_bytes();
+    SsdStore ssd({dir, 2 * record, 1 << 20, root_hash("ns"), f.kv.block_bytes(), kBlock});
+    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+    f.kv.release(f.publish_new(c, iota(2 * kBlock)));
+    for (int blocks = 3; blocks <= 6; ++blocks) {  // one block more each turn
+      const auto turn = iota(blocks * kBlock);
+      f.kv.release(f.continue_turn(c, c.lookup(turn), turn));
+      ssd.flush();
+    }
+    EXPECT_EQ(ssd.stats().spills, 3) << "each block once, none past the first one evicted";
+    EXPECT_EQ(ssd.contains_prefix(c.lookup(iota(6 * kBlock)).chain), 2u) << "the chain's start is kept";
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hearth::cache
