@@ -125,7 +125,7 @@ void SsdStore::scan_records() {
     if (fd >= 0 && uint64_t(st.st_size) == record_bytes_ && st.st_uid == ::geteuid())
       link = kv_record::read_header(fd, shape());
     if (fd >= 0) ::close(fd);
-    if (link && name == link->hash.hex() + kv_record::kSuffix) {
+    if (link && link->parent != link->hash && name == link->hash.hex() + kv_record::kSuffix) {
       found.push_back({link->hash, link->parent, uint64_t(st.st_size), st.st_mtim});
     } else if (::unlinkat(dir_fd_, name.c_str(), 0) == 0) {
       ++stats_.skipped;
@@ -186,8 +186,9 @@ void SsdStore::add_entry(const BlockHash& hash, const BlockHash& parent, uint64_
   Entry* const counted_by = p != index_.end() ? &p->second : nullptr;  // (references outlive a rehash)
   // Its children indexed before it (written again after them, or read back
   // corrupt and removed) count now, so that it is not evicted before them.
-  const auto waiting = uncounted_.find(hash);
-  const auto children = int32_t(waiting != uncounted_.end() ? waiting->second.size() : 0);
+  const auto found = uncounted_.find(hash);
+  const auto* const waiting = found != uncounted_.end() ? &found->second : nullptr;  // (outlives a rehash)
+  const auto children = int32_t(waiting ? waiting->size() : 0);
   const uint64_t tick = ++clock_;
   const auto it = index_.emplace(hash, Entry{parent, bytes, tick, children, counted_by != nullptr}).first;
   try {  // (an allocation) nothing is changed unless all of it is
@@ -199,9 +200,9 @@ void SsdStore::add_entry(const BlockHash& hash, const BlockHash& parent, uint64_
     index_.erase(it);
     throw;
   }
-  if (children > 0) {
-    for (const BlockHash& child : waiting->second) index_.find(child)->second.counted = true;
-    uncounted_.erase(waiting);
+  if (waiting) {
+    for (const BlockHash& child : *waiting) index_.find(child)->second.counted = true;
+    uncounted_.erase(hash);
   }
   if (counted_by && counted_by->children++ == 0) leaves_.erase(counted_by->used);
   stats_.bytes += bytes;
@@ -225,13 +226,12 @@ void SsdStore::remove_entry(const BlockHash& hash) {
   // waiting for it, uncounted, until it is written again. Rare, so a walk
   // over the index rather than a list of children per record.
   std::vector<BlockHash> children;
-  if (e.children > 0) {
+  if (e.children > 0)
     for (const auto& [child, c] : index_)
       if (c.counted && c.parent == hash) children.push_back(child);
-    if (!children.empty()) uncounted_[hash].insert(children.begin(), children.end());  // (none wait for an indexed record)
-  }
   Entry* const p = e.counted ? &index_.at(e.parent) : nullptr;
   try {
+    if (!children.empty()) uncounted_[hash].insert(children.begin(), children.end());  // (none wait for an indexed record)
     if (p && p->children == 1) leaves_.emplace(p->used, e.parent);  // the parent becomes an end
   } catch (...) {
     uncounted_.erase(hash);
@@ -261,7 +261,12 @@ void SsdStore::evict_over_cap(Evicted& out) {
     if (leaves_.empty()) break;
     const BlockHash hash = leaves_.begin()->second;
     out.records.push_back(hash.hex() + kv_record::kSuffix);
-    remove_entry(hash);
+    try {
+      remove_entry(hash);
+    } catch (...) {  // (an allocation) still indexed: its file stays
+      out.records.pop_back();
+      throw;
+    }
     ++stats_.evicted;
   }
 }
