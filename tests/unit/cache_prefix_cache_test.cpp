@@ -38,6 +38,11 @@ struct Fixture {
     publish(c, seq, tokens);
     return seq;
   }
+  // An SSD tier in `dir` capped at `records` of this cache's blocks.
+  SsdStoreOptions ssd_options(const std::string& dir, uint64_t records) const {
+    const uint64_t record = kv_record::Shape{root_hash("ns"), kBlock, kv.block_bytes()}.file_bytes();
+    return {dir, records * record, 1 << 20, root_hash("ns"), kv.block_bytes(), kBlock};
+  }
   // A later turn: attaches the blocks `m` found in RAM, computes the rest of
   // `tokens` and publishes the new blocks.
   int continue_turn(PrefixCache& c, const PrefixMatch& m, std::span<const int32_t> tokens) {
@@ -501,8 +506,7 @@ TEST(PrefixCache, ABlockEvictedFromDiskIsPutAgainBeforeItsChild) {
   ASSERT_NE(::mkdtemp(dir.data()), nullptr);
   {
     Fixture f;
-    const uint64_t record = kv_record::Shape{root_hash("ns"), kBlock, f.kv.block_bytes()}.file_bytes();
-    SsdStore ssd({dir, 3 * record, 1 << 20, root_hash("ns"), f.kv.block_bytes(), kBlock});
+    SsdStore ssd(f.ssd_options(dir, 3));
     PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
     const auto turn1 = iota(kBlock), turn2 = iota(2 * kBlock), other = iota(3 * kBlock, 1000);
     f.kv.release(f.publish_new(c, turn1));
@@ -530,8 +534,7 @@ TEST(PrefixCache, AChainLongerThanTheDiskCapIsNotRewrittenEachTurn) {
   ASSERT_NE(::mkdtemp(dir.data()), nullptr);
   {
     Fixture f;
-    const uint64_t record = kv_record::Shape{root_hash("ns"), kBlock, f.kv.block_bytes()}.file_bytes();
-    SsdStore ssd({dir, 2 * record, 1 << 20, root_hash("ns"), f.kv.block_bytes(), kBlock});
+    SsdStore ssd(f.ssd_options(dir, 2));
     PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
     f.kv.release(f.publish_new(c, iota(2 * kBlock)));
     for (int blocks = 3; blocks <= 6; ++blocks) {  // one block more each turn
