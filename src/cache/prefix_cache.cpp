@@ -135,6 +135,7 @@ bool PrefixCache::index(const BlockHash& hash, const BlockHash& parent, std::spa
   }
   if (counted) ++entries_.at(parent).children;  // (the insertion may have moved it)
   kv_.retain(block);
+  ++blocks_indexed_;
   return true;
 }
 
@@ -296,6 +297,11 @@ int64_t PrefixCache::reclaimable() const {
   int64_t n = 0;
   for (const auto& [h, e] : entries_) n += kv_.refs(e.block) == 1;
   return n;
+}
+
+uint64_t PrefixCache::blocks_indexed() const {
+  std::lock_guard lock(mutex_);
+  return blocks_indexed_;
 }
 
 bool PrefixCache::close_session(const std::string& id) {

@@ -137,6 +137,8 @@ class PrefixCache {
   int64_t evict(int64_t n);
   // Blocks only the cache holds (what evict() could free at most).
   int64_t reclaimable() const;
+  // Blocks indexed since the cache was made (a lookup may now find more).
+  uint64_t blocks_indexed() const;
   // Drops from RAM the blocks unused for `idle_seconds` whose SSD copy is
   // durable; returns how many.
   int64_t demote_idle(double idle_seconds);
@@ -197,6 +199,7 @@ class PrefixCache {
   std::unordered_map<std::string, Session> sessions_;
   uint64_t clock_ = 0;
   int64_t next_cap_pass_ = 0;  // enforce_cap() waits for the index to reach this size
+  uint64_t blocks_indexed_ = 0;
   PrefixCacheStats stats_;
 };
 

@@ -211,6 +211,10 @@ bool Engine::free_blocks(int64_t blocks) {
   return blocks <= kv_->blocks_free();
 }
 
+uint64_t Engine::room_epoch() const {
+  return kv_->references_dropped() + (cache_ ? cache_->blocks_indexed() : 0);
+}
+
 bool Engine::make_room(int64_t blocks, Running& running, const Active& asking) {
   // Cache blocks go first; then the youngest requests, the asking one last.
   while (!free_blocks(blocks) && running.back().get() != &asking) {
@@ -301,12 +305,16 @@ void Engine::loop() {
     }
     drop_abandoned();
     // Admit waiting requests, oldest first, while there is a batch slot and
-    // KV for the whole history (evicting cache blocks if need be).
+    // KV for the whole history (evicting cache blocks if need be). One that
+    // found no room waits for room_epoch() to move, not trying each step
+    // (a try looks the cache up, and may copy a block and scan its index).
     for (;;) {
       std::unique_ptr<Active> next;
+      const uint64_t epoch = room_epoch();
       {
         std::lock_guard lock(mutex_);
         if (queue_.empty() || int(running.size()) >= options_.max_batch) break;
+        if (!running.empty() && queue_.front()->no_room_at == epoch) break;
         next = std::move(queue_.front());
         queue_.pop_front();
         stats_.queued = int64_t(queue_.size());
@@ -327,6 +335,7 @@ void Engine::loop() {
         finish(*next, FinishReason::Stop, "the KV cache cannot hold this request's history");
         continue;
       }
+      next->no_room_at = room_epoch();
       std::lock_guard lock(mutex_);  // no room yet: it waits at the front
       --stats_.running;
       queue_.push_front(std::move(next));

@@ -178,6 +178,11 @@ class Engine {
   std::optional<cache::PrefixMatch> attach_cached_prefix(Active& a);
   bool free_blocks(int64_t blocks);  // evicts cache blocks until `blocks` are free, if it can
   bool make_room(int64_t blocks, Running& running, const Active& asking);
+  // Moves whenever room for a waiting request may have come: a pool
+  // reference dropped (a block freed, or left to the cache alone) or a
+  // block indexed (its prefix may now be cached). A request that found no
+  // room is not tried again before it moves.
+  uint64_t room_epoch() const;
   void preempt(std::unique_ptr<Active> a);
   // Gives the request's KV back (its blocks stay in the prompt cache), on
   // finishing, preemption or no room at admission. A disk match not read

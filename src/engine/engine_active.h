@@ -47,6 +47,7 @@ struct Engine::Active {
   std::vector<cache::BlockHash> chain;
   bool disk_match = false;  // its first admission's lookup found blocks on disk only, not yet counted (count_disk_match)
   int64_t restoring = 0;  // blocks it reads back in this step (plan_step)
+  std::optional<uint64_t> no_room_at;  // the room_epoch() when it last found no room at admission
 };
 
 }  // namespace hearth

@@ -77,6 +77,7 @@ std::optional<int32_t> KvCache::allocate() {
 void KvCache::unref(int32_t block) {
   int32_t& r = refs_.at(size_t(block));
   if (r <= 0) throw std::logic_error("KV block " + std::to_string(block) + " released twice");
+  ++references_dropped_;
   if (--r == 0) free_.push_back(block);
 }
 

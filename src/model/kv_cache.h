@@ -63,6 +63,9 @@ class KvCache {
   void retain(int32_t block) { ++refs_.at(size_t(block)); }
   void unref(int32_t block);  // frees the block when the last reference goes
   int refs(int32_t block) const { return refs_.at(size_t(block)); }
+  // References dropped since the pool was made: each one frees a block or
+  // leaves it to fewer holders (the prompt cache alone, so reclaimable).
+  uint64_t references_dropped() const { return references_dropped_; }
   // A new block with one reference holding a copy of `block`'s contents.
   std::optional<int32_t> copy_block(int32_t block);
   // Gives the memory of the last n blocks freed back to the system (their
@@ -116,6 +119,7 @@ class KvCache {
   std::vector<int32_t> refs_;  // per block
   std::map<int, Sequence> seqs_;
   int next_seq_ = 0;
+  uint64_t references_dropped_ = 0;
 };
 
 }  // namespace hearth

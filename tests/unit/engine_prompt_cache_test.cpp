@@ -186,6 +186,29 @@ TEST(PromptCache, ARequestWaitingForRoomIsCountedOnceWhenAdmitted) {
   expect_kv_returned(engine);
 }
 
+// A try looks the cache up (and may copy a block and scan the index), so a
+// waiting request is tried again once a block was freed or indexed, not at
+// each of the 30-odd steps of the request it waits for.
+TEST(PromptCache, AWaitingRequestIsTriedAgainOnlyWhenRoomMayHaveCome) {
+  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  Engine engine(LlamaModel::load(kModel),
+                EngineOptions{.threads = 1, .ctx_size = 192, .kv_budget = 6 * block, .max_batch = 2});
+  const auto shared = prompt_of(70);
+  run(engine, shared, 1);
+  auto long_handle = engine.submit(greedy_request(prompt_of(150, 5), 30));
+  auto waiting = engine.submit(greedy_request(shared, 5));
+  const Output first = drain(*long_handle);
+  const Output second = drain(*waiting);
+  EXPECT_EQ(first.info.reason, FinishReason::Length);
+  EXPECT_EQ(second.info.reason, FinishReason::Length);
+  // One lookup each for the first two; the waiting one's first try, one
+  // after the long prefill indexed its blocks, one when its sixth block
+  // evicted the cache's, one once it finished, and slack for a submission
+  // that lands mid-step.
+  EXPECT_LE(engine.cache_stats()->prefix_scans, 2 + 6);
+  expect_kv_returned(engine);
+}
+
 TEST(PromptCache, TheContextShrinksToWhatTheBudgetHolds) {
   const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .kv_budget = 10 * block});
