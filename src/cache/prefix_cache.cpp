@@ -294,8 +294,21 @@ int64_t PrefixCache::evict_locked(int64_t n, const std::function<bool(const Bloc
 
 int64_t PrefixCache::reclaimable() const {
   std::lock_guard lock(mutex_);
+  // A block a sequence holds keeps its indexed ancestors, as in evict():
+  // those of a sequence that holds its whole chain are its own anyway, but
+  // a block computed twice makes the other copy's chain the parent of the
+  // later blocks of the sequence that computed it second.
+  std::unordered_set<BlockHash, BlockHashHasher> kept;
+  for (const auto& [h, e] : entries_) {
+    if (kv_.refs(e.block) == 1) continue;
+    for (const Entry* child = &e; child->counted;) {
+      const auto p = entries_.find(child->parent);
+      if (p == entries_.end() || !kept.insert(p->first).second) break;
+      child = &p->second;
+    }
+  }
   int64_t n = 0;
-  for (const auto& [h, e] : entries_) n += kv_.refs(e.block) == 1;
+  for (const auto& [h, e] : entries_) n += kv_.refs(e.block) == 1 && !kept.contains(h);
   return n;
 }
 

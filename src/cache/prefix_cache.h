@@ -135,7 +135,8 @@ class PrefixCache {
 
   // Frees up to n blocks that only the cache holds; returns how many it freed.
   int64_t evict(int64_t n);
-  // Blocks only the cache holds (what evict() could free at most).
+  // What evict() could free at most: blocks only the cache holds, none of
+  // whose indexed descendants a sequence holds (a scan of the index).
   int64_t reclaimable() const;
   // Blocks indexed since the cache was made (a lookup may now find more).
   uint64_t blocks_indexed() const;

@@ -221,7 +221,7 @@ std::string Server::Impl::prometheus() const {
   metric("hearth_engine_steps_total", "counter", "Engine batch steps run.", st.steps);
   metric("hearth_kv_blocks_total", "gauge", "KV pool blocks.", st.kv_blocks_total);
   metric("hearth_kv_blocks_free", "gauge", "KV pool blocks free.", st.kv_blocks_free);
-  metric("hearth_kv_blocks_cached", "gauge", "KV pool blocks held only by the prompt cache.", st.kv_blocks_cached);
+  metric("hearth_kv_blocks_cached", "gauge", "KV pool blocks held only by the prompt cache, which it could give back.", st.kv_blocks_cached);
   metric("hearth_kv_bytes", "gauge", "KV pool size in bytes.", st.kv_bytes);
   metric("hearth_preemptions_total", "counter", "Requests that gave back their KV and resumed later.",
          st.preemptions);

@@ -102,7 +102,7 @@ TEST(PrefixCache, FindsTheLongestCachedRunOfWholeBlocks) {
   PrefixMatch third = c.lookup(edited);
   EXPECT_EQ(third.tokens, 0);
   // A lookup counts only when its request is admitted (count_admission): a
-  // request waiting for room looks up again at every step.
+  // request waiting for room looks up again at each try.
   EXPECT_EQ(c.stats().misses, 0);
   EXPECT_EQ(c.lookup(edited).tokens, 0);
   c.count_admission(third);
@@ -164,6 +164,25 @@ TEST(PrefixCache, ABlockComputedTwiceIsIndexedOnce) {
   f.kv.release(s1);
   f.kv.release(s2);
   EXPECT_EQ(f.kv.blocks_free(), 16 - 2);
+}
+
+// The second copy's sequence goes on: its next block is indexed under the
+// first copy's, whose chain it then keeps, although only the cache holds
+// that chain's blocks. reclaimable() counts what evict() can free.
+TEST(PrefixCache, AChainAnotherCopyContinuesIsNotReclaimable) {
+  Fixture f;
+  PrefixCache c(f.kv, f.root, {cap(16)});
+  const auto prompt = iota(8), longer = iota(12);
+  const int s1 = f.publish_new(c, prompt);
+  const int s2 = f.publish_new(c, longer);  // its first two blocks are duplicates
+  EXPECT_EQ(c.stats().entries, 3);
+  f.kv.release(s1);
+  EXPECT_EQ(c.reclaimable(), 0);
+  EXPECT_EQ(c.evict(16), 0);
+  f.kv.release(s2);
+  EXPECT_EQ(c.reclaimable(), 3);
+  EXPECT_EQ(c.evict(16), 3);
+  EXPECT_EQ(f.kv.blocks_free(), 16);
 }
 
 TEST(PrefixCache, CopyOnWriteGivesAPrivateBlockWithTheSameContents) {
