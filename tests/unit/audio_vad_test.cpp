@@ -15,6 +15,7 @@
 
 #include "audio/vad.h"
 #include "shared_audio.h"
+#include "temp_dir.h"
 
 using namespace hearth::audio;
 namespace fs = std::filesystem;
@@ -50,15 +51,13 @@ std::string read(const fs::path& p) {
 
 // load() on these bytes must throw a runtime_error whose message has `what`.
 void expect_load_error(const std::string& bytes, const std::string& what) {
-  const fs::path p = fs::temp_directory_path() / ("hearth_vad_test_" + std::to_string(getpid()));
-  std::ofstream(p, std::ios::binary) << bytes;
+  const hearth::TempDir dir;
   try {
-    SileroVad::load(p);
+    SileroVad::load(dir.write("vad.onnx", bytes));
     ADD_FAILURE() << "loaded; expected an error with '" << what << "'";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
   }
-  fs::remove(p);
 }
 
 }  // namespace

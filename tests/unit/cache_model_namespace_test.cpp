@@ -11,6 +11,7 @@
 #include "core/bf16_matmul.h"
 #include "core/int8_matmul.h"
 #include "core/simd.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -19,10 +20,8 @@ namespace {
 
 const fs::path kModel = fs::path(HEARTH_SOURCE_DIR) / "models/stories260k";
 
-fs::path copy_of_model() {
-  const fs::path dir = fs::path(testing::TempDir()) / "cache_model_namespace_test";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+// The bundled model's files, copied into `dir`.
+const TempDir& copy_model(const TempDir& dir) {
   for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(kModel / f, dir / f);
   return dir;
 }
@@ -33,12 +32,14 @@ std::string namespace_of(const fs::path& dir) {
 }
 
 TEST(ModelNamespace, SameFilesSameNamespace) {
-  const fs::path dir = copy_of_model();
+  const TempDir dir;
+  copy_model(dir);
   EXPECT_EQ(namespace_of(dir), namespace_of(dir));
 }
 
 TEST(ModelNamespace, WeightsRewrittenInPlaceChangeIt) {
-  const fs::path dir = copy_of_model();
+  const TempDir dir;
+  copy_model(dir);
   const std::string before = namespace_of(dir);
   const fs::path weights = dir / "model.safetensors";
   fs::last_write_time(weights, fs::last_write_time(weights) + std::chrono::seconds(1));
@@ -46,7 +47,8 @@ TEST(ModelNamespace, WeightsRewrittenInPlaceChangeIt) {
 }
 
 TEST(ModelNamespace, ItNamesTheKernels) {
-  const std::string ns = namespace_of(copy_of_model());
+  const TempDir dir;
+  const std::string ns = namespace_of(copy_model(dir));
   EXPECT_NE(ns.find(std::string(" kernels=") + int8_target() + "," + bf16_target()),
             std::string::npos)
       << ns;
@@ -70,7 +72,8 @@ TEST(ModelNamespace, ItFingerprintsTheKvLayout) {
   shape.dtype = DType::I8, shape.head_dim = 96;  // 3 scale groups a head, not 2
   EXPECT_NE(kv_layout_fingerprint(shape), int8);
 
-  const auto model = LlamaModel::load(copy_of_model());
+  const TempDir dir;
+  const auto model = LlamaModel::load(copy_model(dir));
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)kv_layout_fingerprint(model->kv_shape()));
   EXPECT_NE(model_namespace(*model, model->kv_shape()).find(std::string(" layout=") + hex), std::string::npos);

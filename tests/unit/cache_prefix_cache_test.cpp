@@ -5,13 +5,13 @@
 #include "cache/prefix_cache.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstring>
 #include <filesystem>
 #include <numeric>
 
 #include "cache/ssd_store.h"
+#include "temp_dir.h"
 
 namespace hearth::cache {
 namespace {
@@ -38,8 +38,9 @@ struct Fixture {
     publish(c, seq, tokens);
     return seq;
   }
-  // An SSD tier in `dir` capped at `records` of this cache's blocks.
-  SsdStoreOptions ssd_options(const std::string& dir, uint64_t records) const {
+  // An SSD tier in `dir` capped at `records` of this cache's blocks (0: no
+  // cap but the free space).
+  SsdStoreOptions ssd_options(const std::filesystem::path& dir, uint64_t records) const {
     const uint64_t record = kv_record::Shape{root_hash("ns"), kBlock, kv.block_bytes()}.file_bytes();
     return {dir, records * record, 1 << 20, root_hash("ns"), kv.block_bytes(), kBlock};
   }
@@ -246,24 +247,19 @@ TEST(PrefixCache, AChildIndexedWithoutItsParentLeavesTheParentEvictable) {
 // A block served from RAM again and again is a used one on disk too: the
 // SSD tier's cap evicts another record before it.
 TEST(PrefixCache, ARamHitKeepsTheBlockFreshOnDisk) {
-  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-  {
-    Fixture f;
-    const uint64_t record_bytes = 88 + kBlock * sizeof(int32_t) + f.kv.block_bytes();  // header, ids, payload
-    SsdStore ssd({dir, 2 * record_bytes, 1 << 20, root_hash("ns"), f.kv.block_bytes(), kBlock});
-    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
-    auto a = iota(kBlock), b = iota(kBlock, 100), d = iota(kBlock, 200);
-    for (const auto* t : {&a, &b}) f.kv.release(f.publish_new(c, *t));
-    ssd.flush();  // a, then b, on disk
-    EXPECT_EQ(c.lookup(a).tokens, kBlock);  // from RAM
-    f.kv.release(f.publish_new(c, d));
-    ssd.flush();  // over the cap: b, the least recently used, goes
-    EXPECT_TRUE(ssd.contains(chain_hash(c.root(), a)));
-    EXPECT_FALSE(ssd.contains(chain_hash(c.root(), b)));
-    EXPECT_TRUE(ssd.contains(chain_hash(c.root(), d)));
-  }
-  std::filesystem::remove_all(dir);
+  const TempDir dir;
+  Fixture f;
+  SsdStore ssd(f.ssd_options(dir, 2));
+  PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+  auto a = iota(kBlock), b = iota(kBlock, 100), d = iota(kBlock, 200);
+  for (const auto* t : {&a, &b}) f.kv.release(f.publish_new(c, *t));
+  ssd.flush();  // a, then b, on disk
+  EXPECT_EQ(c.lookup(a).tokens, kBlock);  // from RAM
+  f.kv.release(f.publish_new(c, d));
+  ssd.flush();  // over the cap: b, the least recently used, goes
+  EXPECT_TRUE(ssd.contains(chain_hash(c.root(), a)));
+  EXPECT_FALSE(ssd.contains(chain_hash(c.root(), b)));
+  EXPECT_TRUE(ssd.contains(chain_hash(c.root(), d)));
 }
 
 TEST(PrefixCache, CostSizeKeepsTheLongestPrefixes) {
@@ -428,57 +424,53 @@ TEST(PrefixCache, TheCapIsEnforcedInSpacedPasses) {
 // its parent left for the SSD tier counts for the parent once the parent is
 // back, so the parent is not evicted before it.
 TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) {
-  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-  {
-    Fixture f;
-    SsdStore ssd({dir, 0, 1 << 20, root_hash("ns"), f.kv.block_bytes(), kBlock});
-    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
-    auto tokens = iota(2 * kBlock);
-    const auto first = std::span(tokens).first(kBlock);
-    const int both = f.compute(tokens);
-    for (int32_t b : f.kv.blocks(both)) std::memset(f.kv.block_data(b).data(), 0x11 * (b + 1), f.kv.block_bytes());
-    ChainCursor after_first{chain_hash(c.root(), first), 1};  // the child alone
-    c.publish(after_first, tokens, 2 * kBlock, f.kv.blocks(both), {});
-    const int parent_seq = f.compute(first);  // the parent, from another sequence
-    std::memcpy(f.kv.block_data(f.kv.blocks(parent_seq)[0]).data(), f.kv.block_data(f.kv.blocks(both)[0]).data(),
-                f.kv.block_bytes());
-    f.publish(c, parent_seq, first);
-    f.kv.release(parent_seq);
-    ssd.flush();
-    EXPECT_EQ(c.evict(1), 1);  // the parent: the child is held
-    EXPECT_EQ(c.stats().entries, 1);
+  const TempDir dir;
+  Fixture f;
+  SsdStore ssd(f.ssd_options(dir, 0));
+  PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+  auto tokens = iota(2 * kBlock);
+  const auto first = std::span(tokens).first(kBlock);
+  const int both = f.compute(tokens);
+  for (int32_t b : f.kv.blocks(both)) std::memset(f.kv.block_data(b).data(), 0x11 * (b + 1), f.kv.block_bytes());
+  ChainCursor after_first{chain_hash(c.root(), first), 1};  // the child alone
+  c.publish(after_first, tokens, 2 * kBlock, f.kv.blocks(both), {});
+  const int parent_seq = f.compute(first);  // the parent, from another sequence
+  std::memcpy(f.kv.block_data(f.kv.blocks(parent_seq)[0]).data(), f.kv.block_data(f.kv.blocks(both)[0]).data(),
+              f.kv.block_bytes());
+  f.publish(c, parent_seq, first);
+  f.kv.release(parent_seq);
+  ssd.flush();
+  EXPECT_EQ(c.evict(1), 1);  // the parent: the child is held
+  EXPECT_EQ(c.stats().entries, 1);
 
-    PrefixMatch m = c.lookup(tokens);
-    EXPECT_EQ(m.tokens, 0);
-    EXPECT_EQ(m.on_disk, 2u);
-    // Found on disk only: neither a hit nor a miss until the caller knows
-    // whether a block read back.
-    EXPECT_TRUE(m.disk_only());
-    c.count_admission(m);
-    EXPECT_EQ(c.stats().hits + c.stats().misses, 0);
-    const int seq = f.kv.create_sequence();
-    ASSERT_TRUE(f.kv.reserve(seq, 2 * kBlock));
-    EXPECT_EQ(c.read_back(tokens, m.chain, 0, f.kv.blocks(seq)), 2u);
-    for (int i = 0; i < 2; ++i)
-      EXPECT_EQ(std::memcmp(f.kv.block_data(f.kv.blocks(seq)[size_t(i)]).data(),
-                            f.kv.block_data(f.kv.blocks(both)[size_t(i)]).data(), f.kv.block_bytes()),
-                0);
-    EXPECT_EQ(c.stats().restored_blocks, 2);
-    c.count_disk_match(true);
-    EXPECT_EQ(c.stats().hits, 1);
-    EXPECT_EQ(c.stats().misses, 0);
-    f.kv.set_length(seq, 2 * kBlock);
-    f.publish(c, seq, tokens);  // the parent is indexed again; the child was already
-    EXPECT_EQ(c.stats().entries, 2);
-    f.kv.release(seq);
-    f.kv.release(both);
-    EXPECT_EQ(c.evict(1), 1);  // the child first: the parent counts it now
-    EXPECT_EQ(c.lookup(first).tokens, kBlock);
-    EXPECT_EQ(c.evict(16), 1);
-    EXPECT_EQ(f.kv.blocks_free(), f.kv.blocks_total());
-  }
-  std::filesystem::remove_all(dir);
+  PrefixMatch m = c.lookup(tokens);
+  EXPECT_EQ(m.tokens, 0);
+  EXPECT_EQ(m.on_disk, 2u);
+  // Found on disk only: neither a hit nor a miss until the caller knows
+  // whether a block read back.
+  EXPECT_TRUE(m.disk_only());
+  c.count_admission(m);
+  EXPECT_EQ(c.stats().hits + c.stats().misses, 0);
+  const int seq = f.kv.create_sequence();
+  ASSERT_TRUE(f.kv.reserve(seq, 2 * kBlock));
+  EXPECT_EQ(c.read_back(tokens, m.chain, 0, f.kv.blocks(seq)), 2u);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(std::memcmp(f.kv.block_data(f.kv.blocks(seq)[size_t(i)]).data(),
+                          f.kv.block_data(f.kv.blocks(both)[size_t(i)]).data(), f.kv.block_bytes()),
+              0);
+  EXPECT_EQ(c.stats().restored_blocks, 2);
+  c.count_disk_match(true);
+  EXPECT_EQ(c.stats().hits, 1);
+  EXPECT_EQ(c.stats().misses, 0);
+  f.kv.set_length(seq, 2 * kBlock);
+  f.publish(c, seq, tokens);  // the parent is indexed again; the child was already
+  EXPECT_EQ(c.stats().entries, 2);
+  f.kv.release(seq);
+  f.kv.release(both);
+  EXPECT_EQ(c.evict(1), 1);  // the child first: the parent counts it now
+  EXPECT_EQ(c.lookup(first).tokens, kBlock);
+  EXPECT_EQ(c.evict(16), 1);
+  EXPECT_EQ(f.kv.blocks_free(), f.kv.blocks_total());
 }
 
 // A block whose SSD write was dropped (a full queue) and that stays in RAM
@@ -486,34 +478,32 @@ TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) 
 // (and its dropped ancestors) to the disk again before themselves, or the
 // whole conversation past it would stay off the disk.
 TEST(PrefixCache, ADroppedWriteIsPutAgainBeforeItsChildren) {
-  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-  {
-    Fixture f;
-    const uint64_t queued_block = kBlock * sizeof(int32_t) + f.kv.block_bytes();  // tokens and payload
-    SsdStore ssd({dir, 0, 3 * queued_block, root_hash("ns"), f.kv.block_bytes(), kBlock});
-    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
-    const auto turn1 = iota(5 * kBlock), turn2 = iota(6 * kBlock);  // turn 2 continues turn 1
-    ssd.set_paused(true);  // the queue holds three blocks: the last two are dropped
-    const int seq1 = f.publish_new(c, turn1);
-    ssd.set_paused(false);
-    ssd.flush();
-    const PrefixMatch m1 = c.lookup(turn1);
-    EXPECT_EQ(ssd.contains_prefix(m1.chain), 3u);
-    EXPECT_TRUE(ssd.awaits_put_again(m1.chain[3]));
-    EXPECT_TRUE(ssd.awaits_put_again(m1.chain[4]));
-    f.kv.release(seq1);
+  const TempDir dir;
+  Fixture f;
+  const uint64_t queued_block = kBlock * sizeof(int32_t) + f.kv.block_bytes();  // tokens and payload
+  SsdStoreOptions options = f.ssd_options(dir, 0);
+  options.queue_bytes = 3 * queued_block;
+  SsdStore ssd(options);
+  PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+  const auto turn1 = iota(5 * kBlock), turn2 = iota(6 * kBlock);  // turn 2 continues turn 1
+  ssd.set_paused(true);  // the queue holds three blocks: the last two are dropped
+  const int seq1 = f.publish_new(c, turn1);
+  ssd.set_paused(false);
+  ssd.flush();
+  const PrefixMatch m1 = c.lookup(turn1);
+  EXPECT_EQ(ssd.contains_prefix(m1.chain), 3u);
+  EXPECT_TRUE(ssd.awaits_put_again(m1.chain[3]));
+  EXPECT_TRUE(ssd.awaits_put_again(m1.chain[4]));
+  f.kv.release(seq1);
 
-    // Turn 2 attaches turn 1's blocks from RAM and publishes its new one.
-    const PrefixMatch m2 = c.lookup(turn2);
-    ASSERT_EQ(m2.tokens, 5 * kBlock);
-    const int seq2 = f.continue_turn(c, m2, turn2);
-    ssd.flush();
-    EXPECT_EQ(ssd.contains_prefix(m2.chain), 6u) << "turn 1's dropped blocks, then turn 2's";
-    EXPECT_FALSE(ssd.awaits_put_again(m2.chain[4]));
-    f.kv.release(seq2);
-  }
-  std::filesystem::remove_all(dir);
+  // Turn 2 attaches turn 1's blocks from RAM and publishes its new one.
+  const PrefixMatch m2 = c.lookup(turn2);
+  ASSERT_EQ(m2.tokens, 5 * kBlock);
+  const int seq2 = f.continue_turn(c, m2, turn2);
+  ssd.flush();
+  EXPECT_EQ(ssd.contains_prefix(m2.chain), 6u) << "turn 1's dropped blocks, then turn 2's";
+  EXPECT_FALSE(ssd.awaits_put_again(m2.chain[4]));
+  f.kv.release(seq2);
 }
 
 // A block evicted from the SSD tier (the least recently used there) that
@@ -521,27 +511,23 @@ TEST(PrefixCache, ADroppedWriteIsPutAgainBeforeItsChildren) {
 // the child would be written where no lookup reads it (a chain is read
 // from its start).
 TEST(PrefixCache, ABlockEvictedFromDiskIsPutAgainBeforeItsChild) {
-  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-  {
-    Fixture f;
-    SsdStore ssd(f.ssd_options(dir, 3));
-    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
-    const auto turn1 = iota(kBlock), turn2 = iota(2 * kBlock), other = iota(3 * kBlock, 1000);
-    f.kv.release(f.publish_new(c, turn1));
-    ssd.flush();
-    f.kv.release(f.publish_new(c, other));  // three records more: turn 1's goes
-    ssd.flush();
-    const PrefixMatch m1 = c.lookup(turn1);
-    ASSERT_EQ(m1.tokens, kBlock) << "still in RAM";
-    ASSERT_FALSE(ssd.contains(m1.chain[0]));
+  const TempDir dir;
+  Fixture f;
+  SsdStore ssd(f.ssd_options(dir, 3));
+  PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+  const auto turn1 = iota(kBlock), turn2 = iota(2 * kBlock), other = iota(3 * kBlock, 1000);
+  f.kv.release(f.publish_new(c, turn1));
+  ssd.flush();
+  f.kv.release(f.publish_new(c, other));  // three records more: turn 1's goes
+  ssd.flush();
+  const PrefixMatch m1 = c.lookup(turn1);
+  ASSERT_EQ(m1.tokens, kBlock) << "still in RAM";
+  ASSERT_FALSE(ssd.contains(m1.chain[0]));
 
-    const int seq2 = f.continue_turn(c, c.lookup(turn2), turn2);
-    ssd.flush();
-    EXPECT_EQ(ssd.contains_prefix(c.lookup(turn2).chain), 2u) << "turn 1's block, then turn 2's";
-    f.kv.release(seq2);
-  }
-  std::filesystem::remove_all(dir);
+  const int seq2 = f.continue_turn(c, c.lookup(turn2), turn2);
+  ssd.flush();
+  EXPECT_EQ(ssd.contains_prefix(c.lookup(turn2).chain), 2u) << "turn 1's block, then turn 2's";
+  f.kv.release(seq2);
 }
 
 // A conversation longer than the SSD tier's cap: its end is evicted as it
@@ -549,22 +535,18 @@ TEST(PrefixCache, ABlockEvictedFromDiskIsPutAgainBeforeItsChild) {
 // again: every turn would rewrite the whole overflow), nor is anything
 // written under it (unreadable, it would push the chain's start out).
 TEST(PrefixCache, AChainLongerThanTheDiskCapIsNotRewrittenEachTurn) {
-  std::string dir = (std::filesystem::path(::testing::TempDir()) / "prefix_ssd_XXXXXX").string();
-  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-  {
-    Fixture f;
-    SsdStore ssd(f.ssd_options(dir, 2));
-    PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
-    f.kv.release(f.publish_new(c, iota(2 * kBlock)));
-    for (int blocks = 3; blocks <= 6; ++blocks) {  // one block more each turn
-      const auto turn = iota(blocks * kBlock);
-      f.kv.release(f.continue_turn(c, c.lookup(turn), turn));
-      ssd.flush();
-    }
-    EXPECT_EQ(ssd.stats().spills, 3) << "each block once, none past the first one evicted";
-    EXPECT_EQ(ssd.contains_prefix(c.lookup(iota(6 * kBlock)).chain), 2u) << "the chain's start is kept";
+  const TempDir dir;
+  Fixture f;
+  SsdStore ssd(f.ssd_options(dir, 2));
+  PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+  f.kv.release(f.publish_new(c, iota(2 * kBlock)));
+  for (int blocks = 3; blocks <= 6; ++blocks) {  // one block more each turn
+    const auto turn = iota(blocks * kBlock);
+    f.kv.release(f.continue_turn(c, c.lookup(turn), turn));
+    ssd.flush();
   }
-  std::filesystem::remove_all(dir);
+  EXPECT_EQ(ssd.stats().spills, 3) << "each block once, none past the first one evicted";
+  EXPECT_EQ(ssd.contains_prefix(c.lookup(iota(6 * kBlock)).chain), 2u) << "the chain's start is kept";
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "core/aligned_bytes.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +12,8 @@ namespace {
 
 // The settings file as each kernel setting writes it, and without it.
 TEST(AlignedBytes, ReadsTheBracketedHugePageSetting) {
-  const std::string path = ::testing::TempDir() + "hearth_thp_enabled";
+  const TempDir dir;
+  const std::string path = dir / "enabled";
   auto read = [&](const char* content) {
     std::ofstream(path) << content;
     return transparent_huge_pages(path.c_str());

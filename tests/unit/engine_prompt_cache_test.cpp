@@ -4,6 +4,7 @@
 // eviction and preemption under a tiny KV budget; no block is leaked.
 #include "engine/engine.h"
 #include "engine_test_support.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 
@@ -320,16 +321,6 @@ TEST(GenerationCheckpoints, UnseededSamplingAndShortRunsAreNotKept) {
   EXPECT_EQ(disabled.stats().checkpoints_saved, 0);
 }
 
-// A fresh directory for an SSD tier, removed afterwards.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "hearth-ssd-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
 EngineOptions with_ssd(const std::filesystem::path& dir) {
   return EngineOptions{.threads = 2, .ssd_dir = dir, .ssd_demote_idle_seconds = 1e9};
 }
@@ -356,12 +347,12 @@ TEST(PromptCacheSsd, ARestartedEngineServesThePrefixFromDisk) {
   const auto prompt = prompt_of(100);
   const Output want = run(*cold, prompt, 20);
   {
-    Engine first(LlamaModel::load(kModel), with_ssd(dir.path));
+    Engine first(LlamaModel::load(kModel), with_ssd(dir.path()));
     expect_same(run(first, prompt, 20), want);
     ASSERT_TRUE(first.flush_cache());
     EXPECT_EQ(first.ssd_stats()->entries, 3);  // 100 prompt + 19 fed tokens: three whole blocks
   }
-  Engine second(LlamaModel::load(kModel), with_ssd(dir.path));
+  Engine second(LlamaModel::load(kModel), with_ssd(dir.path()));
   EXPECT_EQ(second.ssd_stats()->entries, 3);
   EXPECT_EQ(second.longest_durable_prefix_tokens(), 96);
   const Output again = run(second, prompt, 20);
@@ -379,7 +370,7 @@ TEST(PromptCacheSsd, ARestartedEngineServesThePrefixFromDisk) {
 TEST(PromptCacheSsd, ALongRestoreIsReadAStepsWorthAtATime) {
   TempDir dir;
   const auto prompt = prompt_of(300, 7);
-  const EngineOptions opt = with_ssd_and_chunk(dir.path, 64);
+  const EngineOptions opt = with_ssd_and_chunk(dir.path(), 64);
   const Output want = run_and_spill(prompt, 5, opt);
   Engine second(LlamaModel::load(kModel), opt);
   const int64_t steps_before = second.stats().steps;
@@ -400,7 +391,7 @@ TEST(PromptCacheSsd, ALongRestoreIsReadAStepsWorthAtATime) {
 TEST(PromptCacheSsd, RequestsRestoringOnePrefixTogetherReadItOnce) {
   TempDir dir;
   const auto prompt = prompt_of(300, 8);
-  const EngineOptions opt = with_ssd_and_chunk(dir.path, 64);
+  const EngineOptions opt = with_ssd_and_chunk(dir.path(), 64);
   const Output want = run_and_spill(prompt, 5, opt);
   Engine second(LlamaModel::load(kModel), opt);
   std::vector<std::shared_ptr<RequestHandle>> handles;
@@ -424,8 +415,8 @@ TEST(PromptCacheSsd, RequestsRestoringOnePrefixTogetherReadItOnce) {
 TEST(PromptCacheSsd, ABlockAlignedPromptOnDiskComputesOnlyItsLastToken) {
   TempDir dir;
   const auto prompt = prompt_of(288, 9);
-  const Output want = run_and_spill(prompt, 3, with_ssd(dir.path));
-  Engine second(LlamaModel::load(kModel), with_ssd(dir.path));
+  const Output want = run_and_spill(prompt, 3, with_ssd(dir.path()));
+  Engine second(LlamaModel::load(kModel), with_ssd(dir.path()));
   const Output again = run(second, prompt, 3);
   EXPECT_EQ(again.info.cached_tokens, 287);
   expect_same(again, want);
@@ -436,10 +427,10 @@ TEST(PromptCacheSsd, ABlockAlignedPromptOnDiskComputesOnlyItsLastToken) {
 TEST(PromptCacheSsd, ACorruptBlockIsSkippedAndRecomputed) {
   TempDir dir;
   const auto prompt = prompt_of(100, 3);
-  const Output want = run_and_spill(prompt, 10, with_ssd(dir.path));
+  const Output want = run_and_spill(prompt, 10, with_ssd(dir.path()));
   // Flip a payload byte of every block on disk.
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path))
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path()))
     if (e.path().extension() == ".kvb") files.push_back(e.path());
   ASSERT_EQ(files.size(), 3u);  // 100 prompt + 9 fed tokens
   for (const auto& f : files) {
@@ -447,7 +438,7 @@ TEST(PromptCacheSsd, ACorruptBlockIsSkippedAndRecomputed) {
     io.seekp(-100, std::ios::end);
     io.put('\x5a');
   }
-  Engine second(LlamaModel::load(kModel), with_ssd(dir.path));
+  Engine second(LlamaModel::load(kModel), with_ssd(dir.path()));
   const Output again = run(second, prompt, 10);
   EXPECT_EQ(again.info.cached_tokens, 0);  // the first block fails its checksum
   expect_same(again, want);
@@ -459,7 +450,7 @@ TEST(PromptCacheSsd, ACorruptBlockIsSkippedAndRecomputed) {
 
 TEST(PromptCacheSsd, IdleBlocksLeaveRamOnceDurableAndComeBack) {
   TempDir dir;
-  EngineOptions opt = with_ssd(dir.path);
+  EngineOptions opt = with_ssd(dir.path());
   opt.ssd_demote_idle_seconds = 0;
   Engine engine(LlamaModel::load(kModel), opt);
   const auto prompt = prompt_of(80, 5);
@@ -481,7 +472,7 @@ TEST(PromptCacheSsd, IdleBlocksLeaveRamOnceDurableAndComeBack) {
 // keeping BF16 entries in the same directory takes none of them.
 TEST(PromptCacheSsd, Int8EntriesComeBackFromDiskForInt8EnginesOnly) {
   TempDir dir;
-  EngineOptions cold_opt{.threads = 2, .prompt_cache = 0}, opt = with_ssd(dir.path);
+  EngineOptions cold_opt{.threads = 2, .prompt_cache = 0}, opt = with_ssd(dir.path());
   cold_opt.kv_type = opt.kv_type = DType::I8;
   const auto prompt = prompt_of(100);
   const Output want = run(*std::make_unique<Engine>(LlamaModel::load(kModel), cold_opt), prompt, 20);
@@ -503,16 +494,16 @@ TEST(PromptCacheSsd, Int8EntriesComeBackFromDiskForInt8EnginesOnly) {
     expect_same(again, want);
     EXPECT_EQ(second.ssd_stats()->restores, 3);
   }
-  Engine bf16(LlamaModel::load(kModel), with_ssd(dir.path));
+  Engine bf16(LlamaModel::load(kModel), with_ssd(dir.path()));
   EXPECT_EQ(bf16.longest_durable_prefix_tokens(), 0);
   EXPECT_EQ(run(bf16, prompt, 20).info.cached_tokens, 0);
 }
 
 TEST(PromptCacheSsd, TheDirectoryServesOneEngine) {
   TempDir dir;
-  Engine first(LlamaModel::load(kModel), with_ssd(dir.path));
+  Engine first(LlamaModel::load(kModel), with_ssd(dir.path()));
   try {
-    Engine second(LlamaModel::load(kModel), with_ssd(dir.path));
+    Engine second(LlamaModel::load(kModel), with_ssd(dir.path()));
     FAIL() << "a second engine opened a locked directory";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("another hearth server"), std::string::npos) << e.what();

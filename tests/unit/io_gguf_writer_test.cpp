@@ -16,6 +16,7 @@
 
 #include "core/dtype.h"
 #include "io/gguf_writer.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -205,11 +206,11 @@ TEST(GgufWriter, RoundTripsMetadataOfEveryTypeAndTensors) {
     }
   });
 
-  std::string path = testing::TempDir() + "/gguf_writer_test.gguf";
+  const hearth::TempDir dir;
+  const std::string path = dir / "gguf_writer_test.gguf";
   w.write(path);
   std::string bytes = read_file(path);
   EXPECT_FALSE(std::ifstream(path + ".tmp").good());
-  std::remove(path.c_str());
 
   Parsed p = parse(bytes);
   EXPECT_EQ(p.version, 3u);
@@ -291,10 +292,10 @@ TEST(GgufWriter, AlignmentFromMetadata) {
   w.set_alignment(64);
   w.add_tensor("a", GgmlType::F32, {1}, [](uint8_t* p) { std::memset(p, 0x11, 4); });
   w.add_tensor("b", GgmlType::F32, {1}, [](uint8_t* p) { std::memset(p, 0x22, 4); });
-  std::string path = testing::TempDir() + "/gguf_align_test.gguf";
+  const hearth::TempDir dir;
+  const std::string path = dir / "gguf_align_test.gguf";
   w.write(path);
   std::string bytes = read_file(path);
-  std::remove(path.c_str());
   Parsed p = parse(bytes);
   EXPECT_EQ(p.kv.at("general.alignment"), std::make_pair(4u, json(64)));
   EXPECT_EQ(p.data_start % 64, 0u);

@@ -21,21 +21,16 @@
 #include "io/model_config.h"
 #include "io/pooling_config.h"
 #include "io/safetensors.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using hearth::io::GenerationConfig;
 using hearth::io::ModelConfig;
+using hearth::TempDir;
 using hearth::io::Safetensors;
 using json = nlohmann::json;
 
 namespace {
-
-fs::path model_dir() {
-  const fs::path dir = fs::path(testing::TempDir()) / "io_model_files_test";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -47,7 +42,7 @@ json config() {
 
 // The error ModelConfig::load gives for config() with `key` set to the JSON `value`.
 std::string config_error(const std::string& key, const std::string& value) {
-  const fs::path dir = model_dir();
+  const TempDir dir;
   json c = config();
   c[json::json_pointer(key)] = json::parse(value);
   write(dir / "config.json", c.dump());
@@ -63,7 +58,7 @@ std::string config_error(const std::string& key, const std::string& value) {
 }  // namespace
 
 TEST(ModelConfig, NumbersAreCheckedBeforeTheyAreConverted) {
-  const fs::path dir = model_dir();
+  const TempDir dir;
   write(dir / "config.json", config().dump());
   EXPECT_EQ(ModelConfig::load(dir).hidden_size, 64);
   // 2^32 + 64 used to become 64, 2^32 zero.
@@ -128,7 +123,7 @@ TEST(ModelConfig, SizesPastAnyModelAreRefused) {
 // Newer transformers write rope_parameters; its base and scaling count, and
 // a type's required keys are required, as transformers has them.
 TEST(ModelConfig, RopeParametersAndScalingAreReadAsTransformersDoes) {
-  const fs::path dir = model_dir();
+  const TempDir dir;
   auto load = [&](const json& edit) {
     json c = config();
     c.update(edit);
@@ -166,7 +161,7 @@ TEST(ModelConfig, RopeParametersAndScalingAreReadAsTransformersDoes) {
 }
 
 TEST(GenerationConfig, IdsThatAreNoIdsAreLeftOut) {
-  const fs::path dir = model_dir();
+  const TempDir dir;
   write(dir / "config.json", R"({"bos_token_id": 1, "eos_token_id": 2})");
   write(dir / "generation_config.json",
         R"({"bos_token_id": 4294967297, "eos_token_id": [2, -1, 1e300, 4294967298, 7], "top_k": 1e300})");
@@ -179,7 +174,7 @@ TEST(GenerationConfig, IdsThatAreNoIdsAreLeftOut) {
 // sentence-transformers' modules.json and pooling config.json: fields of
 // another type are refused with a message, never a JSON type error.
 TEST(PoolingConfig, ModesAreBooleansAndFieldsAreChecked) {
-  const fs::path dir = model_dir();
+  const TempDir dir;
   fs::create_directories(dir / "1_Pooling");
   write(dir / "modules.json", R"([{"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}])");
   write(dir / "1_Pooling" / "config.json", R"({"pooling_mode_mean_tokens": true, "pooling_mode_cls_token": false})");
@@ -204,7 +199,7 @@ TEST(PoolingConfig, ModesAreBooleansAndFieldsAreChecked) {
 }
 
 TEST(Safetensors, DimensionsPast2To63AreRefused) {
-  const fs::path dir = model_dir();
+  const TempDir dir;
   auto file = [&](const std::string& shape) {
     const std::string header = R"({"w":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":[0,4]}})";
     const uint64_t n = header.size();
@@ -225,7 +220,8 @@ TEST(Safetensors, DimensionsPast2To63AreRefused) {
 // A header past the format's 100 MB limit is refused before it is parsed
 // (a JSON tree of GBs otherwise), as is one that is no JSON object.
 TEST(Safetensors, AHeaderOverTheFormatsLimitIsRefusedUnread) {
-  const fs::path path = model_dir() / "model.safetensors";
+  const TempDir dir;
+  const fs::path path = dir / "model.safetensors";
   const uint64_t n = 100000001;
   std::string bytes(8, '\0');
   std::memcpy(bytes.data(), &n, 8);
@@ -263,7 +259,7 @@ std::string safetensors_bytes(const std::vector<std::tuple<std::string, size_t, 
 }  // namespace
 
 TEST(Safetensors, OverlapsAreFoundPastAnEmptyTensorBetweenThem) {
-  const fs::path dir = model_dir();
+  const TempDir dir;
   write(dir / "a.safetensors", safetensors_bytes({{"a", 0, 100}, {"b", 52, 60}}, 100));
   EXPECT_THROW(Safetensors::open_file(dir / "a.safetensors"), std::runtime_error);
   // An empty one at 48 sorts between them, and hid the overlap.
@@ -300,7 +296,7 @@ TEST(Safetensors, ReleasedTensorsLeaveMemoryAndReadBackFromTheFile) {
                                         3 * kTensor);
   const size_t data_at = bytes.size() - 3 * kTensor;
   for (size_t i = 0; i < 3 * kTensor; ++i) bytes[data_at + i] = char(i * 7 % 251);
-  const fs::path dir = model_dir();
+  const TempDir dir;
   write(dir / "model.safetensors", bytes);
   const Safetensors st = Safetensors::open_file(dir / "model.safetensors");
   auto checksum = [&](const char* name) {
@@ -328,7 +324,7 @@ TEST(Safetensors, ATensorNotAlignedInItsFileIsReadFromAnAlignedCopy) {
   std::string bytes = safetensors_bytes({{"a", 0, 8}, {"b", 8, 16}}, 16, 1);  // data one byte past 8
   const float values[4] = {1.5f, -2.0f, 3.25f, 1e-3f};
   std::memcpy(bytes.data() + bytes.size() - 16, values, 16);
-  const fs::path dir = model_dir();
+  const TempDir dir;
   write(dir / "model.safetensors", bytes);
   const Safetensors st = Safetensors::open_file(dir / "model.safetensors");
   for (const char* name : {"a", "b"}) {
@@ -348,7 +344,7 @@ TEST(Safetensors, ATensorNotAlignedInItsFileIsReadFromAnAlignedCopy) {
 }
 
 TEST(Safetensors, AnIndexNamesShardsBesideItOnly) {
-  const fs::path dir = model_dir();
+  const TempDir dir;
   write(dir / "model-1.safetensors", safetensors_bytes({{"w", 0, 16}}, 16));
   write(dir / "model.safetensors.index.json", R"({"weight_map":{"w":"model-1.safetensors"}})");
   EXPECT_EQ(Safetensors::open_dir(dir).get("w").numel(), 4);

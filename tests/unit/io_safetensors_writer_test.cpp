@@ -14,6 +14,7 @@
 
 #include "core/quantize.h"
 #include "io/safetensors_writer.h"
+#include "temp_dir.h"
 
 namespace {
 
@@ -34,7 +35,8 @@ TEST(SafetensorsWriter, LayoutHeaderPaddingAndSortedData) {
     uint32_t v = 0x76543210u;
     std::memcpy(p, &v, 4);
   });
-  std::string path = testing::TempDir() + "/writer_test.safetensors";
+  const hearth::TempDir dir;
+  const std::string path = dir / "writer_test.safetensors";
   w.write(path);
   std::string bytes = read_file(path);
   ASSERT_GE(bytes.size(), 8u);
@@ -55,7 +57,6 @@ TEST(SafetensorsWriter, LayoutHeaderPaddingAndSortedData) {
   std::memcpy(&b1, data + 8, 4);
   EXPECT_EQ(b1, -2.0f);
   EXPECT_FALSE(std::ifstream(path + ".tmp").good());
-  std::remove(path.c_str());
 }
 
 TEST(SafetensorsWriter, RejectsDuplicatesAndBadNames) {

@@ -2,16 +2,14 @@
 // gigabytes, and values nested deeper than an error message can print.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "model/whisper_config.h"
+#include "temp_dir.h"
 
-namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
@@ -27,10 +25,8 @@ json tiny() {
 }
 
 std::string load_error(const std::string& config) {
-  const fs::path dir = fs::path(testing::TempDir()) / "model_whisper_config_test";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ofstream(dir / "config.json") << config;
+  const hearth::TempDir dir;
+  dir.write("config.json", config);
   try {
     hearth::WhisperConfig::load(dir);
   } catch (const std::runtime_error& e) {

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 
 #include "cache/block_hash.h"
 #include "cache/ssd_store.h"
+#include "temp_dir.h"
 
 namespace ssd_test {
 
@@ -27,6 +27,7 @@ using hearth::cache::chain_hash;
 using hearth::cache::root_hash;
 using hearth::cache::SsdStore;
 using hearth::cache::SsdStoreOptions;
+using hearth::TempDir;
 
 constexpr int kTokens = 4;
 constexpr size_t kBytes = 1000;  // deliberately not a multiple of anything
@@ -125,12 +126,6 @@ inline void flip_byte(const fs::path& path, uint64_t offset) {
 
 class SsdStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::path(::testing::TempDir()) / "ssd_store_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
 
   SsdStoreOptions options(uint64_t max_bytes = 0) const {
     SsdStoreOptions o;
@@ -143,7 +138,8 @@ class SsdStoreTest : public ::testing::Test {
   }
   fs::path ns_dir() const { return root_ / ns_.hex(); }
 
-  fs::path root_;
+  const TempDir dir_;
+  const fs::path root_ = dir_.path();
   BlockHash ns_ = root_hash("llama-test|bf16|block4");
   BlockHash chain_root_ = root_hash("chain root");
 };

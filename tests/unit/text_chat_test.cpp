@@ -1,40 +1,22 @@
 // Tests of hearth::text::ChatTemplate: finding a model's template the way
 // transformers does, and the variables a template sees.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "text/chat.h"
 #include "text/chat_prompt.h"
 #include "text/tokenizer/tokenizer.h"
+#include "temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using hearth::TempDir;
 using hearth::text::ChatTemplate;
 using hearth::text::TemplateError;
 using json = nlohmann::ordered_json;
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() / ("hearth_chat_test_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(counter_++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name, std::ios::binary) << text;
-  }
-
- private:
-  fs::path path_;
-  static inline int counter_ = 0;
-};
 
 const json kMessages = json::parse(R"([{"role": "user", "content": "hi"}])");
 

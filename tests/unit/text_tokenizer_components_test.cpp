@@ -13,6 +13,7 @@
 #include "text/tokenizer/components.h"
 #include "text/tokenizer/regex.h"
 #include "text/unicode.h"
+#include "temp_dir.h"
 
 using namespace hearth::text;
 using detail::json;
@@ -316,7 +317,8 @@ TEST(Tokenizer, IdsOutsideTheVocabularyAreRefused) {
 }
 
 TEST(Tiktoken, SyntheticRanks) {
-  const auto path = std::filesystem::temp_directory_path() / "hearth_tiny.tiktoken";
+  const hearth::TempDir dir;
+  const auto path = dir / "tiny.tiktoken";
   {
     // All 256 single bytes, then "ab" (256), "abc" (257), " a" (258).
     FILE* f = std::fopen(path.c_str(), "w");
@@ -348,7 +350,6 @@ TEST(Tiktoken, SyntheticRanks) {
   EXPECT_EQ(tok->encode("x<|end|>"), (std::vector<int32_t>{'x', 300}));
   EXPECT_EQ(tok->decode(std::vector<int32_t>{256, 'd', 300}), "abd<|end|>");
   EXPECT_EQ(tok->vocab_size(), 301u);
-  std::filesystem::remove(path);
 }
 
 TEST(Tiktoken, Gpt2RankFile) {

@@ -11,13 +11,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "text/tokenizer/whisper.h"
 #include "shared_audio.h"
+#include "temp_dir.h"
 
 using hearth::text::WhisperTokenizer;
 using Ids = std::vector<int32_t>;
@@ -157,15 +157,10 @@ TEST(WhisperTokenizer, NonSpeechTokens) {
 TEST(WhisperTokenizer, BadInput) {
   EXPECT_THROW(WhisperTokenizer::load_tiktoken("/nonexistent/x.tiktoken", 51865),
                std::runtime_error);
-  const auto dir = std::filesystem::temp_directory_path();
-  const auto garbled = dir / "hearth_whisper_garbled.tiktoken";
-  std::ofstream(garbled) << "IQ== 0\nthis is not base64 and no rank\n";
-  EXPECT_THROW(WhisperTokenizer::load_tiktoken(garbled, 51865), std::runtime_error);
-  std::filesystem::remove(garbled);
-  const auto json = dir / "hearth_whisper_garbled.json";
-  std::ofstream(json) << "{\"model\": ";
-  EXPECT_THROW(WhisperTokenizer::load_hf(json, 51865), std::runtime_error);
-  std::filesystem::remove(json);
+  const hearth::TempDir dir;
+  EXPECT_THROW(WhisperTokenizer::load_tiktoken(dir.write("garbled.tiktoken", "IQ== 0\nthis is not base64 and no rank\n"), 51865),
+               std::runtime_error);
+  EXPECT_THROW(WhisperTokenizer::load_hf(dir.write("garbled.json", "{\"model\": "), 51865), std::runtime_error);
 
   const auto multi = shared_audio("multilingual.tiktoken");
   if (multi.empty()) GTEST_SKIP() << "shared/audio/multilingual.tiktoken missing";
