@@ -176,7 +176,7 @@ bool Engine::start(Active& a) {
   if (!a.started) {
     a.started = true;
     a.admitted = Clock::now();
-    count_cached(a);
+    count_cached(a, 0);
     // The prompt cache counts a request's lookup once, when it is first
     // admitted: not at each step it waits for room, nor when it resumes
     // after a preemption (its own blocks would count as its hits).
@@ -433,16 +433,27 @@ void Engine::plan_step(Running& running) {
     a->restoring = 0;
     budget -= a->planned;
   }
+  // A prompt chunk another request computed since is shared, and one that
+  // an older request computes in this step is waited for, then shared.
   const int64_t block_tokens = kv_->shape().block_tokens;
-  for (auto& a : running)
-    if (a->behind() > 1 && a->on_disk > 0) {
+  for (size_t i = 0; i < running.size(); ++i) {
+    Active& a = *running[i];
+    if (a.behind() > 1 && a.on_disk == 0 && cache_) try {
+        share_computed(a);
+      } catch (const std::exception&) {  // (allocation) it computes the blocks itself
+      }
+    if (a.behind() == 1 && a.planned == 0 && budget > 0) {  // shared up to its last token
+      a.planned = 1;
+      --budget;
+    } else if (a.behind() > 1 && a.on_disk > 0) {
       const int64_t tokens = std::max<int64_t>(0, std::min(options_.prefill_chunk, budget));
-      a->restoring = tokens > 0 ? std::min(a->on_disk, std::max<int64_t>(1, tokens / block_tokens)) : 0;
-      budget -= a->restoring * block_tokens;
-    } else if (a->behind() > 1) {
-      a->planned = std::max<int64_t>(0, std::min({a->behind(), options_.prefill_chunk, budget}));
-      budget -= a->planned;
+      a.restoring = tokens > 0 ? std::min(a.on_disk, std::max<int64_t>(1, tokens / block_tokens)) : 0;
+      budget -= a.restoring * block_tokens;
+    } else if (a.behind() > 1 && !computed_by_another(running, i)) {
+      a.planned = std::max<int64_t>(0, std::min({a.behind(), options_.prefill_chunk, budget}));
+      budget -= a.planned;
     }
+  }
 }
 
 void Engine::step(Running& running) {

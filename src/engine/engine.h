@@ -191,14 +191,27 @@ class Engine {
   void release_sequence(Active& a);
   void drop_abandoned();  // ends the queued requests whose client has gone
   static FinishReason early_end(const RequestHandle& h);  // how a request asked to end early ends
-  void plan_step(Running& running);  // how many tokens each request feeds this step
+  // How many tokens each request feeds this step, and how many blocks it
+  // reads back; shares first what other requests computed of its prompt.
+  void plan_step(Running& running);
   void step(Running& running);
   // Reads back the blocks plan_step gave a request from the SSD tier.
   void read_back(Active& a);
-  // The prompt tokens its first admission took from the cache, so far
-  // (attached, then read back, also after a preemption that came before
-  // the first read), in its FinishInfo and the engine's total.
-  void count_cached(Active& a);
+  // Counts the prompt tokens in [from, computed) as taken from the cache
+  // (attached at the first admission, read back, shared), in its
+  // FinishInfo and the engine's total.
+  void count_cached(Active& a, int64_t from);
+  // Shares up to `max` blocks from `computed` on that the cache indexed
+  // since the request's lookup (another request computed or read them
+  // back) in place of its own unwritten ones; how many.
+  size_t share_indexed(Active& a, size_t max);
+  // Before a prompt chunk is computed: shares what other requests computed
+  // of it meanwhile (a burst of requests with one new prefix computes it
+  // once).
+  void share_computed(Active& a);
+  // Whether a request before running[i] computes in this step the block
+  // running[i] would compute next; then it waits a step and shares it.
+  bool computed_by_another(const Running& running, size_t i) const;
   void pause_ssd_writes(bool pause);  // the SSD writer waits while restores read
   // Counts the request's disk-only cache match, a hit if any block was reused.
   void count_disk_match(Active& a, bool reused);

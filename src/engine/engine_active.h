@@ -41,9 +41,10 @@ struct Engine::Active {
   int64_t behind() const { return int64_t(history().size()) - computed; }  // tokens not fed yet
   int64_t planned = 0;  // tokens it feeds in this step (plan_step)
   // Blocks past `computed` the SSD tier holds, read back a step's worth at
-  // a time before the rest is computed; the hashes of the history's blocks
-  // while there are any.
+  // a time before the rest is computed.
   int64_t on_disk = 0;
+  // The hashes of the full blocks of its history at admission: those past
+  // `computed` are read back, or shared once another request computed them.
   std::vector<cache::BlockHash> chain;
   bool disk_match = false;  // its first admission's lookup found blocks on disk only, not yet counted (count_disk_match)
   int64_t restoring = 0;  // blocks it reads back in this step (plan_step)

@@ -75,32 +75,38 @@ std::optional<cache::PrefixMatch> Engine::attach_cached_prefix(Active& a) {
     }
   }
   a.published = {shared > 0 ? m.chain[size_t(shared - 1)] : cache_->root(), shared};
-  // Blocks on SSD past the RAM hit are read back step by step (plan_step).
-  if (!whole && m.on_disk > 0) {
+  // The rest is read back from SSD step by step where it is there
+  // (plan_step), and shared where another request computes it meanwhile.
+  if (!whole) {
     a.on_disk = int64_t(m.on_disk);
     a.chain = m.chain;
   }
   return m;
 }
 
-void Engine::read_back(Active& a) {
+size_t Engine::share_indexed(Active& a, size_t max) {
   const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size());
+  const size_t from = size_t(a.computed / block_tokens);
+  // Not the block the last history token is in: that one is written again.
+  const size_t shareable = std::min(max, size_t((n - 1) / block_tokens) - from);
+  const std::vector<int32_t> shared = cache_->indexed_run(a.history(), a.chain, from, shareable);
+  for (size_t i = 0; i < shared.size(); ++i) kv_->share_block(a.seq, from + i, shared[i]);
+  return shared.size();
+}
+
+void Engine::read_back(Active& a) {
+  const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size()), before = a.computed;
   const size_t from = size_t(a.computed / block_tokens), want = size_t(a.restoring);
   const bool first_read = a.disk_match;  // (of a match preempted before it, too)
   // Blocks another request read back (or computed) since the lookup are
-  // shared, not read again; but not the one the last history token is in,
-  // which is written again below.
-  const size_t shareable = std::min(want, size_t((n - 1) / block_tokens) - from);
-  const std::vector<int32_t> shared = cache_->indexed_run(a.history(), a.chain, from, shareable);
-  for (size_t i = 0; i < shared.size(); ++i) kv_->share_block(a.seq, from + i, shared[i]);
-  size_t got = shared.size();
+  // shared, not read again.
+  size_t got = share_indexed(a, want);
   if (a.disk_match && got > 0) count_disk_match(a, true);  // before a read that may throw
   if (got < want)
     got += cache_->read_back(a.history(), a.chain, from + got, kv_->blocks(a.seq).subspan(from + got, want - got));
   if (a.disk_match) count_disk_match(a, got > 0);
   // A block that did not read back whole ends the run: the rest is computed.
   a.on_disk = got == want ? a.on_disk - a.restoring : 0;
-  if (a.on_disk == 0) a.chain = {};
   // The last history token is computed again, for its logits (the block
   // it is in is the sequence's own, and published once it is).
   a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
@@ -108,7 +114,34 @@ void Engine::read_back(Active& a) {
   cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
   // As start() counts, the first admission's, or a match preempted before
   // its first read: not the request's own blocks after a preemption.
-  if (a.info.preemptions == 0 || first_read) count_cached(a);
+  if (a.info.preemptions == 0 || first_read) count_cached(a, before);
+}
+
+void Engine::share_computed(Active& a) {
+  const int64_t block_tokens = kv_->shape().block_tokens, before = a.computed;
+  if (a.chain.empty() || a.computed % block_tokens != 0) return;
+  const size_t got = share_indexed(a, SIZE_MAX);
+  if (got == 0) return;
+  a.computed += int64_t(got) * block_tokens;
+  kv_->set_length(a.seq, a.computed);
+  cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+  if (a.info.preemptions == 0) count_cached(a, before);
+}
+
+bool Engine::computed_by_another(const Running& running, size_t i) const {
+  const Active& a = *running[i];
+  const int64_t block_tokens = kv_->shape().block_tokens;
+  const size_t next = size_t(a.computed / block_tokens);
+  if (a.computed % block_tokens != 0 || next >= a.chain.size()) return false;
+  const int64_t begin = a.computed, end = begin + block_tokens;  // the block it would compute next
+  for (size_t j = 0; j < i; ++j) {
+    const Active& other = *running[j];
+    // The same hash: the same tokens, after the same prefix.
+    if (other.planned > 0 && next < other.chain.size() && other.chain[next] == a.chain[next] &&
+        other.computed < end && other.computed + other.planned > begin)
+      return true;
+  }
+  return false;
 }
 
 void Engine::count_disk_match(Active& a, bool reused) {
@@ -122,11 +155,12 @@ void Engine::pause_ssd_writes(bool pause) {
   ssd_paused_ = pause;
 }
 
-void Engine::count_cached(Active& a) {
-  const int64_t cached = std::min(a.computed, a.decoding.prompt_tokens());
+void Engine::count_cached(Active& a, int64_t from) {
+  const int64_t prompt = a.decoding.prompt_tokens();
+  const int64_t more = std::min(a.computed, prompt) - std::min(from, prompt);
   std::lock_guard lock(mutex_);
-  stats_.cached_tokens_total += cached - a.info.cached_tokens;
-  a.info.cached_tokens = cached;
+  stats_.cached_tokens_total += more;
+  a.info.cached_tokens += more;
 }
 
 void Engine::tidy_cache() {

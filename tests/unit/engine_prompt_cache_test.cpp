@@ -210,6 +210,32 @@ TEST(PromptCache, AWaitingRequestIsTriedAgainOnlyWhenRoomMayHaveCome) {
   expect_kv_returned(engine);
 }
 
+// Requests admitted together with one new prefix compute it once: the
+// younger waits while the older computes a block of it, then shares it.
+TEST(PromptCache, RequestsAdmittedTogetherComputeTheirNewPrefixOnce) {
+  auto cold = cold_engine();
+  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .ctx_size = 384, .kv_budget = 12 * block,
+                                                        .max_batch = 4, .prefill_chunk = 32});
+  // It holds the KV the next two need: they are admitted in one step once
+  // it ends (and share as much if either comes later).
+  auto holder = engine.submit(greedy_request(prompt_of(300, 7), 40));
+  ASSERT_TRUE(holder->next());
+  const auto prompt = prompt_of(140, 8);  // four whole blocks and 12 tokens
+  auto first = engine.submit(greedy_request(prompt, 10));
+  auto second = engine.submit(greedy_request(prompt, 10));
+  drain(*holder);
+  const Output want = run(*cold, prompt, 10);
+  const Output a = drain(*first), b = drain(*second);
+  expect_same(a, want);
+  expect_same(b, want);
+  EXPECT_EQ(a.info.cached_tokens, 0);
+  EXPECT_EQ(b.info.cached_tokens, 4 * 32);
+  EXPECT_EQ(engine.stats().prompt_tokens_total, 300 + 140 + 12);
+  EXPECT_EQ(engine.stats().cached_tokens_total, 4 * 32);
+  expect_kv_returned(engine);
+}
+
 TEST(PromptCache, TheContextShrinksToWhatTheBudgetHolds) {
   const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .kv_budget = 10 * block});
