@@ -3,12 +3,16 @@
 cold (computed), from the RAM tier (a hit), and from the SSD tier after a
 restart (the record files dropped from the page cache first, so they come
 from the disk), with the restore's MB/s next to the disk's sequential read
-rate measured in the same run on the same directory; and how long a stream
-that decodes meanwhile waits for a token at most while a restore runs.
+rate measured in the same run on the same directory; how long a stream
+that decodes meanwhile waits for a token at most while a restore runs; and
+how long a burst of --burst requests with one new prefix takes to get every
+first token, with the cache (which computes the prefix once) and without it
+(each request computes it, as every request did before the engine shared
+blocks computed in flight).
 
   python3 bench/prompt_cache_bench.py [--hearth build/hearth] [--model DIR]
       [--prefix 3000] [--dir /var/tmp/hearth-bench] [--threads N] [--kv-type f32|bf16]
-      [--step-tokens N] [--json]
+      [--step-tokens N] [--burst N] [--json]
 
 Without --model, a random-weight qwen3-0.6b checkpoint (MLX 4-bit) is made
 with `hearth mkmodel`. Each TTFT is a /v1/completions request for one token
@@ -38,6 +42,7 @@ ap.add_argument("--threads")
 ap.add_argument("--step-tokens")
 ap.add_argument("--kv-type", default="f32")
 ap.add_argument("--repeats", type=int, default=3)
+ap.add_argument("--burst", type=int, default=4)
 ap.add_argument("--json", action="store_true")
 a = ap.parse_args()
 
@@ -178,6 +183,23 @@ def stall_during_restore(prompt):
     return max(during), before[len(before) // 2]
 
 
+def burst(*extra):
+    """--burst requests with one new prefix sent at once, each for one token: seconds until the last
+    answer, and the prompt tokens the server computed."""
+    srv = Server(*extra)
+    prompt = [rng.randrange(1000, 100000) for _ in range(a.prefix)]
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(a.burst) as ex:
+        list(ex.map(lambda _: srv.ttft(prompt), range(a.burst)))
+    took = time.perf_counter() - t0
+    computed = srv.stats()["generation"]["prompt_tokens_total"]
+    srv.stop()
+    return took, computed
+
+
+log(f"a burst of {a.burst} requests with one new prefix, with and without the prompt cache ...")
+burst_shared, burst_off = burst(), burst("--prompt-cache", "0")
+
 log("a stream decoding while a prefix is restored ...")
 stall, itl = stall_during_restore(prefixes[0])
 best = min(restores)
@@ -194,6 +216,8 @@ out = {
     "restore_ms": best[2], "restored_bytes": restored_bytes, "restore_bytes_per_s": restore_rate,
     "disk_read_bytes_per_s": disk, "restore_vs_disk": restore_rate / disk, "flush": flush,
     "stream_itl_s": itl, "stream_longest_gap_during_restore_s": stall,
+    "burst": a.burst, "burst_s": burst_shared[0], "burst_prompt_tokens_computed": burst_shared[1],
+    "burst_cache_off_s": burst_off[0], "burst_cache_off_prompt_tokens_computed": burst_off[1],
 }
 if a.json:
     print(json.dumps(out, indent=1))
@@ -204,5 +228,8 @@ else:
           f"restore read {restored_bytes / 1e6:.0f} MB in {best[2]:.0f} ms = {restore_rate / 1e6:.0f} MB/s; "
           f"disk sequential read {disk / 1e6:.0f} MB/s ({100 * restore_rate / disk:.0f}%)\n"
           f"a decoding stream: {1000 * itl:.0f} ms between tokens, {1000 * stall:.0f} ms at most while a prefix "
-          f"was restored")
+          f"was restored\n"
+          f"{a.burst} requests with one new prefix at once: every first token in {burst_shared[0]:.3f} s, "
+          f"{burst_shared[1]} prompt tokens computed; without the cache {burst_off[0]:.3f} s, {burst_off[1]} computed "
+          f"({burst_off[0] / burst_shared[0]:.2f}x as long)")
 shutil.rmtree(a.dir, ignore_errors=True)
