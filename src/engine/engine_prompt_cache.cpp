@@ -95,7 +95,7 @@ size_t Engine::share_indexed(Active& a, size_t max) {
 }
 
 void Engine::read_back(Active& a) {
-  const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size()), before = a.computed;
+  const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size());
   const size_t from = size_t(a.computed / block_tokens), want = size_t(a.restoring);
   const bool first_read = a.disk_match;  // (of a match preempted before it, too)
   // Blocks another request read back (or computed) since the lookup are
@@ -112,9 +112,11 @@ void Engine::read_back(Active& a) {
   a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
   kv_->set_length(a.seq, a.computed);
   cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
-  // As start() counts, the first admission's, or a match preempted before
-  // its first read: not the request's own blocks after a preemption.
-  if (a.info.preemptions == 0 || first_read) count_cached(a, before);
+  // All it holds came from the cache (restores come before any computing),
+  // as start() counts: the first admission's, or a match preempted before
+  // its first read (what it attached again then, too); not the request's
+  // own blocks after a preemption.
+  if (a.info.preemptions == 0 || first_read) count_cached(a, a.info.cached_tokens);
 }
 
 void Engine::share_computed(Active& a) {
@@ -132,7 +134,9 @@ bool Engine::computed_by_another(const Running& running, size_t i) const {
   const Active& a = *running[i];
   const int64_t block_tokens = kv_->shape().block_tokens;
   const size_t next = size_t(a.computed / block_tokens);
-  if (a.computed % block_tokens != 0 || next >= a.chain.size()) return false;
+  // (the block its last history token is in is its own: never shared)
+  const size_t last = size_t((int64_t(a.history().size()) - 1) / block_tokens);
+  if (a.computed % block_tokens != 0 || next >= std::min(a.chain.size(), last)) return false;
   const int64_t begin = a.computed, end = begin + block_tokens;  // the block it would compute next
   for (size_t j = 0; j < i; ++j) {
     const Active& other = *running[j];

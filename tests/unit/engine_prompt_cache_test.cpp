@@ -203,10 +203,11 @@ TEST(PromptCache, AWaitingRequestIsTriedAgainOnlyWhenRoomMayHaveCome) {
   EXPECT_EQ(first.info.reason, FinishReason::Length);
   EXPECT_EQ(second.info.reason, FinishReason::Length);
   // One lookup each for the first two; the waiting one's first try, one
-  // after the long prefill indexed its blocks, one when its sixth block
-  // evicted the cache's, one once it finished, and slack for a submission
-  // that lands mid-step.
-  EXPECT_LE(engine.cache_stats()->prefix_scans, 2 + 6);
+  // after the long prefill indexed its blocks, one when its fifth block
+  // filled, one when its sixth evicted the cache's, one once it finished,
+  // and slack for a submission that lands mid-step or a pass under memory
+  // pressure.
+  EXPECT_LE(engine.cache_stats()->prefix_scans, 2 + 8);
   expect_kv_returned(engine);
 }
 
