@@ -71,6 +71,9 @@ beats the built-in defaults. See docs/server-config.md.
                                first, then prompt chunks (default: 512, at least --max-batch);
                                smaller keeps streams smooth while long prompts prefill, larger
                                prefills faster
+  --step-seconds S             while streams decode, prompt chunks are held to what keeps a step
+                               near S seconds, measured as steps run (default: 0.5; at least a
+                               32-token block a step; 0: --step-tokens alone)
   --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
   --max-batch N                sequences generated together (default: 8)
   --max-body BYTES             largest request body (default: 8388608; past it 413)
@@ -140,7 +143,7 @@ SamplingParams serve_sampling(const Args& args, const io::GenerationConfig& gen)
 const std::vector<std::string> kChatOnlyOptions = {
     "max-tokens", "ctx-size", "kv-type", "kv-budget", "prompt-cache", "cache-retention",
     "ssd-cache", "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
-    "generation-checkpoint-tokens", "step-tokens", "max-queue", "max-batch",
+    "generation-checkpoint-tokens", "step-tokens", "step-seconds", "max-queue", "max-batch",
     "response-store-mb", "response-store-ttl"};
 
 void check_transcription_only(const Args& args, const std::filesystem::path& dir) {
@@ -190,7 +193,7 @@ int cmd_serve(int argc, char** argv) {
                                     "max-connections-per-client", "http-threads", "shutdown-timeout", "response-store-mb", "response-store-ttl", "kv-type",
                                     "kv-budget", "prompt-cache", "cache-retention", "ssd-cache",
                                     "ssd-cache-max", "ssd-spill-queue", "ssd-demote-idle",
-                                    "generation-checkpoint-tokens", "step-tokens", "whisper-model",
+                                    "generation-checkpoint-tokens", "step-tokens", "step-seconds", "whisper-model",
                                     "whisper-idle-unload", "whisper-resident", "max-audio-bytes", "max-audio-seconds", "max-audio-queue", "max-audio-held", "vad-model",
                                     "max-audio-sessions", "max-audio-sessions-per-client", "audio-session-idle", "audio-session-max-seconds"};
   known.insert(known.end(), kSamplingOptions.begin(), kSamplingOptions.end());
@@ -337,6 +340,8 @@ int cmd_serve(int argc, char** argv) {
   if (eopt.step_tokens < eopt.max_batch)
     throw std::runtime_error("--step-tokens must be at least --max-batch (" + std::to_string(eopt.max_batch) + ")");
   eopt.prefill_chunk = eopt.step_tokens;  // a lone long prompt may take the whole step
+  eopt.step_seconds = args.number("step-seconds", 0.5);
+  if (!(eopt.step_seconds >= 0)) throw std::runtime_error("--step-seconds must be >= 0");
   eopt.generation_checkpoint_tokens = args.integer("generation-checkpoint-tokens", 16);
   if (eopt.generation_checkpoint_tokens < 0) throw std::runtime_error("--generation-checkpoint-tokens must be >= 0");
   const std::string retention = args.str("cache-retention", "lru");

@@ -352,10 +352,11 @@ void Engine::loop() {
       continue;
     }
 
-    plan_step(running);
+    const int64_t prompt_tokens = plan_step(running);
     // The SSD writer waits while a step reads blocks back: the reads hold up
     // a request, the writes (up to the queue's cap) nothing.
-    pause_ssd_writes(std::ranges::any_of(running, [](const auto& a) { return a->restoring > 0; }));
+    const bool restoring = std::ranges::any_of(running, [](const auto& a) { return a->restoring > 0; });
+    pause_ssd_writes(restoring);
     // Blocks for this step's tokens, oldest requests first: a request that
     // cannot grow takes them from the cache, then from younger requests.
     try {
@@ -378,7 +379,9 @@ void Engine::loop() {
     if (running.empty()) continue;
 
     try {
+      const auto began = Clock::now();
       step(running);
+      if (!restoring) step_timing_.record(seconds_between(began, Clock::now()), prompt_tokens);  // (reads are not compute)
       std::lock_guard lock(mutex_);
       ++stats_.steps;
     } catch (const std::exception& e) {
@@ -421,39 +424,50 @@ void Engine::drop_abandoned() {
   for (auto& a : gone) finish(*a, early_end(*a->handle));
 }
 
-void Engine::plan_step(Running& running) {
+int64_t Engine::plan_step(Running& running) {
   // Decode rows first, one token each, so running streams keep their pace;
   // then prompt chunks, oldest request first, from what is left of the
-  // step's token budget (a request may wait a step for its turn).
+  // step's token budget (a request may wait a step for its turn). While
+  // streams decode, the chunks are also held to what keeps the step near
+  // step_seconds, so a slow CPU's long prefill does not stall them for
+  // seconds at a time.
   // A prompt whose next blocks are on SSD reads them back instead, as many
   // as the tokens it could compute (at least one while budget is left).
-  int64_t budget = options_.step_tokens;
+  int64_t budget = options_.step_tokens, decode_rows = 0, prompt_tokens = 0;
   for (auto& a : running) {
     a->planned = a->behind() == 1 ? 1 : 0;
     a->restoring = 0;
-    budget -= a->planned;
+    decode_rows += a->planned;
   }
+  budget -= decode_rows;
+  const int64_t block_tokens = kv_->shape().block_tokens;
+  int64_t compute = budget;
+  if (decode_rows > 0 && options_.step_seconds > 0)
+    compute = step_timing_.prompt_budget(options_.step_seconds, block_tokens, budget);
   // A prompt chunk another request computed since is shared, and one that
   // an older request computes in this step is waited for, then shared.
-  const int64_t block_tokens = kv_->shape().block_tokens;
   for (size_t i = 0; i < running.size(); ++i) {
     Active& a = *running[i];
     if (a.behind() > 1 && a.on_disk == 0 && cache_) try {
         share_computed(a);
-      } catch (const std::exception&) {  // (allocation) it computes the blocks itself
+      } catch (const std::exception&) {  // (allocation) it computes what it did not share
       }
     if (a.behind() == 1 && a.planned == 0 && budget > 0) {  // shared up to its last token
       a.planned = 1;
       --budget;
+      ++prompt_tokens;
     } else if (a.behind() > 1 && a.on_disk > 0) {
       const int64_t tokens = std::max<int64_t>(0, std::min(options_.prefill_chunk, budget));
       a.restoring = tokens > 0 ? std::min(a.on_disk, std::max<int64_t>(1, tokens / block_tokens)) : 0;
       budget -= a.restoring * block_tokens;
     } else if (a.behind() > 1 && !computed_by_another(running, i)) {
-      a.planned = std::max<int64_t>(0, std::min({a.behind(), options_.prefill_chunk, budget}));
+      a.planned = std::max<int64_t>(0, std::min({a.behind(), options_.prefill_chunk, budget, compute}));
       budget -= a.planned;
+      compute -= a.planned;
+      prompt_tokens += a.planned;
     }
   }
+  return prompt_tokens;
 }
 
 void Engine::step(Running& running) {

@@ -30,6 +30,7 @@
 #include "engine/generation_checkpoints.h"
 #include "engine/memory_plan.h"
 #include "engine/sampler.h"
+#include "engine/step_timing.h"
 #include "io/pooling_config.h"
 #include "model/llama.h"
 
@@ -124,6 +125,10 @@ struct EngineOptions {
   int max_batch = 8;            // sequences decoded together
   int64_t prefill_chunk = 512;  // prompt tokens per sequence per step
   int64_t step_tokens = 512;    // tokens per step, all sequences together (decode rows first); >= max_batch
+  // While streams decode, a step's prompt chunks are sized so that it takes
+  // about this long (at least a block of them a step; step_timing.h); 0:
+  // step_tokens alone.
+  double step_seconds = 0.5;
 };
 
 struct EngineStats {
@@ -193,7 +198,8 @@ class Engine {
   static FinishReason early_end(const RequestHandle& h);  // how a request asked to end early ends
   // How many tokens each request feeds this step, and how many blocks it
   // reads back; shares first what other requests computed of its prompt.
-  void plan_step(Running& running);
+  // Returns the prompt-chunk tokens planned.
+  int64_t plan_step(Running& running);
   void step(Running& running);
   // Reads back the blocks plan_step gave a request from the SSD tier.
   void read_back(Active& a);
@@ -239,6 +245,7 @@ class Engine {
   bool ssd_paused_ = false;                    // the engine thread's
   std::unique_ptr<cache::PrefixCache> cache_;  // null when the prompt cache is off
   GenerationCheckpoints checkpoints_;
+  StepTiming step_timing_;  // the engine thread's
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

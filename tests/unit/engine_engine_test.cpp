@@ -264,5 +264,38 @@ TEST(Engine, AStepTokenBudgetChunksPrefillAndDecodeRowsKeepTheirPace) {
   expect_kv_returned(engine);
 }
 
+// While a stream decodes, a prompt is fed in chunks held to the step-time
+// target (here below any step's time: a block a step), so the stream gets a
+// token at each of them instead of waiting for the whole prompt at once.
+TEST(Engine, WhileStreamsDecodeAPromptIsFedInChunksThatKeepTheStepTime) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .max_batch = 4, .step_seconds = 1e-9});
+  std::vector<int32_t> long_prompt = {1};
+  for (int i = 1; i < 256; ++i) long_prompt.push_back(int32_t(260 + (i * 37) % 240));
+  collect(*engine.submit(greedy(long_prompt, 1)));  // a step with prompt tokens is measured
+  auto stream = engine.submit(greedy({1, 403, 407}, -1));
+  ASSERT_TRUE(stream->next());  // decoding, until the context is full
+  const int64_t steps_before = engine.stats().steps;
+  long_prompt[1] = 261;  // not cached
+  const std::vector<int32_t> got = collect(*engine.submit(greedy(long_prompt, 3)));
+  // Its 256 tokens 32 a step, then a step for each of its 2 later tokens.
+  EXPECT_GE(engine.stats().steps - steps_before, 256 / 32 + 2);
+  EXPECT_EQ(got, alone(long_prompt, 3));
+  stream->cancel();
+  collect(*stream);
+  expect_kv_returned(engine);
+}
+
+// Without a stream decoding beside it, a prompt takes the whole step budget.
+TEST(Engine, ALonePromptIsNotHeldToTheStepTime) {
+  Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .prompt_cache = 0, .step_seconds = 1e-9});
+  std::vector<int32_t> long_prompt = {1};
+  for (int i = 1; i < 256; ++i) long_prompt.push_back(int32_t(260 + (i * 37) % 240));
+  collect(*engine.submit(greedy(long_prompt, 1)));
+  const int64_t steps_before = engine.stats().steps;
+  collect(*engine.submit(greedy(long_prompt, 3)));
+  EXPECT_EQ(engine.stats().steps - steps_before, 3);  // the prompt in one step, then one a token
+  expect_kv_returned(engine);
+}
+
 }  // namespace
 }  // namespace hearth
