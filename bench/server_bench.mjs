@@ -5,7 +5,8 @@
 //
 //   node bench/server_bench.mjs [--hearth build/hearth] [--model DIR] [--prompt 64]
 //        [--decode 128] [--repeats 5] [--clients 1,8] [--threads N] [--json]
-//        [--itl-streams 4] [--itl-prompt 1024] [--step-tokens N] [--kv-type f32|bf16]
+//        [--itl-streams 4] [--itl-prompt 1024] [--step-tokens N] [--step-seconds S]
+//        [--kv-type f32|bf16]
 //
 // The prompt is random token ids (as `hearth bench` uses) sent as a token-id
 // prompt; EOS is forbidden with logit_bias so every request decodes exactly
@@ -19,7 +20,7 @@
 // --itl-streams streams decode while requests with --itl-prompt-token
 // prompts keep arriving (one at a time, back to back); the gaps between the
 // streams' tokens are reported as p50/p99 (the engine's --step-tokens
-// budget is what keeps them flat).
+// and --step-seconds budgets are what keep them flat).
 import { spawn, execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import path from 'node:path';
@@ -36,6 +37,7 @@ const JSON_OUT = args.includes('--json');
 const ITL_STREAMS = Number(opt('itl-streams', 4));
 const ITL_PROMPT = Number(opt('itl-prompt', 1024));
 const STEP_TOKENS = opt('step-tokens', null);
+const STEP_SECONDS = opt('step-seconds', null);
 const KV_TYPE = opt('kv-type', null);
 const log = (...a) => { if (!JSON_OUT) console.error(...a); };
 
@@ -50,7 +52,8 @@ async function inProcess() {
 
 async function startServer() {
   const maxBatch = Math.max(...CLIENTS);
-  const step = STEP_TOKENS ? ['--step-tokens', STEP_TOKENS] : [];
+  const step = [...(STEP_TOKENS ? ['--step-tokens', STEP_TOKENS] : []),
+    ...(STEP_SECONDS ? ['--step-seconds', STEP_SECONDS] : [])];
   const proc = spawn(HEARTH, ['serve', '--port', '0', '--max-batch', String(Math.max(maxBatch, ITL_STREAMS + 1)), ...step, ...common],
     { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise((resolve, reject) => {
@@ -182,6 +185,7 @@ try {
     const gaps = [], alone = [];
     await streamOnce(url, randomPrompt(vocab, 7), eos, alone);  // the same stream with nothing else running
     let streaming = true, prefills = 0;
+    const began = performance.now();
     const streams = Promise.all(Array.from({ length: ITL_STREAMS }, (_, c) => streamOnce(url, randomPrompt(vocab, 500 + c), eos, gaps)))
       .finally(() => { streaming = false; });
     const load = (async () => {
@@ -191,10 +195,13 @@ try {
       }
     })();
     await Promise.all([streams, load]);  // a failure in either ends the run (and the server)
+    const seconds = (performance.now() - began) / 1000;
     result.inter_token_latency = {
       streams: ITL_STREAMS, prefill_prompt_tokens: itlPrompt, prefills_during: prefills,
       alone_ms_p50: percentile(alone, 0.5), alone_ms_p99: percentile(alone, 0.99),
       ms_p50: percentile(gaps, 0.5), ms_p99: percentile(gaps, 0.99), ms_max: Math.max(...gaps),
+      ms_mean: gaps.reduce((a, b) => a + b, 0) / gaps.length,
+      prefill_tokens_per_second: (prefills * itlPrompt) / seconds,
     };
   }
 } finally {
@@ -219,6 +226,7 @@ if (JSON_OUT) {
   const l = result.inter_token_latency;
   if (l)
     console.log(`inter-token latency, ${l.streams} streams while ${l.prefills_during} prompts of ${l.prefill_prompt_tokens} tokens prefilled: ` +
-      `p50 ${l.ms_p50.toFixed(1)} ms, p99 ${l.ms_p99.toFixed(1)} ms, max ${l.ms_max.toFixed(1)} ms ` +
+      `p50 ${l.ms_p50.toFixed(1)} ms, p99 ${l.ms_p99.toFixed(1)} ms, max ${l.ms_max.toFixed(1)} ms, ` +
+      `mean ${l.ms_mean.toFixed(1)} ms; prefill ${l.prefill_tokens_per_second.toFixed(0)} tok/s ` +
       `(one stream alone: p50 ${l.alone_ms_p50.toFixed(1)} ms, p99 ${l.alone_ms_p99.toFixed(1)} ms)`);
 }

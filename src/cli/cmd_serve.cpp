@@ -72,7 +72,7 @@ beats the built-in defaults. See docs/server-config.md.
                                smaller keeps streams smooth while long prompts prefill, larger
                                prefills faster
   --step-seconds S             while streams decode, prompt chunks are held to what keeps a step
-                               near S seconds, measured as steps run (default: 0.5; at least a
+                               near S seconds, measured as steps run (default: 0.25; at least a
                                32-token block a step; 0: --step-tokens alone)
   --max-queue N                requests waiting beyond the running ones before 429 (default: 64)
   --max-batch N                sequences generated together (default: 8)
@@ -340,7 +340,7 @@ int cmd_serve(int argc, char** argv) {
   if (eopt.step_tokens < eopt.max_batch)
     throw std::runtime_error("--step-tokens must be at least --max-batch (" + std::to_string(eopt.max_batch) + ")");
   eopt.prefill_chunk = eopt.step_tokens;  // a lone long prompt may take the whole step
-  eopt.step_seconds = args.number("step-seconds", 0.5);
+  eopt.step_seconds = args.number("step-seconds", 0.25);
   if (!(eopt.step_seconds >= 0)) throw std::runtime_error("--step-seconds must be >= 0");
   eopt.generation_checkpoint_tokens = args.integer("generation-checkpoint-tokens", 16);
   if (eopt.generation_checkpoint_tokens < 0) throw std::runtime_error("--generation-checkpoint-tokens must be >= 0");

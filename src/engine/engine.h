@@ -128,7 +128,7 @@ struct EngineOptions {
   // While streams decode, a step's prompt chunks are sized so that it takes
   // about this long (at least a block of them a step; step_timing.h); 0:
   // step_tokens alone.
-  double step_seconds = 0.5;
+  double step_seconds = 0.25;
 };
 
 struct EngineStats {
