@@ -352,7 +352,7 @@ void Engine::loop() {
       continue;
     }
 
-    const int64_t prompt_tokens = plan_step(running);
+    plan_step(running);
     // The SSD writer waits while a step reads blocks back: the reads hold up
     // a request, the writes (up to the queue's cap) nothing.
     const bool restoring = std::ranges::any_of(running, [](const auto& a) { return a->restoring > 0; });
@@ -378,6 +378,11 @@ void Engine::loop() {
     }
     if (running.empty()) continue;
 
+    // What the step-time model learns from: the prompt chunks left after
+    // any preemption above (not the last-token rows, which are decode rows).
+    int64_t prompt_tokens = 0;
+    for (const auto& a : running)
+      if (a->behind() > 1) prompt_tokens += a->planned;
     try {
       const auto began = Clock::now();
       step(running);
@@ -424,7 +429,7 @@ void Engine::drop_abandoned() {
   for (auto& a : gone) finish(*a, early_end(*a->handle));
 }
 
-int64_t Engine::plan_step(Running& running) {
+void Engine::plan_step(Running& running) {
   // Decode rows first, one token each, so running streams keep their pace;
   // then prompt chunks, oldest request first, from what is left of the
   // step's token budget (a request may wait a step for its turn). While
@@ -433,7 +438,7 @@ int64_t Engine::plan_step(Running& running) {
   // seconds at a time.
   // A prompt whose next blocks are on SSD reads them back instead, as many
   // as the tokens it could compute (at least one while budget is left).
-  int64_t budget = options_.step_tokens, decode_rows = 0, prompt_tokens = 0;
+  int64_t budget = options_.step_tokens, decode_rows = 0;
   for (auto& a : running) {
     a->planned = a->behind() == 1 ? 1 : 0;
     a->restoring = 0;
@@ -455,7 +460,6 @@ int64_t Engine::plan_step(Running& running) {
     if (a.behind() == 1 && a.planned == 0 && budget > 0) {  // shared up to its last token
       a.planned = 1;
       --budget;
-      ++prompt_tokens;
     } else if (a.behind() > 1 && a.on_disk > 0) {
       const int64_t tokens = std::max<int64_t>(0, std::min(options_.prefill_chunk, budget));
       a.restoring = tokens > 0 ? std::min(a.on_disk, std::max<int64_t>(1, tokens / block_tokens)) : 0;
@@ -464,10 +468,8 @@ int64_t Engine::plan_step(Running& running) {
       a.planned = std::max<int64_t>(0, std::min({a.behind(), options_.prefill_chunk, budget, compute}));
       budget -= a.planned;
       compute -= a.planned;
-      prompt_tokens += a.planned;
     }
   }
-  return prompt_tokens;
 }
 
 void Engine::step(Running& running) {

@@ -198,8 +198,7 @@ class Engine {
   static FinishReason early_end(const RequestHandle& h);  // how a request asked to end early ends
   // How many tokens each request feeds this step, and how many blocks it
   // reads back; shares first what other requests computed of its prompt.
-  // Returns the prompt-chunk tokens planned.
-  int64_t plan_step(Running& running);
+  void plan_step(Running& running);
   void step(Running& running);
   // Reads back the blocks plan_step gave a request from the SSD tier.
   void read_back(Active& a);

@@ -3,7 +3,9 @@
 // prefills 200 tokens a second, a step carrying a 512-token chunk holds
 // every running stream for 2.5 s. A step is modelled as a fixed part (the
 // decode rows: the weights streamed once, each row's attention) plus a cost
-// per prompt token, each a moving average of the steps measured.
+// per prompt token, each a moving average of the steps measured (a single
+// slow step's weight bounded, and the fixed part also corrected by steps
+// with prompt tokens, which a steady flow of prompts leaves the only ones).
 #pragma once
 
 #include <cstdint>

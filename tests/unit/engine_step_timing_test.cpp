@@ -37,5 +37,20 @@ TEST(StepTiming, AveragesFollowAChangeOfLoadGradually) {
   EXPECT_EQ(t.prompt_budget(1.0 / 32 + 60 * (3.0 / 256), 1, 512), 60);
 }
 
+// A flow of prompts leaves no decode-only step to measure the fixed part
+// on: steps with prompt tokens pull a fixed part that grew too high (one
+// slow step, or more streams than now) back down, and one slow step counts
+// as at most 4 times the average.
+TEST(StepTiming, AFixedPartTooHighComesDownWithoutDecodeOnlySteps) {
+  StepTiming t;
+  t.record(1.0 / 32, 0);
+  t.record(1.0 / 32 + 64.0 / 256, 64);  // 1/256 s a prompt token
+  t.record(10, 0);                      // descheduled for 10 s: counts as 4/32 s
+  EXPECT_EQ(t.prompt_budget(0.125, 1, 512), 18);  // the fixed part (1/32 + 3/32 / 4 = 7/128 s) leaves 18
+  for (int i = 0; i < 60; ++i) t.record(1.0 / 32 + 32.0 / 256, 32);  // the fixed part is 1/32 s again
+  EXPECT_GE(t.prompt_budget(0.125, 1, 512), 23);  // (1/8 - 1/32) * 256 = 24, give or take the averages
+  EXPECT_EQ(t.prompt_budget(1e9, 32, 512), 512);
+}
+
 }  // namespace
 }  // namespace hearth
