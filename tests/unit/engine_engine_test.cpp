@@ -17,6 +17,13 @@ namespace {
 const std::filesystem::path kModel =
     std::filesystem::path(HEARTH_SOURCE_DIR) / "models/stories260k";
 
+// A prompt of n tokens: BOS, then a story-like run of ids.
+std::vector<int32_t> story_prompt(int n) {
+  std::vector<int32_t> p = {1};
+  for (int i = 1; i < n; ++i) p.push_back(int32_t(260 + (i * 37) % 240));
+  return p;
+}
+
 std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_tokens) {
   auto model = LlamaModel::load(kModel);
   ThreadPool pool(1);
@@ -241,8 +248,7 @@ TEST(Engine, ShutdownRacingSubmitsLeavesNoReaderWaiting) {
 
 TEST(Engine, AStepTokenBudgetChunksPrefillAndDecodeRowsKeepTheirPace) {
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 2, .max_batch = 4, .step_tokens = 16});
-  std::vector<int32_t> streaming = {1, 403, 407}, long_prompt = {1};
-  for (int i = 1; i < 300; ++i) long_prompt.push_back(int32_t(260 + (i * 37) % 240));
+  const std::vector<int32_t> streaming = {1, 403, 407}, long_prompt = story_prompt(300);
   // Submitted together, before anything is read; the stream runs until the
   // context is full, long after b: b's chunks always share their steps with it.
   const int64_t steps_before = engine.stats().steps;
@@ -269,8 +275,7 @@ TEST(Engine, AStepTokenBudgetChunksPrefillAndDecodeRowsKeepTheirPace) {
 // token at each of them instead of waiting for the whole prompt at once.
 TEST(Engine, WhileStreamsDecodeAPromptIsFedInChunksThatKeepTheStepTime) {
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .max_batch = 4, .step_seconds = 1e-9});
-  std::vector<int32_t> long_prompt = {1};
-  for (int i = 1; i < 256; ++i) long_prompt.push_back(int32_t(260 + (i * 37) % 240));
+  std::vector<int32_t> long_prompt = story_prompt(256);
   collect(*engine.submit(greedy(long_prompt, 1)));  // a step with prompt tokens is measured
   auto stream = engine.submit(greedy({1, 403, 407}, -1));
   ASSERT_TRUE(stream->next());  // decoding, until the context is full
@@ -288,8 +293,7 @@ TEST(Engine, WhileStreamsDecodeAPromptIsFedInChunksThatKeepTheStepTime) {
 // Without a stream decoding beside it, a prompt takes the whole step budget.
 TEST(Engine, ALonePromptIsNotHeldToTheStepTime) {
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .prompt_cache = 0, .step_seconds = 1e-9});
-  std::vector<int32_t> long_prompt = {1};
-  for (int i = 1; i < 256; ++i) long_prompt.push_back(int32_t(260 + (i * 37) % 240));
+  const std::vector<int32_t> long_prompt = story_prompt(256);
   collect(*engine.submit(greedy(long_prompt, 1)));
   const int64_t steps_before = engine.stats().steps;
   collect(*engine.submit(greedy(long_prompt, 3)));
