@@ -550,8 +550,7 @@ void Engine::advance_embedding(Active& a, int64_t fed, std::span<const float> hi
       for (size_t j = 0; j < width; ++j) a.pooled[j] += hidden[at + j];
   }
   a.computed += fed;
-  if (cache_)
-    cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+  publish_blocks(a);
   if (a.computed < int64_t(a.history().size())) return;
   if (pooling == io::Pooling::Last) a.pooled.assign(hidden.end() - ptrdiff_t(width), hidden.end());
   if (pooling == io::Pooling::Mean)
@@ -563,8 +562,7 @@ void Engine::advance_embedding(Active& a, int64_t fed, std::span<const float> hi
 
 void Engine::advance(Active& a, int64_t fed, std::span<const float> logits) {
   a.computed += fed;
-  if (cache_)  // blocks that filled become reusable at once (a follow-up turn hits them)
-    cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+  publish_blocks(a);  // blocks that filled become reusable at once (a follow-up turn hits them)
   if (a.computed < int64_t(a.history().size())) return;  // more history to feed first
   TokenEvent ev;
   ev.token = a.decoding.next(logits, &pool_);

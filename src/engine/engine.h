@@ -202,6 +202,9 @@ class Engine {
   void step(Running& running);
   // Reads back the blocks plan_step gave a request from the SSD tier.
   void read_back(Active& a);
+  // Indexes the request's blocks that filled up to `computed` since the
+  // last call, and moves its session there (with the prompt cache on).
+  void publish_blocks(Active& a);
   // Counts the prompt tokens in [from, computed) as taken from the cache
   // (attached at the first admission, read back, shared), in its
   // FinishInfo and the engine's total.

@@ -111,7 +111,7 @@ void Engine::read_back(Active& a) {
   // it is in is the sequence's own, and published once it is).
   a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
   kv_->set_length(a.seq, a.computed);
-  cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+  publish_blocks(a);
   // All it holds came from the cache (restores come before any computing),
   // as start() counts: the first admission's, or a match preempted before
   // its first read (what it attached again then, too); not the request's
@@ -126,7 +126,7 @@ void Engine::share_computed(Active& a) {
   if (got == 0) return;
   a.computed += int64_t(got) * block_tokens;
   kv_->set_length(a.seq, a.computed);
-  cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
+  publish_blocks(a);
   if (a.info.preemptions == 0) count_cached(a, before);
 }
 
@@ -146,6 +146,10 @@ bool Engine::computed_by_another(const Running& running, size_t i) const {
       return true;
   }
   return false;
+}
+
+void Engine::publish_blocks(Active& a) {
+  if (cache_) cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
 }
 
 void Engine::count_disk_match(Active& a, bool reused) {
