@@ -64,6 +64,9 @@ void expect_same(const Output& got, const Output& want) {
   for (size_t i = 0; i < got.logprobs.size(); ++i) EXPECT_NEAR(got.logprobs[i], want.logprobs[i], 1e-4) << i;
 }
 
+// One KV block of the bundled model, for budgets counted in blocks.
+size_t kv_block_bytes() { return KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape()); }
+
 std::unique_ptr<Engine> cold_engine() {
   return std::make_unique<Engine>(LlamaModel::load(kModel), EngineOptions{.threads = 2, .prompt_cache = 0});
 }
@@ -143,7 +146,7 @@ TEST(PromptCache, SharedPrefixRequestsRunTogether) {
 TEST(PromptCache, ATinyBudgetEvictsAndPreemptsYetEveryRequestCompletes) {
   auto cold = cold_engine();
   // Six blocks of 32 positions for four requests that each grow to 4 blocks.
-  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  const size_t block = kv_block_bytes();
   Engine engine(LlamaModel::load(kModel),
                 EngineOptions{.threads = 2, .ctx_size = 128, .kv_budget = 6 * block, .max_batch = 4});
   EXPECT_EQ(engine.admission().max_safe_context, 6 * 32);
@@ -169,7 +172,7 @@ TEST(PromptCache, ATinyBudgetEvictsAndPreemptsYetEveryRequestCompletes) {
 // the lookup counts once, when it is admitted (and not again if it resumes
 // after a preemption).
 TEST(PromptCache, ARequestWaitingForRoomIsCountedOnceWhenAdmitted) {
-  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  const size_t block = kv_block_bytes();
   Engine engine(LlamaModel::load(kModel),
                 EngineOptions{.threads = 1, .ctx_size = 192, .kv_budget = 6 * block, .max_batch = 2});
   const auto shared = prompt_of(70);
@@ -191,7 +194,7 @@ TEST(PromptCache, ARequestWaitingForRoomIsCountedOnceWhenAdmitted) {
 // waiting request is tried again once a block was freed or indexed, not at
 // each of the 30-odd steps of the request it waits for.
 TEST(PromptCache, AWaitingRequestIsTriedAgainOnlyWhenRoomMayHaveCome) {
-  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  const size_t block = kv_block_bytes();
   Engine engine(LlamaModel::load(kModel),
                 EngineOptions{.threads = 1, .ctx_size = 192, .kv_budget = 6 * block, .max_batch = 2});
   const auto shared = prompt_of(70);
@@ -215,7 +218,7 @@ TEST(PromptCache, AWaitingRequestIsTriedAgainOnlyWhenRoomMayHaveCome) {
 // younger waits while the older computes a block of it, then shares it.
 TEST(PromptCache, RequestsAdmittedTogetherComputeTheirNewPrefixOnce) {
   auto cold = cold_engine();
-  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  const size_t block = kv_block_bytes();
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .ctx_size = 384, .kv_budget = 12 * block,
                                                         .max_batch = 4, .prefill_chunk = 32});
   // It holds the KV the next two need: they are admitted in one step once
@@ -238,7 +241,7 @@ TEST(PromptCache, RequestsAdmittedTogetherComputeTheirNewPrefixOnce) {
 }
 
 TEST(PromptCache, TheContextShrinksToWhatTheBudgetHolds) {
-  const size_t block = KvCache::block_bytes(LlamaModel::load(kModel)->kv_shape());
+  const size_t block = kv_block_bytes();
   Engine engine(LlamaModel::load(kModel), EngineOptions{.threads = 1, .kv_budget = 10 * block});
   EXPECT_EQ(engine.ctx_size(), 10 * 32);
   EXPECT_EQ(engine.admission().enforced_context_tokens, 10 * 32);
