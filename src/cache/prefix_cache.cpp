@@ -54,12 +54,12 @@ PrefixMatch PrefixCache::lookup(std::span<const int32_t> tokens, const std::stri
 
 void PrefixCache::count_admission(const PrefixMatch& m) {
   std::lock_guard lock(mutex_);
-  if (!m.disk_only()) ++(m.blocks.empty() ? stats_.misses : stats_.hits);
+  if (!m.blocks.empty()) ++stats_.hits;
   stats_.hit_tokens += m.tokens;
   if (m.continues_session) ++(*m.continues_session ? stats_.session_hits : stats_.session_misses);
 }
 
-void PrefixCache::count_disk_match(bool reused) {
+void PrefixCache::count_reuse(bool reused) {
   std::lock_guard lock(mutex_);
   ++(reused ? stats_.hits : stats_.misses);
 }

@@ -50,8 +50,8 @@ struct PrefixCacheOptions {
 struct PrefixCacheStats {
   int64_t entries = 0;
   size_t bytes = 0, max_bytes = 0;
-  // Admitted lookups (count_admission) that found >= 1 block / none (a
-  // disk-only one: count_disk_match).
+  // Admitted requests that reused >= 1 block (found in RAM at their lookup,
+  // or later shared or read back: count_reuse) / none.
   int64_t hits = 0, misses = 0, hit_tokens = 0;
   int64_t session_hits = 0, session_misses = 0, sessions = 0;
   int64_t prefix_scans = 0, evictions = 0;
@@ -76,9 +76,6 @@ struct PrefixMatch {
   // session's checkpoint (a session hit) or not (an edited or branched
   // history).
   std::optional<bool> continues_session;
-  // Found on disk only: counted neither hit nor miss yet, but by the
-  // caller's count_disk_match once it knows whether any block read back.
-  bool disk_only() const { return blocks.empty() && on_disk > 0; }
 };
 
 class PrefixCache {
@@ -98,18 +95,19 @@ class PrefixCache {
   std::vector<BlockHash> chain(std::span<const int32_t> tokens) const;
 
   // The longest run of cached blocks that starts `tokens`, marked as used,
-  // and how many blocks past it the SSD tier holds. Counted as a hit or a
-  // miss only by count_admission: a request that waits for room looks up
-  // again at every step it is tried.
+  // and how many blocks past it the SSD tier holds. Counted only by
+  // count_admission and count_reuse: a request that waits for room looks
+  // up again at every step it is tried.
   PrefixMatch lookup(std::span<const int32_t> tokens, const std::string& session = {});
-  // Counts the lookup of a request that was admitted with its match: a hit,
-  // a miss, or (disk only) neither yet, its tokens, and its session's
-  // continuation.
+  // Counts the lookup of a request that was admitted with its match: a hit
+  // if it found blocks in RAM, its tokens, and its session's continuation.
+  // One that found none is neither hit nor miss yet: its request may still
+  // read blocks back from disk or share what another computes meanwhile.
   void count_admission(const PrefixMatch& m);
-  // Counts a disk-only match (PrefixMatch::disk_only) as a hit if any of
-  // its blocks was reused, else as a miss: once per such lookup, so both
-  // counters only ever grow.
-  void count_disk_match(bool reused);
+  // Counts such a request (no block in RAM at its lookup) as a hit if it
+  // reused any block, else as a miss: once per request, so both counters
+  // only ever grow.
+  void count_reuse(bool reused);
 
   // Reads blocks [from, from + into.size()) of `chain` (the hashes of the
   // full blocks of `tokens`) back from the SSD tier into `into`, pool blocks

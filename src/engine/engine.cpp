@@ -173,23 +173,29 @@ bool Engine::start(Active& a) {
     return false;
   }
   a.computed = kv_->length(a.seq);
-  if (!a.started) {
+  const bool first = !a.started;
+  if (first) {
     a.started = true;
     a.admitted = Clock::now();
-    count_cached(a, 0);
     // The prompt cache counts a request's lookup once, when it is first
     // admitted: not at each step it waits for room, nor when it resumes
     // after a preemption (its own blocks would count as its hits).
     if (match) {
       cache_->count_admission(*match);
-      a.disk_match = match->disk_only();
+      a.reuse_pending = match->blocks.empty();
     }
   }
+  // What it attached came from the cache: at its first admission, or when
+  // it resumes before reusing or publishing a block of its own (preempt).
+  if (first || a.reuse_pending) count_cached(a, a.info.cached_tokens);
+  if (a.reuse_pending && a.published.blocks > 0) count_reuse(a, true);
   return true;
 }
 
 void Engine::preempt(std::unique_ptr<Active> a) {
   // Its full blocks stay in the prompt cache, so resuming is mostly a hit.
+  // Blocks it published before reusing any are its own: a miss.
+  if (a->reuse_pending && a->published.blocks > 0) count_reuse(*a, false);
   release_sequence(*a);
   a->computed = 0;
   ++a->info.preemptions;
@@ -264,7 +270,7 @@ void Engine::finish(Active& a, FinishReason reason, std::string error) {
     } catch (const std::exception&) {  // (allocation) a retry then starts over; the request still ends
     }
   }
-  if (a.disk_match) count_disk_match(a, false);  // it ends before any block read back
+  if (a.reuse_pending) count_reuse(a, false);  // it ends before reusing any block
   if (a.seq >= 0) release_sequence(a);
   a.done = true;
   std::lock_guard lock(mutex_);
@@ -564,6 +570,7 @@ void Engine::advance(Active& a, int64_t fed, std::span<const float> logits) {
   a.computed += fed;
   publish_blocks(a);  // blocks that filled become reusable at once (a follow-up turn hits them)
   if (a.computed < int64_t(a.history().size())) return;  // more history to feed first
+  if (a.reuse_pending) count_reuse(a, false);  // its prompt is computed, none of it reused
   TokenEvent ev;
   ev.token = a.decoding.next(logits, &pool_);
   if (a.request.top_logprobs >= 0)

@@ -190,9 +190,8 @@ class Engine {
   uint64_t room_epoch() const;
   void preempt(std::unique_ptr<Active> a);
   // Gives the request's KV back (its blocks stay in the prompt cache), on
-  // finishing, preemption or no room at admission. A disk match not read
-  // back yet stays pending: a preempted request reads it when it resumes,
-  // and one that ends first counts it as a miss in finish().
+  // finishing, preemption or no room at admission. A request that reused
+  // no block yet stays undecided (Active::reuse_pending) through it.
   void release_sequence(Active& a);
   void drop_abandoned();  // ends the queued requests whose client has gone
   static FinishReason early_end(const RequestHandle& h);  // how a request asked to end early ends
@@ -221,8 +220,8 @@ class Engine {
   // running[i] would compute next; then it waits a step and shares it.
   bool computed_by_another(const Running& running, size_t i) const;
   void pause_ssd_writes(bool pause);  // the SSD writer waits while restores read
-  // Counts the request's disk-only cache match, a hit if any block was reused.
-  void count_disk_match(Active& a, bool reused);
+  // Decides a request's pending cache hit or miss (Active::reuse_pending).
+  void count_reuse(Active& a, bool reused);
   // One forward over the requests' next tokens (throws only if it fails),
   // then each request advances on its own.
   void run_batch(std::span<Active* const> batch);

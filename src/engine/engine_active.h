@@ -46,7 +46,10 @@ struct Engine::Active {
   // The hashes of the full blocks of its history at admission: those past
   // `computed` are read back, or shared once another request computed them.
   std::vector<cache::BlockHash> chain;
-  bool disk_match = false;  // its first admission's lookup found blocks on disk only, not yet counted (count_disk_match)
+  // Its first admission's lookup found no block in RAM, and it has neither
+  // reused one since (read back, shared: a hit) nor computed its prompt
+  // without (a miss): count_reuse.
+  bool reuse_pending = false;
   int64_t restoring = 0;  // blocks it reads back in this step (plan_step)
   std::optional<uint64_t> no_room_at;  // the room_epoch() when it last found no room at admission
 };

@@ -97,14 +97,16 @@ size_t Engine::share_indexed(Active& a, size_t max) {
 void Engine::read_back(Active& a) {
   const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size());
   const size_t from = size_t(a.computed / block_tokens), want = size_t(a.restoring);
-  const bool first_read = a.disk_match;  // (of a match preempted before it, too)
+  // All it holds came from the cache (restores come before any computing),
+  // unless it is its own after a preemption (as start() counts).
+  const bool counted = a.info.preemptions == 0 || a.reuse_pending;
   // Blocks another request read back (or computed) since the lookup are
   // shared, not read again.
   size_t got = share_indexed(a, want);
-  if (a.disk_match && got > 0) count_disk_match(a, true);  // before a read that may throw
+  if (a.reuse_pending && got > 0) count_reuse(a, true);  // before a read that may throw
   if (got < want)
     got += cache_->read_back(a.history(), a.chain, from + got, kv_->blocks(a.seq).subspan(from + got, want - got));
-  if (a.disk_match) count_disk_match(a, got > 0);
+  if (a.reuse_pending && got > 0) count_reuse(a, true);
   // A block that did not read back whole ends the run: the rest is computed.
   a.on_disk = got == want ? a.on_disk - a.restoring : 0;
   // The last history token is computed again, for its logits (the block
@@ -112,11 +114,7 @@ void Engine::read_back(Active& a) {
   a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
   kv_->set_length(a.seq, a.computed);
   publish_blocks(a);
-  // All it holds came from the cache (restores come before any computing),
-  // as start() counts: the first admission's, or a match preempted before
-  // its first read (what it attached again then, too); not the request's
-  // own blocks after a preemption.
-  if (a.info.preemptions == 0 || first_read) count_cached(a, a.info.cached_tokens);
+  if (counted) count_cached(a, a.info.cached_tokens);
 }
 
 void Engine::share_computed(Active& a) {
@@ -124,10 +122,12 @@ void Engine::share_computed(Active& a) {
   if (a.chain.empty() || a.computed % block_tokens != 0) return;
   const size_t got = share_indexed(a, SIZE_MAX);
   if (got == 0) return;
+  const bool counted = a.info.preemptions == 0 || a.reuse_pending;  // (as read_back)
   a.computed += int64_t(got) * block_tokens;
   kv_->set_length(a.seq, a.computed);
   publish_blocks(a);
-  if (a.info.preemptions == 0) count_cached(a, before);
+  if (a.reuse_pending) count_reuse(a, true);
+  if (counted) count_cached(a, before);
 }
 
 bool Engine::computed_by_another(const Running& running, size_t i) const {
@@ -152,9 +152,9 @@ void Engine::publish_blocks(Active& a) {
   if (cache_) cache_->publish(a.published, a.history(), a.computed, kv_->blocks(a.seq), a.request.session);
 }
 
-void Engine::count_disk_match(Active& a, bool reused) {
-  a.disk_match = false;
-  cache_->count_disk_match(reused);
+void Engine::count_reuse(Active& a, bool reused) {
+  a.reuse_pending = false;
+  cache_->count_reuse(reused);
 }
 
 void Engine::pause_ssd_writes(bool pause) {

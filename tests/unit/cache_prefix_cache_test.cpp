@@ -107,6 +107,10 @@ TEST(PrefixCache, FindsTheLongestCachedRunOfWholeBlocks) {
   EXPECT_EQ(c.stats().misses, 0);
   EXPECT_EQ(c.lookup(edited).tokens, 0);
   c.count_admission(third);
+  // Having found none, it is a miss only once its request reused none
+  // (count_reuse).
+  EXPECT_EQ(c.stats().misses, 0);
+  c.count_reuse(false);
   PrefixCacheStats s = c.stats();
   EXPECT_EQ(s.hits, 2);
   EXPECT_EQ(s.misses, 1);
@@ -448,7 +452,6 @@ TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) 
   EXPECT_EQ(m.on_disk, 2u);
   // Found on disk only: neither a hit nor a miss until the caller knows
   // whether a block read back.
-  EXPECT_TRUE(m.disk_only());
   c.count_admission(m);
   EXPECT_EQ(c.stats().hits + c.stats().misses, 0);
   const int seq = f.kv.create_sequence();
@@ -459,7 +462,7 @@ TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) 
                           f.kv.block_data(f.kv.blocks(both)[size_t(i)]).data(), f.kv.block_bytes()),
               0);
   EXPECT_EQ(c.stats().restored_blocks, 2);
-  c.count_disk_match(true);
+  c.count_reuse(true);
   EXPECT_EQ(c.stats().hits, 1);
   EXPECT_EQ(c.stats().misses, 0);
   f.kv.set_length(seq, 2 * kBlock);

@@ -165,6 +165,10 @@ TEST(PromptCache, ATinyBudgetEvictsAndPreemptsYetEveryRequestCompletes) {
   }
   EXPECT_GT(engine.stats().preemptions, 0);
   EXPECT_GT(engine.cache_stats()->evictions, 0);
+  // Each prompt is new: a miss once, though a preempted one attaches its own
+  // blocks again when it resumes.
+  EXPECT_EQ(engine.cache_stats()->hits, 0);
+  EXPECT_EQ(engine.cache_stats()->misses, 4);
   expect_kv_returned(engine);
 }
 
@@ -237,6 +241,9 @@ TEST(PromptCache, RequestsAdmittedTogetherComputeTheirNewPrefixOnce) {
   EXPECT_EQ(b.info.cached_tokens, 4 * 32);
   EXPECT_EQ(engine.stats().prompt_tokens_total, 300 + 140 + 12);
   EXPECT_EQ(engine.stats().cached_tokens_total, 4 * 32);
+  // The one that shared is a hit, though its lookup found nothing.
+  EXPECT_EQ(engine.cache_stats()->hits, 1);
+  EXPECT_EQ(engine.cache_stats()->misses, 2);  // (the holder's too)
   expect_kv_returned(engine);
 }
 
@@ -437,6 +444,9 @@ TEST(PromptCacheSsd, RequestsRestoringOnePrefixTogetherReadItOnce) {
   }
   EXPECT_EQ(second.ssd_stats()->restores, 9);
   EXPECT_EQ(second.cache_stats()->restored_blocks, 9);
+  // Each found it on disk only: those that shared what another read are hits too.
+  EXPECT_EQ(second.cache_stats()->hits, 3);
+  EXPECT_EQ(second.cache_stats()->misses, 0);
   expect_kv_returned(second);
 }
 
