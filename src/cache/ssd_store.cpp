@@ -24,52 +24,59 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   ns_dir_ = opt_.dir / opt_.ns.hex();
   record_bytes_ = shape().file_bytes();
   std::error_code ec;
-  std::filesystem::create_directories(ns_dir_, ec);
-  if (ec)
-    throw std::runtime_error("cannot create cache directory " + ns_dir_.string() + ": " +
-                             ec.message());
-
-  const std::string lock_path = (opt_.dir / "LOCK").string();
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (lock_fd_ < 0)
-    throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
-  // Non-blocking: a second server on the same directory must fail at once, not hang.
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    int err = errno;
-    close_fds();
-    if (err == EWOULDBLOCK)
-      throw std::runtime_error("cache directory " + opt_.dir.string() + " is locked (" + lock_path +
-                               "): another hearth server is using it");
-    throw std::runtime_error("cannot lock " + lock_path + ": " + std::strerror(err));
-  }
+  std::filesystem::create_directories(opt_.dir, ec);
+  if (ec) throw std::runtime_error("cannot create cache directory " + opt_.dir.string() + ": " + ec.message());
+  // DIR holds the lock and every namespace's folder, and this store deletes
+  // other namespaces' records in it by path: it must be this user's, and
+  // no one else's to write in (a folder put in place of a namespace's
+  // could be anything). A link to such a folder is the user's to make.
+  const int root_fd = ::open(opt_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) throw std::runtime_error("cannot open " + opt_.dir.string() + ": " + std::strerror(errno));
   try {
-    dir_fd_ = ::open(ns_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    check_owner(root_fd, opt_.dir);
+    struct stat st {};
+    if (::fstat(root_fd, &st) != 0 || ((st.st_mode & 022) != 0 && ::fchmod(root_fd, st.st_mode & 07755) != 0))
+      throw std::runtime_error("cannot keep other users from writing in " + opt_.dir.string() + ": " +
+                               std::strerror(errno));
+    const std::string lock_path = (opt_.dir / "LOCK").string();
+    lock_fd_ = ::openat(root_fd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock_fd_ < 0) throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
+    // Non-blocking: a second server on the same directory must fail at once, not hang.
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK)
+        throw std::runtime_error("cache directory " + opt_.dir.string() + " is locked (" + lock_path +
+                                 "): another hearth server is using it");
+      throw std::runtime_error("cannot lock " + lock_path + ": " + std::strerror(errno));
+    }
+    const std::string ns = opt_.ns.hex();
+    if (::mkdirat(root_fd, ns.c_str(), 0700) != 0 && errno != EEXIST)
+      throw std::runtime_error("cannot create cache directory " + ns_dir_.string() + ": " + std::strerror(errno));
+    dir_fd_ = ::openat(root_fd, ns.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dir_fd_ < 0)
       throw std::runtime_error("cannot open " + ns_dir_.string() + ": " + std::strerror(errno));
     // The records hold prompts (their token ids) and KV the server trusts:
     // the folder must be this user's, and is made the owner's alone (one
     // someone else made first could be read or have records planted in it;
     // its name, from the model's files, is no secret).
-    struct stat st {};
-    if (::fstat(dir_fd_, &st) != 0 || st.st_uid != ::geteuid())
-      throw std::runtime_error("cache directory " + ns_dir_.string() +
-                               " belongs to another user; choose a cache directory of your own");
-    if ((st.st_mode & 077) != 0 && ::fchmod(dir_fd_, 0700) != 0)
+    check_owner(dir_fd_, ns_dir_);
+    if (::fstat(dir_fd_, &st) != 0 || ((st.st_mode & 077) != 0 && ::fchmod(dir_fd_, 0700) != 0))
       throw std::runtime_error("cannot make " + ns_dir_.string() + " private: " + std::strerror(errno));
     // The folders' entries made durable (they may be new: the namespace's,
     // and DIR itself), before any record in them is reported durable: a
     // crash must not take a folder, records and all. (Best effort: a disk
     // that fails here fails the records' own fsyncs, which are reported.)
-    for (const std::filesystem::path& dir : {opt_.dir, opt_.dir.parent_path()})
-      if (const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-        ::fsync(fd);
-        ::close(fd);
-      }
+    ::fsync(root_fd);
+    if (const int fd = ::open(opt_.dir.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
     scan_records();
   } catch (...) {
+    ::close(root_fd);
     close_fds();
     throw;
   }
+  ::close(root_fd);
   writer_ = std::thread(&SsdStore::writer_loop, this);
 }
 
@@ -81,6 +88,14 @@ SsdStore::~SsdStore() {
   work_cv_.notify_all();
   writer_.join();
   close_fds();
+}
+
+void SsdStore::check_owner(int dir_fd, const std::filesystem::path& dir) {
+  struct stat st {};
+  if (::fstat(dir_fd, &st) != 0) throw std::runtime_error("cannot stat " + dir.string() + ": " + std::strerror(errno));
+  if (st.st_uid != ::geteuid())
+    throw std::runtime_error("cache directory " + dir.string() +
+                             " belongs to another user; choose a cache directory of your own");
 }
 
 void SsdStore::close_fds() {
@@ -161,10 +176,13 @@ std::deque<SsdStore::OtherRecord> SsdStore::other_namespaces_records() const {
   for (auto dir = std::filesystem::directory_iterator(opt_.dir, ec);
        !ec && dir != std::filesystem::directory_iterator(); dir.increment(ec)) {
     const std::string name = dir->path().filename().string();
-    // A namespace's folder: 32 hex digits, not a symbolic link.
+    // A namespace's folder: 32 hex digits, not a symbolic link, this
+    // user's (another's came while DIR was open to them: not ours to count
+    // or delete).
+    struct stat dir_st {};
     if (dir->path() == ns_dir_ || name.size() != 32 ||
         name.find_first_not_of("0123456789abcdef") != std::string::npos ||
-        dir->symlink_status(ec).type() != std::filesystem::file_type::directory)
+        ::lstat(dir->path().c_str(), &dir_st) != 0 || !S_ISDIR(dir_st.st_mode) || dir_st.st_uid != ::geteuid())
       continue;
     std::error_code file_ec;
     for (auto f = std::filesystem::directory_iterator(dir->path(), file_ec);

@@ -185,6 +185,8 @@ class SsdStore {
   void delete_files(const Evicted& files) const;  // without mu_
   uint64_t oldest_unfinished_seq() const;
   void close_fds();
+  // Throws unless the open folder `dir_fd` (at `dir`) is this user's.
+  static void check_owner(int dir_fd, const std::filesystem::path& dir);
 
   SsdStoreOptions opt_;  // max_bytes: the cap asked for (or the default)
   uint64_t cap_ = 0;     // the cap in effect: max_bytes, or less while the disk is full

@@ -504,6 +504,46 @@ TEST_F(SsdStoreTest, AFolderThatWasThereIsMadePrivateOrRefused) {
   }
 }
 
+// The folder the store was given holds the lock and every namespace's
+// folder, and the store deletes other namespaces' records in it: one that
+// others could write in is closed to them, another user's is refused.
+TEST_F(SsdStoreTest, TheCacheDirectoryIsTheUsersAloneToWriteIn) {
+  fs::permissions(root_, fs::perms::all);
+  { SsdStore s(options()); }
+  EXPECT_EQ(fs::status(root_).permissions(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                                 fs::perms::others_read | fs::perms::others_exec);
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a folder to another user needs root";
+  ASSERT_EQ(::chown(root_.c_str(), 65534, 65534), 0);
+  try {
+    SsdStore s(options());
+    ADD_FAILURE() << "another user's folder was taken";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("another user"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(::chown(root_.c_str(), 0, 0), 0);
+}
+
+// A namespace folder another user made (while the cache directory was open
+// to them) is neither counted against the cap nor emptied to meet it.
+TEST_F(SsdStoreTest, AnotherUsersNamespaceFolderIsLeftAlone) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a folder to another user needs root";
+  SsdStoreOptions theirs = options();
+  theirs.ns = root_hash("their model");
+  const fs::path their_dir = root_ / theirs.ns.hex();
+  {
+    SsdStore s(theirs);
+    put(s, make_chain(chain_root_, 1, 2)[0]);
+  }
+  ASSERT_EQ(::chown(their_dir.c_str(), 65534, 65534), 0);
+  const auto chain = make_chain(chain_root_, 2);
+  SsdStore s(options(kRecordBytes));  // room for one record: theirs would go first
+  EXPECT_EQ(s.stats().other_bytes, 0u);
+  for (const Block& b : chain) put(s, b);
+  s.flush();
+  EXPECT_EQ(files_in(their_dir).size(), 1u);
+  EXPECT_EQ(s.stats().entries, 1);
+}
+
 // A well-formed record another user put in the folder (while it was open,
 // before the server made it private) is removed at start, not served.
 TEST_F(SsdStoreTest, ARecordAnotherUserOwnsIsRemovedAtStart) {
