@@ -43,10 +43,11 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
     if (lock_fd_ < 0) throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
     // Non-blocking: a second server on the same directory must fail at once, not hang.
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK)
+      const int err = errno;
+      if (err == EWOULDBLOCK)
         throw std::runtime_error("cache directory " + opt_.dir.string() + " is locked (" + lock_path +
                                  "): another hearth server is using it");
-      throw std::runtime_error("cannot lock " + lock_path + ": " + std::strerror(errno));
+      throw std::runtime_error("cannot lock " + lock_path + ": " + std::strerror(err));
     }
     const std::string ns = opt_.ns.hex();
     if (::mkdirat(root_fd, ns.c_str(), 0700) != 0 && errno != EEXIST)
@@ -71,13 +72,13 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
       ::close(fd);
     }
     scan_records();
+    writer_ = std::thread(&SsdStore::writer_loop, this);
   } catch (...) {
     ::close(root_fd);
     close_fds();
     throw;
   }
   ::close(root_fd);
-  writer_ = std::thread(&SsdStore::writer_loop, this);
 }
 
 SsdStore::~SsdStore() {

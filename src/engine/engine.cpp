@@ -178,16 +178,18 @@ bool Engine::start(Active& a) {
     a.started = true;
     a.admitted = Clock::now();
     // The prompt cache counts a request's lookup once, when it is first
-    // admitted: not at each step it waits for room, nor when it resumes
-    // after a preemption (its own blocks would count as its hits).
+    // admitted, not at each step it waits for room; one that found nothing
+    // in RAM is decided by what it reuses (count_reuse).
     if (match) {
       cache_->count_admission(*match);
       a.reuse_pending = match->blocks.empty();
     }
   }
-  // What it attached came from the cache: at its first admission, or when
-  // it resumes before reusing or publishing a block of its own (preempt).
-  if (first || a.reuse_pending) count_cached(a, a.info.cached_tokens);
+  // What it attached (and reads back or shares next) comes from the cache:
+  // at its first admission, or when it resumes before reusing or
+  // publishing a block of its own (preempt), not its own blocks after.
+  a.counts_cached = first || a.reuse_pending;
+  if (a.counts_cached) count_cached(a, a.info.cached_tokens);
   if (a.reuse_pending && a.published.blocks > 0) count_reuse(a, true);
   return true;
 }

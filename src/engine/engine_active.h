@@ -47,9 +47,14 @@ struct Engine::Active {
   // `computed` are read back, or shared once another request computed them.
   std::vector<cache::BlockHash> chain;
   // Its first admission's lookup found no block in RAM, and it has neither
-  // reused one since (read back, shared: a hit) nor computed its prompt
-  // without (a miss): count_reuse.
+  // reused one since (read back, shared, attached when it resumed: a hit)
+  // nor computed its prompt without, ended, or been preempted after
+  // publishing blocks of its own (a miss): count_reuse.
   bool reuse_pending = false;
+  // Since this admission its KV holds only what came from the cache or
+  // what it computed, not its own blocks attached again after a
+  // preemption: tokens it reads back or shares count as cached (start()).
+  bool counts_cached = false;
   int64_t restoring = 0;  // blocks it reads back in this step (plan_step)
   std::optional<uint64_t> no_room_at;  // the room_epoch() when it last found no room at admission
 };

@@ -97,9 +97,6 @@ size_t Engine::share_indexed(Active& a, size_t max) {
 void Engine::read_back(Active& a) {
   const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size());
   const size_t from = size_t(a.computed / block_tokens), want = size_t(a.restoring);
-  // All it holds came from the cache (restores come before any computing),
-  // unless it is its own after a preemption (as start() counts).
-  const bool counted = a.info.preemptions == 0 || a.reuse_pending;
   // Blocks another request read back (or computed) since the lookup are
   // shared, not read again.
   size_t got = share_indexed(a, want);
@@ -114,7 +111,8 @@ void Engine::read_back(Active& a) {
   a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
   kv_->set_length(a.seq, a.computed);
   publish_blocks(a);
-  if (counted) count_cached(a, a.info.cached_tokens);
+  // All it holds came from the cache (restores come before any computing).
+  if (a.counts_cached) count_cached(a, a.info.cached_tokens);
 }
 
 void Engine::share_computed(Active& a) {
@@ -122,12 +120,11 @@ void Engine::share_computed(Active& a) {
   if (a.chain.empty() || a.computed % block_tokens != 0) return;
   const size_t got = share_indexed(a, SIZE_MAX);
   if (got == 0) return;
-  const bool counted = a.info.preemptions == 0 || a.reuse_pending;  // (as read_back)
   a.computed += int64_t(got) * block_tokens;
   kv_->set_length(a.seq, a.computed);
   publish_blocks(a);
   if (a.reuse_pending) count_reuse(a, true);
-  if (counted) count_cached(a, before);
+  if (a.counts_cached) count_cached(a, before);
 }
 
 bool Engine::computed_by_another(const Running& running, size_t i) const {

@@ -235,7 +235,7 @@ std::string Server::Impl::prometheus() const {
     metric("hearth_prompt_cache_bytes", "gauge", "Bytes of the blocks indexed by the prompt cache.", c->bytes);
     metric("hearth_prompt_cache_max_bytes", "gauge", "Prompt cache capacity (--prompt-cache).", c->max_bytes);
     metric("hearth_prompt_cache_hits_total", "counter", "Requests that reused cached blocks (found at admission, read back or shared).", c->hits);
-    metric("hearth_prompt_cache_misses_total", "counter", "Requests that computed their prompt reusing no cached block.", c->misses);
+    metric("hearth_prompt_cache_misses_total", "counter", "Requests that reused no cached block.", c->misses);
     metric("hearth_prompt_cache_session_hits_total", "counter", "Requests continuing their session's checkpoint.",
            c->session_hits);
     metric("hearth_prompt_cache_session_misses_total", "counter", "Requests of a session with an edited history.",
