@@ -1,7 +1,7 @@
 // A request the engine holds, from submit() to finish(): its decoding
 // state, where its history stands in the KV cache, and what the prompt
 // cache gave it. Private to the engine's sources (engine.cpp,
-// engine_prompt_cache.cpp).
+// engine_step.cpp, engine_prompt_cache.cpp).
 #pragma once
 
 #include <chrono>
