@@ -205,8 +205,8 @@ class Engine {
   // last call, and moves its session there (with the prompt cache on).
   void publish_blocks(Active& a);
   // Counts the prompt tokens in [from, computed) as taken from the cache
-  // (attached at the first admission, read back, shared), in its
-  // FinishInfo and the engine's total.
+  // (attached at the first admission or at a resume that reused nothing
+  // yet, read back, shared), in its FinishInfo and the engine's total.
   void count_cached(Active& a, int64_t from);
   // Shares up to `max` blocks from `computed` on that the cache indexed
   // since the request's lookup (another request computed or read them

@@ -7,10 +7,12 @@
 #include <chrono>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
 #include "engine/engine_active.h"
+#include "engine/grammar/grammar.h"
 #include "engine/logprobs.h"
 
 namespace hearth {
