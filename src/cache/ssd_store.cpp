@@ -33,11 +33,7 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   const int root_fd = ::open(opt_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (root_fd < 0) throw std::runtime_error("cannot open " + opt_.dir.string() + ": " + std::strerror(errno));
   try {
-    check_owner(root_fd, opt_.dir);
-    struct stat st {};
-    if (::fstat(root_fd, &st) != 0 || ((st.st_mode & 022) != 0 && ::fchmod(root_fd, st.st_mode & 07755) != 0))
-      throw std::runtime_error("cannot keep other users from writing in " + opt_.dir.string() + ": " +
-                               std::strerror(errno));
+    claim_folder(root_fd, opt_.dir, 022);
     const std::string lock_path = (opt_.dir / "LOCK").string();
     lock_fd_ = ::openat(root_fd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock_fd_ < 0) throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
@@ -59,9 +55,7 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
     // the folder must be this user's, and is made the owner's alone (one
     // someone else made first could be read or have records planted in it;
     // its name, from the model's files, is no secret).
-    check_owner(dir_fd_, ns_dir_);
-    if (::fstat(dir_fd_, &st) != 0 || ((st.st_mode & 077) != 0 && ::fchmod(dir_fd_, 0700) != 0))
-      throw std::runtime_error("cannot make " + ns_dir_.string() + " private: " + std::strerror(errno));
+    claim_folder(dir_fd_, ns_dir_, 077);
     // The folders' entries made durable (they may be new: the namespace's,
     // and DIR itself), before any record in them is reported durable: a
     // crash must not take a folder, records and all. (Best effort: a disk
@@ -91,12 +85,15 @@ SsdStore::~SsdStore() {
   close_fds();
 }
 
-void SsdStore::check_owner(int dir_fd, const std::filesystem::path& dir) {
+void SsdStore::claim_folder(int dir_fd, const std::filesystem::path& dir, mode_t others) {
   struct stat st {};
   if (::fstat(dir_fd, &st) != 0) throw std::runtime_error("cannot stat " + dir.string() + ": " + std::strerror(errno));
   if (st.st_uid != ::geteuid())
     throw std::runtime_error("cache directory " + dir.string() +
                              " belongs to another user; choose a cache directory of your own");
+  if ((st.st_mode & others) != 0 && ::fchmod(dir_fd, st.st_mode & 07777 & ~others) != 0)
+    throw std::runtime_error("cannot take permissions away from other users on " + dir.string() + ": " +
+                             std::strerror(errno));
 }
 
 void SsdStore::close_fds() {

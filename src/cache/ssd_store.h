@@ -17,6 +17,8 @@
 // go first (oldest first), then this one's least recently used chain ends.
 #pragma once
 
+#include <sys/types.h>
+
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -185,8 +187,9 @@ class SsdStore {
   void delete_files(const Evicted& files) const;  // without mu_
   uint64_t oldest_unfinished_seq() const;
   void close_fds();
-  // Throws unless the open folder `dir_fd` (at `dir`) is this user's.
-  static void check_owner(int dir_fd, const std::filesystem::path& dir);
+  // Throws unless the open folder `dir_fd` (at `dir`) is this user's, and
+  // clears the permission bits `others` from it.
+  static void claim_folder(int dir_fd, const std::filesystem::path& dir, mode_t others);
 
   SsdStoreOptions opt_;  // max_bytes: the cap asked for (or the default)
   uint64_t cap_ = 0;     // the cap in effect: max_bytes, or less while the disk is full
