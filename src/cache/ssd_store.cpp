@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/elapsed.h"
+#include "core/errno_error.h"
 
 namespace hearth::cache {
 
@@ -27,16 +28,17 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   std::filesystem::create_directories(opt_.dir, ec);
   if (ec) throw std::runtime_error("cannot create cache directory " + opt_.dir.string() + ": " + ec.message());
   // DIR holds the lock and every namespace's folder, and this store deletes
-  // other namespaces' records in it by path: it must be this user's, and
-  // no one else's to write in (a folder put in place of a namespace's
-  // could be anything). A link to such a folder is the user's to make.
-  const int root_fd = ::open(opt_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) throw std::runtime_error("cannot open " + opt_.dir.string() + ": " + std::strerror(errno));
+  // other namespaces' records in it: it must be this user's, and no one
+  // else's to write in (a folder put in place of a namespace's could be
+  // anything). DIR itself may be a link, the user's to make; everything in
+  // it is reached through its fd, without following links.
+  root_fd_ = ::open(opt_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd_ < 0) throw_errno([&] { return "cannot open " + opt_.dir.string(); });
   try {
-    claim_folder(root_fd, opt_.dir, 022);
+    claim_folder(root_fd_, opt_.dir, 022);
     const std::string lock_path = (opt_.dir / "LOCK").string();
-    lock_fd_ = ::openat(root_fd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (lock_fd_ < 0) throw std::runtime_error("cannot open " + lock_path + ": " + std::strerror(errno));
+    lock_fd_ = ::openat(root_fd_, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock_fd_ < 0) throw_errno([&] { return "cannot open " + lock_path; });
     // Non-blocking: a second server on the same directory must fail at once, not hang.
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
@@ -46,11 +48,11 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
       throw std::runtime_error("cannot lock " + lock_path + ": " + std::strerror(err));
     }
     const std::string ns = opt_.ns.hex();
-    if (::mkdirat(root_fd, ns.c_str(), 0700) != 0 && errno != EEXIST)
-      throw std::runtime_error("cannot create cache directory " + ns_dir_.string() + ": " + std::strerror(errno));
-    dir_fd_ = ::openat(root_fd, ns.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (::mkdirat(root_fd_, ns.c_str(), 0700) != 0 && errno != EEXIST)
+      throw_errno([&] { return "cannot create cache directory " + ns_dir_.string(); });
+    dir_fd_ = ::openat(root_fd_, ns.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (dir_fd_ < 0)
-      throw std::runtime_error("cannot open " + ns_dir_.string() + ": " + std::strerror(errno));
+      throw_errno([&] { return "cannot open " + ns_dir_.string(); });
     // The records hold prompts (their token ids) and KV the server trusts:
     // the folder must be this user's, and is made the owner's alone (one
     // someone else made first could be read or have records planted in it;
@@ -60,7 +62,7 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
     // and DIR itself), before any record in them is reported durable: a
     // crash must not take a folder, records and all. (Best effort: a disk
     // that fails here fails the records' own fsyncs, which are reported.)
-    ::fsync(root_fd);
+    ::fsync(root_fd_);
     if (const int fd = ::open(opt_.dir.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
       ::fsync(fd);
       ::close(fd);
@@ -68,11 +70,9 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
     scan_records();
     writer_ = std::thread(&SsdStore::writer_loop, this);
   } catch (...) {
-    ::close(root_fd);
     close_fds();
     throw;
   }
-  ::close(root_fd);
 }
 
 SsdStore::~SsdStore() {
@@ -87,19 +87,18 @@ SsdStore::~SsdStore() {
 
 void SsdStore::claim_folder(int dir_fd, const std::filesystem::path& dir, mode_t others) {
   struct stat st {};
-  if (::fstat(dir_fd, &st) != 0) throw std::runtime_error("cannot stat " + dir.string() + ": " + std::strerror(errno));
+  if (::fstat(dir_fd, &st) != 0) throw_errno([&] { return "cannot stat " + dir.string(); });
   if (st.st_uid != ::geteuid())
     throw std::runtime_error("cache directory " + dir.string() +
                              " belongs to another user; choose a cache directory of your own");
   if ((st.st_mode & others) != 0 && ::fchmod(dir_fd, st.st_mode & 07777 & ~others) != 0)
-    throw std::runtime_error("cannot take permissions away from other users on " + dir.string() + ": " +
-                             std::strerror(errno));
+    throw_errno([&] { return "cannot take permissions away from other users on " + dir.string(); });
 }
 
 void SsdStore::close_fds() {
-  if (dir_fd_ >= 0) ::close(dir_fd_);
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
-  dir_fd_ = lock_fd_ = -1;
+  for (int fd : {dir_fd_, root_fd_, lock_fd_})  // (the lock's close releases the flock)
+    if (fd >= 0) ::close(fd);
+  dir_fd_ = root_fd_ = lock_fd_ = -1;
 }
 
 std::filesystem::path SsdStore::record_path(const BlockHash& hash) const {
@@ -189,7 +188,7 @@ std::deque<SsdStore::OtherRecord> SsdStore::other_namespaces_records() const {
       if (!file.ends_with(kv_record::kSuffix) && !file.ends_with(kv_record::kTempSuffix)) continue;
       struct stat st {};
       if (::lstat(f->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      records.push_back({f->path(), uint64_t(st.st_size),
+      records.push_back({name, file, uint64_t(st.st_size),
                          int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
     }
   }
@@ -268,7 +267,7 @@ void SsdStore::remove_entry(const BlockHash& hash) {
 void SsdStore::evict_over_cap(Evicted& out) {
   while (stats_.bytes + stats_.other_bytes > cap_) {
     if (!others_.empty()) {  // (listed for deletion before it leaves the count)
-      out.others.push_back(others_.front().path);
+      out.others.push_back(others_.front());
       stats_.other_bytes -= others_.front().bytes;
       others_.pop_front();
       ++stats_.evicted;
@@ -289,10 +288,15 @@ void SsdStore::evict_over_cap(Evicted& out) {
 
 void SsdStore::delete_files(const Evicted& files) const {
   for (const std::string& name : files.records) ::unlinkat(dir_fd_, name.c_str(), 0);
-  for (const std::filesystem::path& path : files.others) {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-    std::filesystem::remove(path.parent_path(), ec);  // once it is empty
+  // Through the folders' fds, each checked to be a folder of this user's
+  // (not a link put in its place since the scan).
+  for (const OtherRecord& r : files.others) {
+    const int fd = ::openat(root_fd_, r.folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::unlinkat(fd, r.file.c_str(), 0);
+    ::close(fd);
+    ::unlinkat(root_fd_, r.folder.c_str(), AT_REMOVEDIR);  // once it is empty
   }
 }
 

@@ -159,7 +159,7 @@ class SsdStore {
   // The records in DIR's other namespace folders (other models, an earlier
   // version of this one, other kernels), found by name and stat alone.
   struct OtherRecord {
-    std::filesystem::path path;
+    std::string folder, file;  // DIR/folder/file
     uint64_t bytes = 0;
     int64_t mtime = 0;  // ns
   };
@@ -181,7 +181,7 @@ class SsdStore {
   // so that put() and read() never wait on the file system freeing MBs.
   struct Evicted {
     std::vector<std::string> records;            // this namespace's, by name in dir_fd_
-    std::vector<std::filesystem::path> others;   // other namespaces' records
+    std::vector<OtherRecord> others;             // other namespaces' records
   };
   void evict_over_cap(Evicted& out);
   void delete_files(const Evicted& files) const;  // without mu_
@@ -195,7 +195,7 @@ class SsdStore {
   uint64_t cap_ = 0;     // the cap in effect: max_bytes, or less while the disk is full
   std::filesystem::path ns_dir_;
   uint64_t record_bytes_ = 0;  // header + tokens + payload
-  int lock_fd_ = -1, dir_fd_ = -1;
+  int lock_fd_ = -1, root_fd_ = -1, dir_fd_ = -1;  // root: DIR; dir: the namespace's folder
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // the writer waits for jobs

@@ -9,11 +9,13 @@
 #include <future>
 #include <stdexcept>
 
+#include "core/errno_error.h"
+
 namespace hearth::io {
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
   file_ = std::fopen(tmp_.c_str(), "wb");
-  if (!file_) throw std::runtime_error("cannot create " + tmp_ + ": " + std::strerror(errno));
+  if (!file_) throw_errno([&] { return "cannot create " + tmp_; });
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 22);
 }
 
@@ -25,8 +27,7 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write(const void* data, size_t n) {
-  if (n && std::fwrite(data, 1, n, file_) != n)
-    throw std::runtime_error("writing " + tmp_ + ": " + std::strerror(errno));
+  if (n && std::fwrite(data, 1, n, file_) != n) throw_errno([&] { return "writing " + tmp_; });
 }
 
 void AtomicFile::write_pieces(size_t n, const std::function<void(size_t, std::vector<uint8_t>&)>& produce) {
@@ -42,8 +43,7 @@ void AtomicFile::write_pieces(size_t n, const std::function<void(size_t, std::ve
 }
 
 void AtomicFile::commit() {
-  if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0)
-    throw std::runtime_error("writing " + tmp_ + ": " + std::strerror(errno));
+  if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) throw_errno([&] { return "writing " + tmp_; });
   std::FILE* f = file_;
   file_ = nullptr;
   if (std::fclose(f) != 0) {

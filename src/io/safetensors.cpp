@@ -52,7 +52,10 @@ std::string TensorInfo::describe() const {
 MappedFile::MappedFile(const fs::path& path) {
   // O_NONBLOCK: a FIFO named like a checkpoint must fail below, not hang the open.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) fail(path.string(), std::string("cannot open: ") + std::strerror(errno));
+  if (fd < 0) {
+    const int err = errno;
+    fail(path.string(), std::string("cannot open: ") + std::strerror(err));
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
@@ -63,8 +66,9 @@ MappedFile::MappedFile(const fs::path& path) {
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
+      const int err = errno;  // (before close may change it)
       ::close(fd);
-      fail(path.string(), std::string("cannot map: ") + std::strerror(errno));
+      fail(path.string(), std::string("cannot map: ") + std::strerror(err));
     }
     data_ = static_cast<const uint8_t*>(p);
   }

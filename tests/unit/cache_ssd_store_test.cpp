@@ -480,6 +480,35 @@ TEST_F(SsdStoreTest, OtherNamespacesRecordsCountAgainstTheCapAndGoFirstOldestFir
   EXPECT_TRUE(fs::exists(root_ / "not-a-namespace" / "x.kvb"));
 }
 
+// Another namespace's folder swapped for a link after the scan: eviction
+// deletes through the folder's own fd, so the link is not followed and the
+// files it leads to stay.
+TEST_F(SsdStoreTest, EvictingAnotherNamespaceFollowsNoLink) {
+  SsdStoreOptions old_model = options();
+  old_model.ns = root_hash("the model before its update");
+  const Block old_block = make_chain(chain_root_, 1, 1)[0];
+  {
+    SsdStore s(old_model);
+    put(s, old_block);
+  }
+  const fs::path old_dir = root_ / old_model.ns.hex();
+  const std::string record = old_block.hash.hex() + ".kvb";
+  const auto chain = make_chain(chain_root_, 2);
+  SsdStore s(options(2 * kRecordBytes));  // the old record must go for the second
+  ASSERT_EQ(s.stats().other_bytes, kRecordBytes);
+  const fs::path elsewhere = root_ / "elsewhere";
+  fs::create_directories(elsewhere);
+  std::ofstream(elsewhere / record) << "someone's file";
+  fs::remove_all(old_dir);
+  fs::create_directory_symlink(elsewhere, old_dir);
+  for (const Block& b : chain) put(s, b);
+  s.flush();
+  EXPECT_EQ(s.stats().entries, 2);
+  EXPECT_EQ(s.stats().other_bytes, 0u);
+  EXPECT_TRUE(fs::exists(elsewhere / record)) << "the eviction followed a link";
+  EXPECT_TRUE(fs::is_symlink(old_dir));
+}
+
 // A namespace folder someone made before the server (its name comes from
 // the model's files): an open one is made private, another user's or a
 // link is refused.
