@@ -18,6 +18,13 @@
 #include "core/errno_error.h"
 
 namespace hearth::cache {
+namespace {
+
+// Out of fds or memory: a failure that says nothing of the file, only of
+// this moment.
+bool out_of_resources(int err) { return err == EMFILE || err == ENFILE || err == ENOMEM; }
+
+}  // namespace
 
 SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   if (opt_.block_bytes == 0 || opt_.block_tokens <= 0)
@@ -124,7 +131,13 @@ void SsdStore::scan_records() {
     if (!name.ends_with(kv_record::kSuffix)) continue;  // not ours: leave it alone
     // O_NONBLOCK: a FIFO named like a record must not hang the start.
     int fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0 && errno != ELOOP) continue;  // unreadable now (EMFILE, EACCES): not proof it is bad
+    if (fd < 0 && errno == ENOENT) continue;  // gone since it was listed
+    // Not proof the record is bad, and one left out of the index would sit
+    // on disk, never read, evicted or counted by the cap: the start fails.
+    // Any other failure (a link, no read permission) is a bad record,
+    // removed below.
+    if (fd < 0 && out_of_resources(errno))
+      throw_errno([&] { return "cannot open " + (ns_dir_ / name).string(); });
     struct stat st {};
     if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
       ::close(fd);
@@ -191,7 +204,10 @@ std::deque<SsdStore::OtherRecord> SsdStore::other_namespaces_records() const {
       records.push_back({name, file, uint64_t(st.st_size),
                          int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec});
     }
+    if (out_of_resources(file_ec.value()))  // (as the scan: records left uncounted by the cap)
+      throw std::runtime_error("cannot list " + dir->path().string() + ": " + file_ec.message());
   }
+  if (out_of_resources(ec.value())) throw std::runtime_error("cannot list " + opt_.dir.string() + ": " + ec.message());
   return records;
 }
 

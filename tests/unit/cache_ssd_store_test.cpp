@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -478,6 +479,47 @@ TEST_F(SsdStoreTest, OtherNamespacesRecordsCountAgainstTheCapAndGoFirstOldestFir
   }
   EXPECT_FALSE(fs::exists(old_dir)) << "an emptied namespace folder is removed";
   EXPECT_TRUE(fs::exists(root_ / "not-a-namespace" / "x.kvb"));
+}
+
+// Out of file descriptors at start, at whatever point: the store either
+// fails to start or indexes every record and counts every other
+// namespace's. A record it could not open or list then would sit on disk
+// outside the index, never read, evicted or counted by the cap.
+TEST_F(SsdStoreTest, AStartOutOfFileDescriptorsIndexesEveryRecordOrFails) {
+  SsdStoreOptions old_model = options();
+  old_model.ns = root_hash("the model before its update");
+  {
+    SsdStore s(old_model);
+    put(s, make_chain(chain_root_, 1, 1)[0]);
+  }
+  const auto chain = make_chain(chain_root_, 3);
+  {
+    SsdStore s(options());
+    for (const Block& b : chain) put(s, b);
+  }
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int lowest_free = ::dup(0);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  int started = 0;
+  for (int room = 0; room <= 8; ++room) {  // fds the store may open
+    rlimit tight = saved;
+    tight.rlim_cur = rlim_t(lowest_free + room);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+    try {
+      SsdStore s(options());
+      ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+      EXPECT_EQ(s.stats().entries, 3) << "with room for " << room << " fds";
+      EXPECT_EQ(s.stats().other_bytes, kRecordBytes) << "with room for " << room << " fds";
+      EXPECT_EQ(s.stats().skipped, 0);
+      ++started;
+    } catch (const std::runtime_error&) {
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  }
+  EXPECT_GT(started, 0);
+  EXPECT_EQ(files_in(ns_dir()).size(), 3u);
 }
 
 // Another namespace's folder swapped for a link after the scan: eviction
