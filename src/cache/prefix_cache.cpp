@@ -175,8 +175,9 @@ void PrefixCache::publish(ChainCursor& cursor, std::span<const int32_t> tokens, 
 // put back at every turn, only to be evicted again, and nothing is put
 // under it (a record no lookup reads would push a readable one out).
 bool PrefixCache::put_missing_again(const BlockHash& hash) {
+  if (hash == root_ || !ssd_->awaits_put_again(hash)) return true;
   const auto last = entries_.find(hash);
-  if (last == entries_.end() || !ssd_->awaits_put_again(hash)) return true;  // (the root among them)
+  if (last == entries_.end()) return false;  // not in RAM either: its children would never be read
   if (!ssd_->holds(size_t(last->second.depth) + 1) || !ssd_->has_queue_room()) return false;
   std::vector<const std::pair<const BlockHash, Entry>*> run;  // youngest first
   for (BlockHash h = hash; h != root_ && ssd_->awaits_put_again(h);) {

@@ -183,8 +183,9 @@ class PrefixCache {
   // SsdStore::awaits_put_again) to it again, oldest first, so that the
   // children put after them are neither dropped nor written unreadable.
   // False when a child of `hash` (a block the cache holds) is not to be
-  // put: it would not be read (a chain longer than the tier holds,
-  // ancestors gone from RAM too, or no room in the queue).
+  // put: it would not be read (a chain longer than the tier holds, `hash`
+  // or an ancestor missing from the tier gone from RAM too, or no room in
+  // the queue).
   bool put_missing_again(const BlockHash& hash);
 
   KvCache& kv_;

@@ -436,15 +436,16 @@ TEST(PrefixCache, BlocksReadBackAreIndexedByPublishingAndAKeptChildCountsAgain) 
   const auto first = std::span(tokens).first(kBlock);
   const int both = f.compute(tokens);
   for (int32_t b : f.kv.blocks(both)) std::memset(f.kv.block_data(b).data(), 0x11 * (b + 1), f.kv.block_bytes());
-  ChainCursor after_first{chain_hash(c.root(), first), 1};  // the child alone
-  c.publish(after_first, tokens, 2 * kBlock, f.kv.blocks(both), {});
   const int parent_seq = f.compute(first);  // the parent, from another sequence
   std::memcpy(f.kv.block_data(f.kv.blocks(parent_seq)[0]).data(), f.kv.block_data(f.kv.blocks(both)[0]).data(),
               f.kv.block_bytes());
   f.publish(c, parent_seq, first);
   f.kv.release(parent_seq);
   ssd.flush();
-  EXPECT_EQ(c.evict(1), 1);  // the parent: the child is held
+  EXPECT_EQ(c.evict(1), 1);  // the parent leaves RAM, durable on disk
+  ChainCursor after_first{chain_hash(c.root(), first), 1};  // then the child, without it
+  c.publish(after_first, tokens, 2 * kBlock, f.kv.blocks(both), {});
+  ssd.flush();
   EXPECT_EQ(c.stats().entries, 1);
 
   PrefixMatch m = c.lookup(tokens);
@@ -531,6 +532,27 @@ TEST(PrefixCache, ABlockEvictedFromDiskIsPutAgainBeforeItsChild) {
   ssd.flush();
   EXPECT_EQ(ssd.contains_prefix(c.lookup(turn2).chain), 2u) << "turn 1's block, then turn 2's";
   f.kv.release(seq2);
+}
+
+// A sequence whose parent block is in neither RAM nor the SSD tier (its
+// own copy of a block computed twice, the indexed copy evicted from both):
+// its next block is not written, since no lookup would read it (a chain is
+// read from its start), and it would push a readable record out.
+TEST(PrefixCache, NoChildIsWrittenUnderABlockInNeitherRamNorTheTier) {
+  const TempDir dir;
+  Fixture f;
+  SsdStore ssd(f.ssd_options(dir, 0));
+  PrefixCache c(f.kv, f.root, {cap(16)}, &ssd);
+  const auto tokens = iota(2 * kBlock);
+  const int seq = f.compute(tokens);
+  const BlockHash first = chain_hash(c.root(), std::span(tokens).first(kBlock));
+  ChainCursor after_first{first, 1};  // the parent: neither indexed nor on disk
+  c.publish(after_first, tokens, 2 * kBlock, f.kv.blocks(seq));
+  ssd.flush();
+  EXPECT_EQ(c.stats().entries, 1) << "still indexed in RAM";
+  EXPECT_EQ(ssd.stats().spills, 0);
+  EXPECT_FALSE(ssd.contains(chain_hash(first, std::span(tokens).subspan(kBlock))));
+  f.kv.release(seq);
 }
 
 // A conversation longer than the SSD tier's cap: its end is evicted as it
