@@ -184,11 +184,7 @@ bool Engine::start(Active& a) {
       a.reuse_pending = match->blocks.empty();
     }
   }
-  // What it attached (and reads back or shares next) comes from the cache:
-  // at its first admission, or when it resumes before reusing or
-  // publishing a block of its own (preempt), not its own blocks after.
-  a.counts_cached = first || a.reuse_pending;
-  if (a.counts_cached) count_cached(a, a.info.cached_tokens);
+  count_cached(a);  // what it attached (not its own blocks again, after a preemption)
   if (a.reuse_pending && a.published.blocks > 0) count_reuse(a, true);
   return true;
 }

@@ -204,10 +204,10 @@ class Engine {
   // Indexes the request's blocks that filled up to `computed` since the
   // last call, and moves its session there (with the prompt cache on).
   void publish_blocks(Active& a);
-  // Counts the prompt tokens in [from, computed) as taken from the cache
-  // (attached at the first admission or at a resume that reused nothing
-  // yet, read back, shared), in its FinishInfo and the engine's total.
-  void count_cached(Active& a, int64_t from);
+  // After the request took blocks from the cache (attached, read back,
+  // shared): counts its prompt tokens up to `computed` past
+  // Active::accounted as cached, in its FinishInfo and the engine's total.
+  void count_cached(Active& a);
   // Shares up to `max` blocks from `computed` on that the cache indexed
   // since the request's lookup (another request computed or read them
   // back) in place of its own unwritten ones; how many.

@@ -51,10 +51,11 @@ struct Engine::Active {
   // nor computed its prompt without, ended, or been preempted after
   // publishing blocks of its own (a miss): count_reuse.
   bool reuse_pending = false;
-  // Since this admission its KV holds only what came from the cache or
-  // what it computed, not its own blocks attached again after a
-  // preemption: tokens it reads back or shares count as cached (start()).
-  bool counts_cached = false;
+  // Positions [0, accounted) were counted as cached or computed by this
+  // request: a block it takes from the cache counts only past it, so its
+  // own blocks attached again after a preemption do not, and others' do,
+  // whenever they come (count_cached).
+  int64_t accounted = 0;
   int64_t restoring = 0;  // blocks it reads back in this step (plan_step)
   std::optional<uint64_t> no_room_at;  // the room_epoch() when it last found no room at admission
 };

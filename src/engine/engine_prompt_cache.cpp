@@ -111,12 +111,11 @@ void Engine::read_back(Active& a) {
   a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
   kv_->set_length(a.seq, a.computed);
   publish_blocks(a);
-  // All it holds came from the cache (restores come before any computing).
-  if (a.counts_cached) count_cached(a, a.info.cached_tokens);
+  count_cached(a);
 }
 
 void Engine::share_computed(Active& a) {
-  const int64_t block_tokens = kv_->shape().block_tokens, before = a.computed;
+  const int64_t block_tokens = kv_->shape().block_tokens;
   if (a.chain.empty() || a.computed % block_tokens != 0) return;
   const size_t got = share_indexed(a, SIZE_MAX);
   if (got == 0) return;
@@ -124,7 +123,7 @@ void Engine::share_computed(Active& a) {
   kv_->set_length(a.seq, a.computed);
   publish_blocks(a);
   if (a.reuse_pending) count_reuse(a, true);
-  if (a.counts_cached) count_cached(a, before);
+  count_cached(a);
 }
 
 bool Engine::computed_by_another(const Running& running, size_t i) const {
@@ -160,9 +159,11 @@ void Engine::pause_ssd_writes(bool pause) {
   ssd_paused_ = pause;
 }
 
-void Engine::count_cached(Active& a, int64_t from) {
-  const int64_t prompt = a.decoding.prompt_tokens();
-  const int64_t more = std::min(a.computed, prompt) - std::min(from, prompt);
+void Engine::count_cached(Active& a) {
+  const int64_t taken = std::min(a.computed, a.decoding.prompt_tokens());
+  if (taken <= a.accounted) return;
+  const int64_t more = taken - a.accounted;
+  a.accounted = taken;
   std::lock_guard lock(mutex_);
   stats_.cached_tokens_total += more;
   a.info.cached_tokens += more;

@@ -138,6 +138,7 @@ void Engine::advance_embedding(Active& a, int64_t fed, std::span<const float> hi
       for (size_t j = 0; j < width; ++j) a.pooled[j] += hidden[at + j];
   }
   a.computed += fed;
+  a.accounted = std::max(a.accounted, a.computed);
   publish_blocks(a);
   if (a.computed < int64_t(a.history().size())) return;
   if (pooling == io::Pooling::Last) a.pooled.assign(hidden.end() - ptrdiff_t(width), hidden.end());
@@ -150,6 +151,7 @@ void Engine::advance_embedding(Active& a, int64_t fed, std::span<const float> hi
 
 void Engine::advance(Active& a, int64_t fed, std::span<const float> logits) {
   a.computed += fed;
+  a.accounted = std::max(a.accounted, a.computed);
   publish_blocks(a);  // blocks that filled become reusable at once (a follow-up turn hits them)
   if (a.computed < int64_t(a.history().size())) return;  // more history to feed first
   if (a.reuse_pending) count_reuse(a, false);  // its prompt is computed, none of it reused

@@ -464,6 +464,35 @@ TEST(PromptCacheSsd, ABlockAlignedPromptOnDiskComputesOnlyItsLastToken) {
   expect_kv_returned(second);
 }
 
+// A RAM hit preempted while it reads the rest of its prompt back from disk
+// (an older request needed its blocks) counts every block it took from
+// the cache, before the preemption and after it resumes, as cached.
+TEST(PromptCacheSsd, ARestorePreemptedMidwayCountsAllItTookAsCached) {
+  TempDir dir;
+  const auto prompt = prompt_of(456, 3);  // 14 whole blocks and 8 tokens
+  EngineOptions opt = with_ssd_and_chunk(dir.path(), 32);  // one block read a step
+  const Output want = run_and_spill(prompt, 5, opt);
+  opt.ctx_size = 512;
+  opt.kv_budget = 17 * kv_block_bytes();
+  opt.max_batch = 4;
+  Engine second(LlamaModel::load(kModel), opt);
+  run(second, std::vector<int32_t>(prompt.begin(), prompt.begin() + 40), 1);  // the first block, in RAM
+  // It holds all but a block until it ends: the next two are admitted in
+  // one step then, and fill the budget (2 and 15 blocks, the first cached).
+  auto holder = second.submit(greedy_request(prompt_of(490, 5), 20));
+  ASSERT_TRUE(holder->next());
+  // Its third block, a few steps in, is the restoring request's to give.
+  auto older = second.submit(greedy_request(prompt_of(63, 4), 10));
+  auto restoring = second.submit(greedy_request(prompt, 5));
+  drain(*holder);
+  drain(*older);
+  const Output got = drain(*restoring);
+  expect_same(got, want);
+  EXPECT_EQ(got.info.preemptions, 1);
+  EXPECT_EQ(got.info.cached_tokens, 14 * 32);
+  expect_kv_returned(second);
+}
+
 TEST(PromptCacheSsd, ACorruptBlockIsSkippedAndRecomputed) {
   TempDir dir;
   const auto prompt = prompt_of(100, 3);
