@@ -178,14 +178,13 @@ bool Engine::start(Active& a) {
     a.admitted = Clock::now();
     // The prompt cache counts a request's lookup once, when it is first
     // admitted, not at each step it waits for room; one that found nothing
-    // in RAM is decided by what it reuses (count_reuse).
+    // in RAM is decided by what it reuses (Active::reuse_pending).
     if (match) {
       cache_->count_admission(*match);
       a.reuse_pending = match->blocks.empty();
     }
   }
   count_cached(a);  // what it attached (not its own blocks again, after a preemption)
-  if (a.reuse_pending && a.published.blocks > 0) count_reuse(a, true);
   return true;
 }
 

@@ -206,7 +206,8 @@ class Engine {
   void publish_blocks(Active& a);
   // After the request took blocks from the cache (attached, read back,
   // shared): counts its prompt tokens up to `computed` past
-  // Active::accounted as cached, in its FinishInfo and the engine's total.
+  // Active::accounted as cached, in its FinishInfo and the engine's total,
+  // and a request whose reuse was pending as a hit.
   void count_cached(Active& a);
   // Shares up to `max` blocks from `computed` on that the cache indexed
   // since the request's lookup (another request computed or read them

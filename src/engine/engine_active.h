@@ -47,9 +47,9 @@ struct Engine::Active {
   // `computed` are read back, or shared once another request computed them.
   std::vector<cache::BlockHash> chain;
   // Its first admission's lookup found no block in RAM, and it has neither
-  // reused one since (read back, shared, attached when it resumed: a hit)
-  // nor computed its prompt without, ended, or been preempted after
-  // publishing blocks of its own (a miss): count_reuse.
+  // reused one since (read back, shared, attached when it resumed: a hit,
+  // decided in count_cached) nor computed its prompt without, ended, or
+  // been preempted after publishing blocks of its own (a miss): count_reuse.
   bool reuse_pending = false;
   // Positions [0, accounted) were counted as cached or computed by this
   // request: a block it takes from the cache counts only past it, so its

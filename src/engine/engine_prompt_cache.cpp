@@ -100,10 +100,8 @@ void Engine::read_back(Active& a) {
   // Blocks another request read back (or computed) since the lookup are
   // shared, not read again.
   size_t got = share_indexed(a, want);
-  if (a.reuse_pending && got > 0) count_reuse(a, true);  // before a read that may throw
   if (got < want)
     got += cache_->read_back(a.history(), a.chain, from + got, kv_->blocks(a.seq).subspan(from + got, want - got));
-  if (a.reuse_pending && got > 0) count_reuse(a, true);
   // A block that did not read back whole ends the run: the rest is computed.
   a.on_disk = got == want ? a.on_disk - a.restoring : 0;
   // The last history token is computed again, for its logits (the block
@@ -122,7 +120,6 @@ void Engine::share_computed(Active& a) {
   a.computed += int64_t(got) * block_tokens;
   kv_->set_length(a.seq, a.computed);
   publish_blocks(a);
-  if (a.reuse_pending) count_reuse(a, true);
   count_cached(a);
 }
 
@@ -162,6 +159,7 @@ void Engine::pause_ssd_writes(bool pause) {
 void Engine::count_cached(Active& a) {
   const int64_t taken = std::min(a.computed, a.decoding.prompt_tokens());
   if (taken <= a.accounted) return;
+  if (a.reuse_pending) count_reuse(a, true);  // the first it took from the cache
   const int64_t more = taken - a.accounted;
   a.accounted = taken;
   std::lock_guard lock(mutex_);
