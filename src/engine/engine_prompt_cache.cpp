@@ -96,20 +96,27 @@ size_t Engine::share_indexed(Active& a, size_t max) {
 
 void Engine::read_back(Active& a) {
   const int64_t block_tokens = kv_->shape().block_tokens, n = int64_t(a.history().size());
-  const size_t from = size_t(a.computed / block_tokens), want = size_t(a.restoring);
+  const size_t want = size_t(a.restoring);
   // Blocks another request read back (or computed) since the lookup are
-  // shared, not read again.
-  size_t got = share_indexed(a, want);
-  if (got < want)
-    got += cache_->read_back(a.history(), a.chain, from + got, kv_->blocks(a.seq).subspan(from + got, want - got));
+  // shared, not read again; counted before the read, which may throw.
+  // (Never the block the last history token is in.)
+  const size_t shared = share_indexed(a, want);
+  a.computed += int64_t(shared) * block_tokens;
+  kv_->set_length(a.seq, a.computed);
+  count_cached(a);
+  size_t read = 0;
+  if (shared < want) {
+    const size_t from = size_t(a.computed / block_tokens);
+    read = cache_->read_back(a.history(), a.chain, from, kv_->blocks(a.seq).subspan(from, want - shared));
+  }
   // A block that did not read back whole ends the run: the rest is computed.
-  a.on_disk = got == want ? a.on_disk - a.restoring : 0;
+  a.on_disk = shared + read == want ? a.on_disk - a.restoring : 0;
   // The last history token is computed again, for its logits (the block
   // it is in is the sequence's own, and published once it is).
-  a.computed = std::min(a.computed + int64_t(got) * block_tokens, n - 1);
+  a.computed = std::min(a.computed + int64_t(read) * block_tokens, n - 1);
   kv_->set_length(a.seq, a.computed);
-  publish_blocks(a);
   count_cached(a);
+  publish_blocks(a);
 }
 
 void Engine::share_computed(Active& a) {
@@ -119,8 +126,8 @@ void Engine::share_computed(Active& a) {
   if (got == 0) return;
   a.computed += int64_t(got) * block_tokens;
   kv_->set_length(a.seq, a.computed);
+  count_cached(a);  // (before publishing, which may throw)
   publish_blocks(a);
-  count_cached(a);
 }
 
 bool Engine::computed_by_another(const Running& running, size_t i) const {
