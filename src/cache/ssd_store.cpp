@@ -37,8 +37,8 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
   // DIR holds the lock and every namespace's folder, and this store deletes
   // other namespaces' records in it: it must be this user's, and no one
   // else's to write in (a folder put in place of a namespace's could be
-  // anything). DIR itself may be a link, the user's to make; everything in
-  // it is reached through its fd, without following links.
+  // anything). DIR itself may be a link, the user's to make; what is opened
+  // or deleted in it goes through its fd, without following links.
   root_fd_ = ::open(opt_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (root_fd_ < 0) throw_errno([&] { return "cannot open " + opt_.dir.string(); });
   try {
@@ -131,17 +131,23 @@ void SsdStore::scan_records() {
     if (!name.ends_with(kv_record::kSuffix)) continue;  // not ours: leave it alone
     // O_NONBLOCK: a FIFO named like a record must not hang the start.
     int fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0 && errno == ENOENT) continue;  // gone since it was listed
+    // Gone since it was listed, or a socket or device named like a record
+    // (not ours either).
+    if (fd < 0 && (errno == ENOENT || errno == ENXIO || errno == ENODEV)) continue;
     // Not proof the record is bad, and one left out of the index would sit
     // on disk, never read, evicted or counted by the cap: the start fails.
-    // Any other failure (a link, no read permission) is a bad record,
+    // Any other failure (a link, no read permission, EIO) is a bad record,
     // removed below.
     if (fd < 0 && out_of_resources(errno))
       throw_errno([&] { return "cannot open " + (ns_dir_ / name).string(); });
     struct stat st {};
-    if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    if (fd >= 0 && ::fstat(fd, &st) != 0) {  // (as unreadable: removed below)
       ::close(fd);
-      continue;  // a directory or device named like a record: not ours either
+      fd = -1;
+    }
+    if (fd >= 0 && !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      continue;  // a directory or FIFO named like a record: not ours either
     }
     // Only the header is read here: a restart must stay fast with GBs on disk.
     // A record another user owns was planted while the folder was open
@@ -178,6 +184,7 @@ void SsdStore::scan_records() {
   Evicted evicted;
   evict_over_cap(evicted);  // max_bytes may have been lowered since the last run
   delete_files(evicted);
+  count_again(evicted.others);
 }
 
 std::deque<SsdStore::OtherRecord> SsdStore::other_namespaces_records() const {
@@ -302,18 +309,28 @@ void SsdStore::evict_over_cap(Evicted& out) {
   }
 }
 
-void SsdStore::delete_files(const Evicted& files) const {
+void SsdStore::delete_files(Evicted& files) const {
   for (const std::string& name : files.records) ::unlinkat(dir_fd_, name.c_str(), 0);
   // Through the folders' fds, each checked to be a folder of this user's
   // (not a link put in its place since the scan).
-  for (const OtherRecord& r : files.others) {
+  std::erase_if(files.others, [&](const OtherRecord& r) {
     const int fd = ::openat(root_fd_, r.folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) continue;
+    if (fd < 0) return !out_of_resources(errno);  // (else gone, or not a folder: nothing to delete)
     struct stat st {};
     if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::unlinkat(fd, r.file.c_str(), 0);
     ::close(fd);
     ::unlinkat(root_fd_, r.folder.c_str(), AT_REMOVEDIR);  // once it is empty
+    return true;
+  });
+}
+
+void SsdStore::count_again(std::vector<OtherRecord>& undeleted) {
+  for (auto r = undeleted.rbegin(); r != undeleted.rend(); ++r) {  // (the oldest ends in front)
+    others_.push_front(std::move(*r));
+    stats_.other_bytes += others_.front().bytes;
+    --stats_.evicted;
   }
+  undeleted.clear();
 }
 
 bool SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,

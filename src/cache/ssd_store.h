@@ -83,6 +83,9 @@ class SsdStore {
  public:
   // Locks DIR/LOCK (throws std::runtime_error if another store holds it), scans
   // and checks the namespace's records (removing bad ones), starts the writer.
+  // Also throws when DIR or a namespace folder is another user's, and when
+  // out of fds or memory while scanning (a record missed would lie outside
+  // the index and the cap).
   explicit SsdStore(SsdStoreOptions o);
   ~SsdStore();  // writes everything still queued, then stops the writer
   SsdStore(const SsdStore&) = delete;
@@ -184,7 +187,11 @@ class SsdStore {
     std::vector<OtherRecord> others;             // other namespaces' records
   };
   void evict_over_cap(Evicted& out);
-  void delete_files(const Evicted& files) const;  // without mu_
+  // Without mu_. Leaves in files.others the records it could not reach
+  // for want of an fd or memory, which count_again (mu_ held) puts back
+  // among the records the cap counts, the oldest, for the next eviction.
+  void delete_files(Evicted& files) const;
+  void count_again(std::vector<OtherRecord>& undeleted);
   uint64_t oldest_unfinished_seq() const;
   void close_fds();
   // Throws unless the open folder `dir_fd` (at `dir`) is this user's, and

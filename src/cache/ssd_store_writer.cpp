@@ -169,6 +169,7 @@ void SsdStore::writer_loop() {
       delete_files(evicted);
       if (below_cap) raise_cap_as_space_frees();
       lk.lock();
+      count_again(evicted.others);
     } catch (...) {
       // An allocation failed (nothing else throws here), and the thread
       // must not end the server: what is left of the batch is given up and
@@ -192,6 +193,7 @@ void SsdStore::writer_loop() {
       }
       try {
         delete_files(evicted);
+        count_again(evicted.others);
       } catch (...) {
       }
       writing_bytes_ = 0, writing_count_ = 0;

@@ -484,7 +484,9 @@ TEST_F(SsdStoreTest, OtherNamespacesRecordsCountAgainstTheCapAndGoFirstOldestFir
 // Out of file descriptors at start, at whatever point: the store either
 // fails to start or indexes every record and counts every other
 // namespace's. A record it could not open or list then would sit on disk
-// outside the index, never read, evicted or counted by the cap.
+// outside the index, never read, evicted or counted by the cap. Walked
+// with and without records of its own, so that the scan runs out first in
+// one and the listing of other namespaces in the other.
 TEST_F(SsdStoreTest, AStartOutOfFileDescriptorsIndexesEveryRecordOrFails) {
   SsdStoreOptions old_model = options();
   old_model.ns = root_hash("the model before its update");
@@ -492,34 +494,54 @@ TEST_F(SsdStoreTest, AStartOutOfFileDescriptorsIndexesEveryRecordOrFails) {
     SsdStore s(old_model);
     put(s, make_chain(chain_root_, 1, 1)[0]);
   }
-  const auto chain = make_chain(chain_root_, 3);
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int lowest_free = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  for (const int records : {0, 3}) {
+    SCOPED_TRACE(std::to_string(records) + " records of its own");
+    if (records > 0) {
+      SsdStore s(options());
+      for (const Block& b : make_chain(chain_root_, records)) put(s, b);
+    }
+    bool started = false;
+    // Fds the store may open, up to the first start (inherited fds above
+    // the lowest free one only make a start come later).
+    for (int room = 0; room <= 64 && !started; ++room) {
+      rlimit tight = saved;
+      tight.rlim_cur = rlim_t(lowest_free + room);
+      ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
+      try {
+        SsdStore s(options());
+        ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+        EXPECT_EQ(s.stats().entries, records) << "with room for " << room << " fds";
+        EXPECT_EQ(s.stats().other_bytes, kRecordBytes) << "with room for " << room << " fds";
+        EXPECT_EQ(s.stats().skipped, 0);
+        started = true;
+      } catch (const std::runtime_error&) {
+      }
+      ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+    }
+    EXPECT_TRUE(started);
+    EXPECT_EQ(files_in(ns_dir()).size(), size_t(records));
+  }
+}
+
+// A record the server cannot read (another user made it unreadable) is
+// removed at start like a corrupt one, not left outside the index.
+TEST_F(SsdStoreTest, AnUnreadableRecordIsRemovedAtStart) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads any file";
+  const auto chain = make_chain(chain_root_, 2);
   {
     SsdStore s(options());
     for (const Block& b : chain) put(s, b);
   }
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-  const int lowest_free = ::dup(0);
-  ASSERT_GE(lowest_free, 0);
-  ::close(lowest_free);
-  int started = 0;
-  for (int room = 0; room <= 8; ++room) {  // fds the store may open
-    rlimit tight = saved;
-    tight.rlim_cur = rlim_t(lowest_free + room);
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &tight), 0);
-    try {
-      SsdStore s(options());
-      ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
-      EXPECT_EQ(s.stats().entries, 3) << "with room for " << room << " fds";
-      EXPECT_EQ(s.stats().other_bytes, kRecordBytes) << "with room for " << room << " fds";
-      EXPECT_EQ(s.stats().skipped, 0);
-      ++started;
-    } catch (const std::runtime_error&) {
-    }
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
-  }
-  EXPECT_GT(started, 0);
-  EXPECT_EQ(files_in(ns_dir()).size(), 3u);
+  fs::permissions(ns_dir() / (chain[1].hash.hex() + ".kvb"), fs::perms::none);
+  SsdStore s(options());
+  EXPECT_EQ(s.stats().entries, 1);
+  EXPECT_EQ(s.stats().skipped, 1);
+  EXPECT_EQ(files_in(ns_dir()), std::vector<std::string>{chain[0].hash.hex() + ".kvb"});
 }
 
 // Another namespace's folder swapped for a link after the scan: eviction
