@@ -19,6 +19,7 @@
 
 #include <sys/types.h>
 
+#include <cerrno>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -197,6 +198,9 @@ class SsdStore {
   // Throws unless the open folder `dir_fd` (at `dir`) is this user's, and
   // clears the permission bits `others` from it.
   static void claim_folder(int dir_fd, const std::filesystem::path& dir, mode_t others);
+  // Out of fds or memory: a failure that says nothing of the file, only of
+  // this moment.
+  static bool out_of_resources(int err) { return err == EMFILE || err == ENFILE || err == ENOMEM; }
 
   SsdStoreOptions opt_;  // max_bytes: the cap asked for (or the default)
   uint64_t cap_ = 0;     // the cap in effect: max_bytes, or less while the disk is full
