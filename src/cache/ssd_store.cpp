@@ -117,20 +117,23 @@ void SsdStore::delete_files(Evicted& files) const {
     const int fd = ::openat(root_fd_, r.folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return !out_of_resources(errno);  // (else gone, or not a folder: nothing to delete)
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::unlinkat(fd, r.file.c_str(), 0);
+    const bool ours = ::fstat(fd, &st) == 0 && st.st_uid == ::geteuid();
+    const bool kept = ours && ::unlinkat(fd, r.file.c_str(), 0) != 0 && out_of_resources(errno);
     ::close(fd);
-    ::unlinkat(root_fd_, r.folder.c_str(), AT_REMOVEDIR);  // once it is empty
-    return true;
+    if (!kept) ::unlinkat(root_fd_, r.folder.c_str(), AT_REMOVEDIR);  // once it is empty
+    return !kept;
   });
 }
 
 void SsdStore::count_again(std::vector<OtherRecord>& undeleted) {
-  for (auto r = undeleted.rbegin(); r != undeleted.rend(); ++r) {  // (the oldest ends in front)
-    others_.push_front(std::move(*r));
+  // From the back, so the oldest ends in front; each leaves `undeleted` as
+  // it is put back (push_front changes nothing if it throws).
+  while (!undeleted.empty()) {
+    others_.push_front(std::move(undeleted.back()));
+    undeleted.pop_back();
     stats_.other_bytes += others_.front().bytes;
     --stats_.evicted;
   }
-  undeleted.clear();
 }
 
 bool SsdStore::put(const BlockHash& hash, const BlockHash& parent, std::span<const int32_t> tokens,

@@ -132,7 +132,10 @@ void SsdStore::scan_records() {
       throw_errno([&] { return "cannot open " + (ns_dir_ / name).string(); });
     struct stat st {};
     if (fd >= 0 && ::fstat(fd, &st) != 0) {  // (as unreadable: removed below)
+      const int err = errno;
       ::close(fd);
+      if (out_of_resources(err))
+        throw std::runtime_error("cannot stat " + (ns_dir_ / name).string() + ": " + std::strerror(err));
       fd = -1;
     }
     if (fd >= 0 && !S_ISREG(st.st_mode)) {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -542,6 +545,27 @@ TEST_F(SsdStoreTest, AnUnreadableRecordIsRemovedAtStart) {
   EXPECT_EQ(s.stats().entries, 1);
   EXPECT_EQ(s.stats().skipped, 1);
   EXPECT_EQ(files_in(ns_dir()), std::vector<std::string>{chain[0].hash.hex() + ".kvb"});
+}
+
+// A socket named like a record is not a record of ours: left alone, as a
+// directory of that name is (opening it fails with ENXIO, not as a bad
+// record's open does).
+TEST_F(SsdStoreTest, ASocketNamedLikeARecordIsLeftAlone) {
+  { SsdStore s(options()); }
+  const std::string name = make_chain(chain_root_, 1)[0].hash.hex() + ".kvb";
+  const std::string path = (ns_dir() / name).string();
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  SsdStore s(options());
+  EXPECT_EQ(s.stats().entries, 0);
+  EXPECT_EQ(s.stats().skipped, 0);
+  EXPECT_EQ(files_in(ns_dir()), std::vector<std::string>{name});
+  ::close(sock);
 }
 
 // Another namespace's folder swapped for a link after the scan: eviction
