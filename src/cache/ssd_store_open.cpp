@@ -46,7 +46,7 @@ SsdStore::SsdStore(SsdStoreOptions o) : opt_(std::move(o)) {
       if (err == EWOULDBLOCK)
         throw std::runtime_error("cache directory " + opt_.dir.string() + " is locked (" + lock_path +
                                  "): another hearth server is using it");
-      throw std::runtime_error("cannot lock " + lock_path + ": " + std::strerror(err));
+      throw_errno(err, [&] { return "cannot lock " + lock_path; });
     }
     const std::string ns = opt_.ns.hex();
     if (::mkdirat(root_fd_, ns.c_str(), 0700) != 0 && errno != EEXIST)
@@ -130,25 +130,21 @@ void SsdStore::scan_records() {
     // removed below.
     if (fd < 0 && out_of_resources(errno))
       throw_errno([&] { return "cannot open " + (ns_dir_ / name).string(); });
-    struct stat st {};
-    if (fd >= 0 && ::fstat(fd, &st) != 0) {  // (as unreadable: removed below)
-      const int err = errno;
-      ::close(fd);
-      if (out_of_resources(err))
-        throw std::runtime_error("cannot stat " + (ns_dir_ / name).string() + ": " + std::strerror(err));
-      fd = -1;
-    }
-    if (fd >= 0 && !S_ISREG(st.st_mode)) {
-      ::close(fd);
-      continue;  // a directory or FIFO named like a record: not ours either
-    }
     // Only the header is read here: a restart must stay fast with GBs on disk.
     // A record another user owns was planted while the folder was open
     // (before it was made private): not trusted, whatever its checksums say.
     std::optional<kv_record::Link> link;
-    if (fd >= 0 && uint64_t(st.st_size) == record_bytes_ && st.st_uid == ::geteuid())
-      link = kv_record::read_header(fd, shape());
-    if (fd >= 0) ::close(fd);
+    struct stat st {};
+    if (fd >= 0) {
+      const bool stated = ::fstat(fd, &st) == 0;  // (if not: as unreadable, removed below)
+      const int err = errno;
+      const bool regular = stated && S_ISREG(st.st_mode);
+      if (regular && uint64_t(st.st_size) == record_bytes_ && st.st_uid == ::geteuid())
+        link = kv_record::read_header(fd, shape());
+      ::close(fd);
+      if (!stated && out_of_resources(err)) throw_errno(err, [&] { return "cannot stat " + (ns_dir_ / name).string(); });
+      if (stated && !regular) continue;  // a directory or FIFO named like a record: not ours either
+    }
     if (link && link->parent != link->hash && name == link->hash.hex() + kv_record::kSuffix) {
       found.push_back({link->hash, link->parent, uint64_t(st.st_size), st.st_mtim});
     } else if (::unlinkat(dir_fd_, name.c_str(), 0) == 0) {

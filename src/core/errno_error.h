@@ -11,12 +11,17 @@
 
 namespace hearth {
 
-// Throws std::runtime_error("<what()>: <errno's text>"); `what` builds the
-// message's start, after errno is read.
+// Throws std::runtime_error("<what()>: <err's text>"), err read before the
+// message is built (saved by the caller where a call since, a close say,
+// may have changed errno).
+template <class What>
+[[noreturn]] void throw_errno(int err, const What& what) {
+  throw std::runtime_error(std::string(what()) + ": " + std::strerror(err));
+}
+
 template <class What>
 [[noreturn]] void throw_errno(const What& what) {
-  const int err = errno;
-  throw std::runtime_error(std::string(what()) + ": " + std::strerror(err));
+  throw_errno(errno, what);
 }
 
 }  // namespace hearth
